@@ -1,0 +1,16 @@
+// The ordered list of migrations. knex records each by name in integrator.knex_migrations.
+import type { Knex } from "knex";
+import * as foundation from "./0001_foundation.ts";
+
+interface Migration {
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+const migrations: [string, Migration][] = [["0001_foundation", foundation]];
+
+export const migrationSource: Knex.MigrationSource<[string, Migration]> = {
+  getMigrations: async () => migrations,
+  getMigrationName: ([name]) => name,
+  getMigration: async ([, migration]) => migration,
+};

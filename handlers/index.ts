@@ -1,0 +1,9 @@
+// Every implemented operation, by operationId. An operation of the document missing here answers 501.
+import type { HandlerTable } from "../src/http.ts";
+import * as auth from "./auth.ts";
+import * as health from "./health.ts";
+
+export const handlers: HandlerTable = {
+  ...auth,
+  ...health,
+};

@@ -1,0 +1,52 @@
+// npm run admin -- <command> [--flags]: operator commands, JSON on stdout. Uses the same database
+// settings as the server: DATABASE_URL, or the embedded PostgreSQL under DATA_DIR (reused when the
+// server is running, started for the duration of the command when it is not).
+import { parseArgs } from "node:util";
+import { ConfigError, loadConfig } from "../src/config.ts";
+import { buildServices, migrateAll, openDatabase } from "../src/bootstrap.ts";
+import type { Services } from "../src/services.ts";
+import { adminCommands, UsageError } from "../src/admin-commands.ts";
+
+async function main(): Promise<number> {
+  const [name, ...rest] = process.argv.slice(2);
+  const command = name ? adminCommands[name] : undefined;
+  if (!name || !command) {
+    const usage = Object.entries(adminCommands)
+      .map(([commandName, spec]) => `  ${commandName} ${spec.usage}`)
+      .join("\n");
+    process.stderr.write(`${name ? `Unknown command "${name}".\n` : ""}Usage: npm run admin -- <command> [--flags]\n${usage}\n`);
+    return 2;
+  }
+  let flags: Record<string, string | undefined>;
+  try {
+    const options = Object.fromEntries(command.flags.map((flag) => [flag, { type: "string" as const }]));
+    flags = parseArgs({ args: rest, options, strict: true, allowPositionals: false }).values as Record<string, string | undefined>;
+  } catch (error) {
+    process.stderr.write(`${JSON.stringify({ error: error instanceof Error ? error.message : String(error), usage: `${name} ${command.usage}` })}\n`);
+    return 2;
+  }
+  const config = loadConfig();
+  const database = await openDatabase(config, { applicationName: "integrator-admin" });
+  let services: Services | undefined;
+  try {
+    await migrateAll(database.db, database.url);
+    services = await buildServices(config, database.db);
+    const result = await command.run(services, flags);
+    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    return 0;
+  } catch (error) {
+    const known = error instanceof UsageError || error instanceof ConfigError;
+    process.stderr.write(`${JSON.stringify({ error: error instanceof Error ? error.message : String(error), ...(known ? { usage: `${name} ${command.usage}` } : {}) })}\n`);
+    return known ? 2 : 1;
+  } finally {
+    await database.close();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`${JSON.stringify({ error: error instanceof Error ? error.message : String(error) })}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,84 @@
+// The admin CLI's commands (scripts/admin.ts parses flags and prints what a command returns).
+import type { Services } from "./services.ts";
+import { createClient, createTenant, createUser, tenantExists } from "../db/principals.ts";
+
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+export interface AdminCommand {
+  usage: string;
+  flags: string[];
+  run(services: Services, flags: Record<string, string | undefined>): Promise<unknown>;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function required(flags: Record<string, string | undefined>, name: string): string {
+  const value = flags[name];
+  if (value === undefined || value.trim() === "") throw new UsageError(`--${name} is required`);
+  return value.trim();
+}
+
+export async function requiredTenant(services: Services, flags: Record<string, string | undefined>): Promise<string> {
+  const tenantId = required(flags, "tenant").toLowerCase();
+  if (!UUID.test(tenantId) || !(await tenantExists(services.db, tenantId))) throw new UsageError(`--tenant ${tenantId} is not an existing tenant id`);
+  return tenantId;
+}
+
+export function roleList(raw: string): string[] {
+  const roles = [...new Set(raw.split(",").map((role) => role.trim()).filter(Boolean))];
+  if (roles.length === 0) throw new UsageError("--roles needs at least one role, e.g. client_admin");
+  if (roles.some((role) => !/^[a-z][a-z0-9_:.-]{0,63}$/.test(role))) throw new UsageError("--roles takes comma-separated role names such as client_admin,platform_admin");
+  return roles;
+}
+
+export const adminCommands: Record<string, AdminCommand> = {
+  "tenant:create": {
+    usage: "--name N",
+    flags: ["name"],
+    run: async (services, flags) => createTenant(services.db, required(flags, "name")),
+  },
+  "user:create": {
+    usage: "--tenant T --username U --password P --roles r1,r2",
+    flags: ["tenant", "username", "password", "roles"],
+    run: async (services, flags) => {
+      const tenantId = await requiredTenant(services, flags);
+      const password = required(flags, "password");
+      if (password.length < 8) throw new UsageError("--password must be at least 8 characters");
+      try {
+        return await createUser(services.db, { tenantId, username: required(flags, "username"), password, roles: roleList(required(flags, "roles")) });
+      } catch (error) {
+        if ((error as { code?: string }).code === "23505") throw new UsageError(`username ${flags.username} is taken`);
+        throw error;
+      }
+    },
+  },
+  "client:create": {
+    usage: "--tenant T --roles r1",
+    flags: ["tenant", "roles"],
+    run: async (services, flags) => {
+      const tenantId = await requiredTenant(services, flags);
+      const client = await createClient(services.db, { tenantId, roles: roleList(required(flags, "roles")) });
+      return { client_id: client.client_id, client_secret: client.client_secret, tenant_id: client.tenant_id, roles: client.roles };
+    },
+  },
+  "token:issue": {
+    usage: "--tenant T --subject S --roles r1 [--expires-in SECONDS]",
+    flags: ["tenant", "subject", "roles", "expires-in"],
+    run: async (services, flags) => {
+      const tenantId = await requiredTenant(services, flags);
+      const expiresRaw = flags["expires-in"];
+      if (expiresRaw !== undefined && !/^\d{1,7}$/.test(expiresRaw)) throw new UsageError("--expires-in must be a number of seconds");
+      const expiresIn = expiresRaw === undefined ? undefined : Number(expiresRaw);
+      if (expiresIn !== undefined && (expiresIn < 1 || expiresIn > 31 * 86400)) throw new UsageError("--expires-in must be between 1 and 2678400 seconds");
+      const issued = await services.tokens.issue({
+        subject: required(flags, "subject"),
+        tenantId,
+        roles: roleList(required(flags, "roles")),
+        ...(expiresIn === undefined ? {} : { expiresInSeconds: expiresIn }),
+      });
+      return { access_token: issued.token, token_type: "bearer", expires_in: issued.expiresIn };
+    },
+  },
+};

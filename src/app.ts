@@ -1,0 +1,217 @@
+// The HTTP application: request ids, bearer auth for protected operations, body parsing, request (and
+// in tests response) validation by express-openapi-validator, and dispatch by operationId through
+// openapi-backend. Every failure leaves through one error handler as a documented shape.
+import { randomUUID } from "node:crypto";
+import express, { type NextFunction, type Request, type Response } from "express";
+import * as OpenApiValidator from "express-openapi-validator";
+import { OpenAPIBackend, type Context, type Operation } from "openapi-backend";
+import type { OpenAPIV3_1 } from "openapi-types";
+import { requireBearer } from "./auth/passport.ts";
+import type { Principal } from "./auth/tokens.ts";
+import { ApiError, envelope, OAuthError, sendApiError, sendOAuthError } from "./errors.ts";
+import type { Call, HandlerTable, OperationId } from "./http.ts";
+import { loadDocument, resolveRef } from "./openapi-document.ts";
+import type { Services } from "./services.ts";
+import { findOverride, jsonInvalidIssue, overrideRules, toValidationIssues, type OverrideRules, type ValidationIssue } from "./validation.ts";
+
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+const BODY_LIMIT = "1mb";
+
+interface ResolvedOperation {
+  operationId: string;
+  secured: boolean;
+  overrides: OverrideRules;
+}
+
+export interface AppOptions {
+  handlers: HandlerTable;
+  /** Logs unexpected errors (never sent to the client). */
+  logError?: (error: unknown, req: Request) => void;
+}
+
+export async function createApp(services: Services, options: AppOptions): Promise<express.Express> {
+  const document = loadDocument();
+  const backend = new OpenAPIBackend({ definition: loadDocument() as never, validate: false, quick: true, ignoreTrailingSlashes: false });
+  const logError = options.logError ?? ((error: unknown) => console.error(error));
+
+  const globalSecurity = document.security ?? [];
+  const resolved = new Map<string, ResolvedOperation>();
+  for (const [, pathItem] of Object.entries(document.paths ?? {})) {
+    for (const method of ["get", "put", "post", "delete", "patch", "head", "options"] as const) {
+      const operation = (pathItem as OpenAPIV3_1.PathItemObject)[method];
+      if (!operation?.operationId) continue;
+      const security = operation.security ?? globalSecurity;
+      resolved.set(operation.operationId, {
+        operationId: operation.operationId,
+        secured: security.some((requirement) => Object.keys(requirement).length > 0),
+        overrides: overrideRules(operation as never, (value) => resolveRef(document, value)),
+      });
+    }
+  }
+
+  const handlerMap: Record<string, (context: Context, req: Request, res: Response) => Promise<void>> = {};
+  for (const [operationId, handler] of Object.entries(options.handlers)) {
+    handlerMap[operationId] = async (context, req, res) => {
+      const call: Call<OperationId> = {
+        operationId: operationId as OperationId,
+        body: req.body as never,
+        query: req.query as never,
+        params: (context.request.params ?? {}) as never,
+        headers: req.headers,
+        principal: req.user as Principal | undefined,
+        requestId: String(res.locals.requestId),
+        clientAddress: req.socket.remoteAddress ?? "",
+        services,
+      };
+      const reply = await (handler as (call: Call<OperationId>) => Promise<{ status: number; body?: unknown; headers?: Record<string, string> }>)(call);
+      for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
+      if (reply.body === undefined) res.status(reply.status).end();
+      else res.status(reply.status).json(reply.body);
+    };
+  }
+  backend.register({
+    ...handlerMap,
+    notImplemented: async (context: Context) => {
+      throw new ApiError("NOT_IMPLEMENTED", `${context.operation.operationId ?? "This operation"} is not implemented yet`, { status: 501 });
+    },
+    notFound: async () => {
+      throw new ApiError("NOT_FOUND", "No such route");
+    },
+  });
+  // Second gate behind the passport middleware: a protected operation never runs without a principal.
+  backend.registerSecurityHandler("OAuth2PasswordBearer", (_context: Context, req: Request) => Boolean(req.user));
+  backend.register("unauthorizedHandler", async () => {
+    throw new ApiError("UNAUTHORIZED", "A bearer token is required", { headers: { "WWW-Authenticate": 'Bearer realm="integrator-api"' } });
+  });
+  await backend.init();
+
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("query parser", "simple");
+  app.set("trust proxy", false);
+
+  // Request id first, so that every answer, errors included, carries it.
+  app.use((req, res, next) => {
+    const offered = req.headers["x-request-id"];
+    const requestId = typeof offered === "string" && SAFE_REQUEST_ID.test(offered) ? offered : randomUUID();
+    res.locals.requestId = requestId;
+    res.setHeader("X-Request-Id", requestId);
+    const operation = backend.matchOperation({ method: req.method, path: req.path, headers: {} }) as Operation | undefined;
+    if (operation?.operationId) res.locals.operation = resolved.get(operation.operationId);
+    next();
+  });
+
+  // Authentication runs before the body is read or validated: without a valid token nothing is said about the body.
+  const bearer = requireBearer(services.tokens);
+  app.use((req, res, next) => {
+    const operation = res.locals.operation as ResolvedOperation | undefined;
+    if (operation?.secured) bearer(req, res, next);
+    else next();
+  });
+
+  app.use(express.json({ limit: BODY_LIMIT, strict: false, type: ["application/json", "application/*+json"] }));
+  app.use(express.urlencoded({ limit: "64kb", extended: false, type: "application/x-www-form-urlencoded" }));
+
+  app.use(
+    OpenApiValidator.middleware({
+      apiSpec: document as never,
+      validateRequests: { allErrors: true, allowUnknownQueryParameters: true },
+      validateResponses: services.config.validateResponses ? { allErrors: true } : false,
+      validateSecurity: false,
+      // Redocly lints the document; the validator's own 3.1 meta-schema check rejects the relative tokenUrl the spec requires.
+      validateApiSpec: false,
+      validateFormats: true,
+      ignoreUndocumented: false,
+    }),
+  );
+
+  app.use((req, res, next) => {
+    backend
+      .handleRequest({ method: req.method, path: req.path, headers: req.headers as Record<string, string>, query: req.query as Record<string, string>, body: req.body }, req, res)
+      .catch(next);
+  });
+
+  app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
+    if (res.headersSent) return next(error);
+    try {
+      respondWithError(error, req, res, logError);
+    } catch (secondary) {
+      logError(secondary, req);
+      res.status(500).json(envelope("INTERNAL_ERROR", "Internal error", String(res.locals.requestId ?? "")));
+    }
+  });
+
+  return app;
+}
+
+interface HttpErrorLike {
+  status: number;
+  message?: string;
+  errors?: { path: string; message: string; errorCode?: string }[];
+  headers?: Record<string, string>;
+  type?: string;
+  body?: unknown;
+}
+
+function isHttpError(error: unknown): error is HttpErrorLike {
+  return typeof error === "object" && error !== null && typeof (error as { status?: unknown }).status === "number";
+}
+
+function sendIssues(req: Request, res: Response, issues: ValidationIssue[]): void {
+  const operation = res.locals.operation as ResolvedOperation | undefined;
+  const match = findOverride(operation?.overrides, issues);
+  if (!match) {
+    res.status(422).json({ detail: issues });
+    return;
+  }
+  const { override } = match;
+  if (override.oauth_error) {
+    res.setHeader("Cache-Control", "no-store");
+    res.status(override.status).json({ error: override.oauth_error, error_description: describe(match.issues) });
+    return;
+  }
+  const details: Record<string, unknown> = { errors: match.issues };
+  res.status(override.status).json(envelope(override.code ?? "VALIDATION_FAILED", describe(match.issues), String(res.locals.requestId), details));
+}
+
+function describe(issues: ValidationIssue[]): string {
+  return issues
+    .slice(0, 5)
+    .map((issue) => `${issue.loc.join(".")}: ${issue.msg}`)
+    .join("; ");
+}
+
+function respondWithError(error: unknown, req: Request, res: Response, logError: (error: unknown, req: Request) => void): void {
+  if (error instanceof ApiError) return sendApiError(res, error);
+  if (error instanceof OAuthError) return sendOAuthError(res, error);
+  if (isHttpError(error)) {
+    // body-parser failures carry a `type`; express-openapi-validator's carry `errors`.
+    switch (error.type) {
+      case "entity.parse.failed":
+        return sendIssues(req, res, [jsonInvalidIssue(error, typeof error.body === "string" ? error.body : undefined)]);
+      case "entity.too.large":
+        return sendApiError(res, new ApiError("PAYLOAD_TOO_LARGE", `The request body exceeds the ${BODY_LIMIT} limit`));
+      case "encoding.unsupported":
+      case "charset.unsupported":
+        return sendApiError(res, new ApiError("UNSUPPORTED_MEDIA_TYPE", error.message ?? "Unsupported encoding"));
+      default:
+        break;
+    }
+    switch (error.status) {
+      case 400:
+        return sendIssues(req, res, toValidationIssues(error.errors ?? [{ path: "/body", message: error.message ?? "invalid request" }], req));
+      case 404:
+        return sendApiError(res, new ApiError("NOT_FOUND", "No such route"));
+      case 405:
+        return sendApiError(res, new ApiError("METHOD_NOT_ALLOWED", `Method ${req.method} is not allowed here`, error.headers?.Allow ? { headers: { Allow: error.headers.Allow } } : {}));
+      case 413:
+        return sendApiError(res, new ApiError("PAYLOAD_TOO_LARGE", "The request body is too large"));
+      case 415:
+        return sendApiError(res, new ApiError("UNSUPPORTED_MEDIA_TYPE", `Unsupported content type ${JSON.stringify(req.headers["content-type"] ?? "none")}: send the media type the operation declares`));
+      default:
+        break;
+    }
+  }
+  logError(error, req);
+  sendApiError(res, new ApiError("INTERNAL_ERROR", "Internal error"));
+}

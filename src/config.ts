@@ -1,0 +1,239 @@
+// The one place that reads process.env. Every setting is declared here with its default, its parser
+// and a one-line description; the README's settings table is checked against this list by a test.
+import path from "node:path";
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+type Parser<T> = (raw: string, name: string) => T;
+
+const text: Parser<string> = (raw) => raw;
+
+function integer(min: number, max: number): Parser<number> {
+  return (raw, name) => {
+    if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+    const value = Number(raw.trim());
+    if (value < min || value > max) throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got ${value}`);
+    return value;
+  };
+}
+
+const boolean: Parser<boolean> = (raw, name) => {
+  const value = raw.trim().toLowerCase();
+  if (["1", "true", "yes", "on"].includes(value)) return true;
+  if (["0", "false", "no", "off", ""].includes(value)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+};
+
+const url: Parser<string> = (raw, name) => {
+  try {
+    const parsed = new URL(raw);
+    if (!["http:", "https:"].includes(parsed.protocol)) throw new Error("scheme");
+    return raw.replace(/\/+$/, "");
+  } catch {
+    throw new ConfigError(`${name} must be an absolute http(s) URL, got "${raw}"`);
+  }
+};
+
+const postgresUrl: Parser<string> = (raw, name) => {
+  try {
+    const parsed = new URL(raw);
+    if (!["postgres:", "postgresql:"].includes(parsed.protocol)) throw new Error("scheme");
+    return raw;
+  } catch {
+    throw new ConfigError(`${name} must be a postgres:// connection URL`);
+  }
+};
+
+const list: Parser<string[]> = (raw) =>
+  raw
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry.length > 0);
+
+const encryptionKey: Parser<Buffer> = (raw, name) => {
+  const trimmed = raw.trim();
+  const key = /^[0-9a-fA-F]{64}$/.test(trimmed) ? Buffer.from(trimmed, "hex") : Buffer.from(trimmed, "base64");
+  if (key.length !== 32) throw new ConfigError(`${name} must be 32 bytes, as 64 hex characters or base64`);
+  return key;
+};
+
+const resolveMap: Parser<Record<string, string>> = (raw, name) => {
+  const entries: Record<string, string> = {};
+  for (const pair of list(raw, name)) {
+    const [host, address] = pair.split("=");
+    if (!host || !address) throw new ConfigError(`${name} must look like host=ip,host2=ip, got "${pair}"`);
+    entries[host.toLowerCase()] = address;
+  }
+  return entries;
+};
+
+const nodeEnv: Parser<string> = (raw, name) => {
+  if (!["development", "production", "test"].includes(raw)) throw new ConfigError(`${name} must be development, production or test, got "${raw}"`);
+  return raw;
+};
+
+const logLevel: Parser<string> = (raw, name) => {
+  if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(raw)) {
+    throw new ConfigError(`${name} must be one of fatal, error, warn, info, debug, trace, silent, got "${raw}"`);
+  }
+  return raw;
+};
+
+interface Setting<T> {
+  parse: Parser<T>;
+  /** The default as text, parsed like a given value; undefined means the setting is optional. */
+  fallback: string | undefined;
+  description: string;
+}
+
+function setting<T, F extends string | undefined>(parse: Parser<T>, fallback: F, description: string): Setting<T> & { fallback: F } {
+  return { parse, fallback, description } as Setting<T> & { fallback: F };
+}
+
+export const DEFAULT_MIME_TYPES = [
+  "application/pdf",
+  "application/msword",
+  "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+  "application/vnd.ms-excel",
+  "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+  "application/vnd.oasis.opendocument.text",
+  "application/rtf",
+  "text/plain",
+  "text/csv",
+  "image/png",
+  "image/jpeg",
+  "image/tiff",
+  "image/gif",
+  "image/webp",
+  "image/heic",
+];
+
+/** Every environment variable the service reads. */
+export const SETTINGS = {
+  NODE_ENV: setting(nodeEnv, "development", "development, production or test. production refuses the demo seed and the generated encryption key, and serves no API description."),
+  PORT: setting(integer(0, 65535), "8080", "HTTP port of the API."),
+  PUBLIC_BASE_URL: setting(url, undefined, "Public base URL: the token issuer and the base of generated links. Default http://localhost:$PORT."),
+  DATABASE_URL: setting(postgresUrl, undefined, "PostgreSQL 14+ connection URL. Unset: an embedded PostgreSQL is started with its data under DATA_DIR."),
+  DATA_DIR: setting(text, ".data", "Directory for the embedded PostgreSQL and the generated encryption key."),
+  EMBEDDED_PG_PORT: setting(integer(1, 65535), "54329", "Port of the embedded PostgreSQL (loopback only)."),
+  DB_POOL_MAX: setting(integer(1, 500), "10", "Largest number of connections in the API's database pool."),
+  ENCRYPTION_KEY: setting(encryptionKey, undefined, "32-byte key (64 hex characters or base64) for secrets at rest. Required in production; otherwise generated into DATA_DIR when unset."),
+  LOG_LEVEL: setting(logLevel, "info", "fatal, error, warn, info, debug, trace or silent."),
+  ACCESS_TOKEN_TTL_SECONDS: setting(integer(60, 86400), "900", "Lifetime of tokens issued by POST /token."),
+  AUTH_AUDIENCE_SELF: setting(text, "integrator-api", "Audience of the tokens this service issues and accepts from itself."),
+  AUTH_JWKS_URL: setting(url, undefined, "JWKS URL of an external identity provider whose tokens are also accepted."),
+  AUTH_ISSUER: setting(text, undefined, "Issuer (iss) of the external identity provider's tokens. Required with AUTH_JWKS_URL."),
+  AUTH_AUDIENCE: setting(text, undefined, "Audience (aud) the external identity provider's tokens must carry."),
+  AUTH_TENANT_CLAIM: setting(text, "tenant_id", "Claim of an external token holding the tenant id (dotted paths allowed)."),
+  AUTH_ROLES_CLAIM: setting(text, "roles", "Claim of an external token holding the roles array (dotted paths allowed, e.g. realm_access.roles)."),
+  API_IDEMPOTENCY_TTL_HOURS: setting(integer(1, 24 * 365), "24", "Hours an Idempotency-Key is remembered."),
+  INTAKE_ALLOWED_MIME_TYPES: setting(list, DEFAULT_MIME_TYPES.join(","), "Comma-separated MIME types intake accepts; others are rejected per item."),
+  INTAKE_MAX_FILE_SIZE_BYTES: setting(integer(1, Number.MAX_SAFE_INTEGER), String(100 * 1024 * 1024), "Largest file_size intake accepts; larger items are rejected per item."),
+  MAX_DELIVERY_ATTEMPTS: setting(integer(1, 25), "3", "Attempts per webhook delivery before it is failed."),
+  WEBHOOK_RETRY_BASE_SECONDS: setting(integer(0, 86400), "10", "Delay before the first retry; retry n waits base x 6^(n-1), capped at 10 hours."),
+  WEBHOOK_TIMEOUT_MS: setting(integer(100, 120000), "10000", "Timeout of one webhook delivery attempt."),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: setting(boolean, "false", "Tests only: let deliveries connect to private and loopback addresses."),
+  WEBHOOK_RESOLVE: setting(resolveMap, undefined, "Tests only: fixed DNS answers for deliveries, host=ip,host2=ip."),
+  WEBHOOK_CA_FILE: setting(text, undefined, "Tests only: PEM file of an extra CA trusted for deliveries."),
+  WORKER_CONCURRENCY: setting(integer(1, 100), "5", "Jobs the worker runs at once."),
+  HEALTH_WORKER_STALE_SECONDS: setting(integer(5, 86400), "60", "A worker not seen for this long makes health degraded."),
+  HEALTH_QUEUE_LAG_SECONDS: setting(integer(5, 86400), "300", "A due job waiting this long makes health degraded."),
+  RATE_LIMIT_PER_MINUTE: setting(integer(1, 1_000_000), "600", "Requests per minute per principal on protected routes."),
+  RATE_LIMIT_ANON_PER_MINUTE: setting(integer(1, 1_000_000), "120", "Requests per minute per client address on open routes."),
+  VALIDATE_RESPONSES: setting(boolean, undefined, "Validate every response against the document (default true when NODE_ENV=test)."),
+  SEED_DEMO: setting(boolean, "true", "Seed a demo tenant on the first start of an empty embedded database (never in production)."),
+} satisfies Record<string, Setting<unknown>>;
+
+type Settings = typeof SETTINGS;
+type ValueOf<S> = S extends Setting<infer T> ? T : never;
+type Parsed = {
+  [K in keyof Settings]: Settings[K] extends { fallback: string } ? ValueOf<Settings[K]> : ValueOf<Settings[K]> | undefined;
+};
+
+export interface Config {
+  nodeEnv: string;
+  isProduction: boolean;
+  port: number;
+  publicBaseUrl: string;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  embeddedPgPort: number;
+  dbPoolMax: number;
+  encryptionKey: Buffer | undefined;
+  logLevel: string;
+  accessTokenTtlSeconds: number;
+  selfAudience: string;
+  externalAuth: { jwksUrl: string; issuer: string; audience: string | undefined; tenantClaim: string; rolesClaim: string } | undefined;
+  idempotencyTtlHours: number;
+  intake: { allowedMimeTypes: string[]; maxFileSizeBytes: number };
+  webhooks: {
+    maxAttempts: number;
+    retryBaseSeconds: number;
+    timeoutMs: number;
+    allowPrivateTargets: boolean;
+    resolve: Record<string, string>;
+    caFile: string | undefined;
+  };
+  workerConcurrency: number;
+  health: { workerStaleSeconds: number; queueLagSeconds: number };
+  rateLimit: { perMinute: number; anonPerMinute: number };
+  validateResponses: boolean;
+  seedDemo: boolean;
+}
+
+/** Parses and checks every setting; throws ConfigError naming the first bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const values: Record<string, unknown> = {};
+  for (const [name, spec] of Object.entries(SETTINGS) as [string, Setting<unknown>][]) {
+    const raw = env[name];
+    if (raw !== undefined && raw !== "") values[name] = spec.parse(raw, name);
+    else if (spec.fallback !== undefined) values[name] = spec.parse(spec.fallback, name);
+  }
+  const v = values as Parsed;
+  const isProduction = v.NODE_ENV === "production";
+  if (v.AUTH_JWKS_URL && !v.AUTH_ISSUER) throw new ConfigError("AUTH_ISSUER is required when AUTH_JWKS_URL is set");
+  if (isProduction && !v.ENCRYPTION_KEY) throw new ConfigError("ENCRYPTION_KEY is required when NODE_ENV=production");
+  if (isProduction && (v.WEBHOOK_ALLOW_PRIVATE_TARGETS || v.WEBHOOK_RESOLVE || v.WEBHOOK_CA_FILE)) {
+    throw new ConfigError("WEBHOOK_ALLOW_PRIVATE_TARGETS, WEBHOOK_RESOLVE and WEBHOOK_CA_FILE are for tests and refused when NODE_ENV=production");
+  }
+  return {
+    nodeEnv: v.NODE_ENV,
+    isProduction,
+    port: v.PORT,
+    publicBaseUrl: v.PUBLIC_BASE_URL ?? `http://localhost:${v.PORT}`,
+    databaseUrl: v.DATABASE_URL,
+    dataDir: path.resolve(v.DATA_DIR),
+    embeddedPgPort: v.EMBEDDED_PG_PORT,
+    dbPoolMax: v.DB_POOL_MAX,
+    encryptionKey: v.ENCRYPTION_KEY,
+    logLevel: v.LOG_LEVEL,
+    accessTokenTtlSeconds: v.ACCESS_TOKEN_TTL_SECONDS,
+    selfAudience: v.AUTH_AUDIENCE_SELF,
+    externalAuth: v.AUTH_JWKS_URL
+      ? {
+          jwksUrl: v.AUTH_JWKS_URL,
+          issuer: v.AUTH_ISSUER as string,
+          audience: v.AUTH_AUDIENCE,
+          tenantClaim: v.AUTH_TENANT_CLAIM,
+          rolesClaim: v.AUTH_ROLES_CLAIM,
+        }
+      : undefined,
+    idempotencyTtlHours: v.API_IDEMPOTENCY_TTL_HOURS,
+    intake: { allowedMimeTypes: v.INTAKE_ALLOWED_MIME_TYPES.map((type) => type.toLowerCase()), maxFileSizeBytes: v.INTAKE_MAX_FILE_SIZE_BYTES },
+    webhooks: {
+      maxAttempts: v.MAX_DELIVERY_ATTEMPTS,
+      retryBaseSeconds: v.WEBHOOK_RETRY_BASE_SECONDS,
+      timeoutMs: v.WEBHOOK_TIMEOUT_MS,
+      allowPrivateTargets: v.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+      resolve: v.WEBHOOK_RESOLVE ?? {},
+      caFile: v.WEBHOOK_CA_FILE,
+    },
+    workerConcurrency: v.WORKER_CONCURRENCY,
+    health: { workerStaleSeconds: v.HEALTH_WORKER_STALE_SECONDS, queueLagSeconds: v.HEALTH_QUEUE_LAG_SECONDS },
+    rateLimit: { perMinute: v.RATE_LIMIT_PER_MINUTE, anonPerMinute: v.RATE_LIMIT_ANON_PER_MINUTE },
+    validateResponses: v.VALIDATE_RESPONSES ?? v.NODE_ENV === "test",
+    seedDemo: v.SEED_DEMO && !isProduction,
+  };
+}

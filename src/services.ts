@@ -1,0 +1,13 @@
+// What handlers, the worker and the admin CLI share: built once per process by main.ts (or a test).
+import type { Config } from "./config.ts";
+import type { Database } from "./database.ts";
+import type { SecretBox } from "./secrets.ts";
+import type { TokenService } from "./auth/tokens.ts";
+
+export interface Services {
+  config: Config;
+  db: Database;
+  box: SecretBox;
+  tokens: TokenService;
+  version: string;
+}

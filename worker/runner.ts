@@ -1,0 +1,61 @@
+// Runs graphile-worker against the service's PostgreSQL: the tasks in worker/tasks, the crontab, and a
+// heartbeat the health check reads to tell whether a worker is alive.
+import os from "node:os";
+import { randomBytes } from "node:crypto";
+import { Logger, run, runMigrations, type Runner, type TaskList } from "graphile-worker";
+import type { Services } from "../src/services.ts";
+import { taskList } from "./tasks/index.ts";
+import { crontab } from "./crontab.ts";
+
+const HEARTBEAT_INTERVAL_MS = 10_000;
+
+/** graphile-worker's own schema (graphile_worker); every role applies it at start, like the knex migrations. */
+export async function migrateWorkerSchema(connectionString: string): Promise<void> {
+  await runMigrations({ connectionString, logger: quietLogger() });
+}
+
+function quietLogger(log: (level: string, message: string) => void = () => undefined): Logger {
+  return new Logger(() => (level, message) => log(level, message));
+}
+
+export interface WorkerHandle {
+  workerId: string;
+  runner: Runner;
+  stop(): Promise<void>;
+}
+
+export async function startWorker(
+  services: Services,
+  connectionString: string,
+  options: { log?: (level: string, message: string) => void; tasks?: TaskList; pollInterval?: number } = {},
+): Promise<WorkerHandle> {
+  const workerId = `${os.hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
+  const beat = () =>
+    services.db
+      .raw("insert into integrator.worker_heartbeats (worker_id, last_seen_at) values (?, now()) on conflict (worker_id) do update set last_seen_at = now()", [workerId])
+      .then(() => services.db.raw("delete from integrator.worker_heartbeats where last_seen_at < now() - interval '1 day'"))
+      .catch(() => undefined);
+  const runner = await run({
+    connectionString,
+    concurrency: services.config.workerConcurrency,
+    noHandleSignals: true,
+    pollInterval: options.pollInterval ?? 1000,
+    taskList: options.tasks ?? taskList(services),
+    crontab,
+    logger: quietLogger(options.log),
+  });
+  // A lost database connection ends the runner's promise; the health check reports it, the process keeps serving.
+  runner.promise.catch((error: unknown) => options.log?.("error", `worker stopped: ${error instanceof Error ? error.message : String(error)}`));
+  await beat();
+  const heartbeat = setInterval(beat, HEARTBEAT_INTERVAL_MS);
+  heartbeat.unref();
+  return {
+    workerId,
+    runner,
+    async stop() {
+      clearInterval(heartbeat);
+      await runner.stop();
+      await services.db("integrator.worker_heartbeats").where({ worker_id: workerId }).delete().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,8 @@
+// The worker's tasks by identifier; each lives in its own file named after the task.
+import type { TaskList } from "graphile-worker";
+import type { Services } from "../../src/services.ts";
+
+export function taskList(services: Services): TaskList {
+  void services;
+  return {};
+}
