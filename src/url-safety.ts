@@ -1,0 +1,156 @@
+// SSRF rules for webhook targets (contract §5), used at subscription creation (checkWebhookUrl)
+// and at send time (isBlockedAddress on every resolved address). Only clearly global unicast
+// addresses pass; anything unparseable or special-purpose is blocked.
+import ipaddr from "ipaddr.js";
+
+type IPv4 = ipaddr.IPv4;
+type IPv6 = ipaddr.IPv6;
+
+function v4FromWords(high: number, low: number): IPv4 {
+  return new ipaddr.IPv4([(high >> 8) & 0xff, high & 0xff, (low >> 8) & 0xff, low & 0xff]);
+}
+
+// ipaddr.js names every special-purpose IPv4 block (private, loopback, linkLocal, carrierGradeNat,
+// multicast, unspecified = 0/8, broadcast, reserved = 192.0.0/24, 192.0.2/24, 192.88.99/24,
+// 198.18/15, 198.51.100/24, 203.0.113/24, 240/4, plus as112 and amt). Only "unicast" passes, so a
+// range added by a later ipaddr.js version is blocked by default.
+function isBlockedV4(address: IPv4): boolean {
+  return address.range() !== "unicast";
+}
+
+function word(parts: number[], index: number): number {
+  return parts[index] ?? 0;
+}
+
+function allZero(parts: number[], from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if (word(parts, i) !== 0) return false;
+  return true;
+}
+
+function isBlockedV6(address: IPv6): boolean {
+  if (address.zoneId) return true; // scoped (zone) addresses are never global
+  const parts = address.parts;
+  const p0 = word(parts, 0);
+  const p1 = word(parts, 1);
+  const embedded = (): IPv4 => v4FromWords(word(parts, 6), word(parts, 7));
+  // IPv4-mapped ::ffff:0:0/96: judge the embedded IPv4 address.
+  if (allZero(parts, 0, 5) && word(parts, 5) === 0xffff) return isBlockedV4(embedded());
+  // NAT64 well-known prefix 64:ff9b::/96 (RFC 6052): judge the embedded IPv4 address.
+  // The local-use prefix 64:ff9b:1::/48 falls through and is blocked (outside 2000::/3).
+  if (p0 === 0x64 && p1 === 0xff9b && allZero(parts, 2, 6)) return isBlockedV4(embedded());
+  // 6to4 2002::/16: the IPv4 address is in bits 16–47.
+  if (p0 === 0x2002) return isBlockedV4(v4FromWords(p1, word(parts, 2)));
+  // Teredo 2001::/32: server IPv4 in bits 32–63, client IPv4 (bit-inverted) in bits 96–127.
+  if (p0 === 0x2001 && p1 === 0) {
+    const server = v4FromWords(word(parts, 2), word(parts, 3));
+    const client = v4FromWords(~word(parts, 6) & 0xffff, ~word(parts, 7) & 0xffff);
+    return isBlockedV4(server) || isBlockedV4(client);
+  }
+  // Global unicast is 2000::/3. Everything else (::/8 incl. IPv4-compatible ::a.b.c.d and the
+  // IPv4-translated ::ffff:0:0:0/96, 100::/64, fc00::/7, fe80::/10, fec0::/10, ff00::/8, ...)
+  // is blocked, as are the special blocks inside 2000::/3 that ipaddr.js names (2001::/23
+  // protocol assignments, 2001:db8::/32 and 3fff::/20 documentation, 2001:2::/48 benchmarking,
+  // ORCHID, AS112, AMT, ...).
+  if ((p0 & 0xe000) !== 0x2000) return true;
+  return address.range() !== "unicast";
+}
+
+// Parses an IPv6 address in its plain or dotted-tail form. ipaddr.js treats "::a.b.c.d" as the
+// IPv4-mapped "::ffff:a.b.c.d", so the dotted tail is rewritten into two hex words first.
+function parseV6(text: string): IPv6 | undefined {
+  let candidate = text;
+  const dot = candidate.indexOf(".");
+  if (dot !== -1) {
+    const colon = candidate.lastIndexOf(":");
+    const tail = candidate.slice(colon + 1);
+    if (colon === -1 || !ipaddr.IPv4.isValidFourPartDecimal(tail)) return undefined;
+    const [a = 0, b = 0, c = 0, d = 0] = ipaddr.IPv4.parse(tail).octets;
+    candidate = `${candidate.slice(0, colon + 1)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  if (!ipaddr.IPv6.isValid(candidate)) return undefined;
+  return ipaddr.IPv6.parse(candidate);
+}
+
+/**
+ * True when `address` (a canonical IPv4 dotted quad or an IPv6 address, no brackets) is anything
+ * but clearly global unicast. Unparseable input, including non-canonical IPv4 forms such as
+ * "127.1" or "0x7f000001", is blocked; use parseIpLiteral first to normalise a URL host.
+ */
+export function isBlockedAddress(address: string): boolean {
+  if (typeof address !== "string") return true;
+  if (address.includes(":")) {
+    if (address.includes("%")) return true;
+    const parsed = parseV6(address);
+    return parsed === undefined ? true : isBlockedV6(parsed);
+  }
+  if (!ipaddr.IPv4.isValidFourPartDecimal(address)) return true;
+  return isBlockedV4(ipaddr.IPv4.parse(address));
+}
+
+/**
+ * When `host` is an IP literal, returns the address in normal form (IPv6 without brackets);
+ * otherwise undefined. Accepts "[v6]", bare v6, dotted-quad IPv4 and the legacy IPv4 forms
+ * (127.1, 0x7f.1, 2130706433) that WHATWG URL parsing would also read as addresses.
+ */
+export function parseIpLiteral(host: string): string | undefined {
+  if (host.startsWith("[") && host.endsWith("]")) {
+    return parseV6(host.slice(1, -1))?.toString();
+  }
+  if (host.includes(":")) return parseV6(host)?.toString();
+  if (ipaddr.IPv4.isValid(host)) return ipaddr.IPv4.parse(host).toString();
+  return undefined;
+}
+
+export type UrlVerdict =
+  | { ok: true; url: URL; host: string; port: number }
+  | { ok: false; rule: string; message: string };
+
+function reject(rule: string, message: string): UrlVerdict {
+  return { ok: false, rule, message };
+}
+
+function isLocalhost(name: string): boolean {
+  return name === "localhost" || name.endsWith(".localhost");
+}
+
+// "Fully qualified": at least two labels, none empty (one trailing dot already stripped).
+function isQualified(name: string): boolean {
+  const labels = name.split(".");
+  return labels.length >= 2 && labels.every((label) => label.length > 0);
+}
+
+/**
+ * The subscription URL rules of contract §5, checked in order: parseable absolute URL, https,
+ * no userinfo, host not a blocked IP literal (nor localhost), host contains a dot.
+ * On success `host` is url.hostname without IPv6 brackets and `port` is url.port or 443.
+ */
+export function checkWebhookUrl(raw: string): UrlVerdict {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return reject("invalid_url", "URL must be a valid absolute URL");
+  }
+  if (url.protocol !== "https:") return reject("scheme", "URL scheme must be https");
+  if (url.username !== "" || url.password !== "") {
+    return reject("userinfo", "URL must not contain a user name or password");
+  }
+  const hostname = url.hostname;
+  const literal = parseIpLiteral(hostname);
+  if (literal !== undefined && isBlockedAddress(literal)) {
+    return reject(
+      "blocked_address",
+      "URL host must not be a private, loopback, link-local, multicast or reserved IP address",
+    );
+  }
+  const name = hostname.endsWith(".") ? hostname.slice(0, -1) : hostname;
+  if (literal === undefined && isLocalhost(name)) {
+    return reject("blocked_address", "URL host must not be localhost (a loopback name)");
+  }
+  if (!isQualified(name)) {
+    return reject("host_not_qualified", "URL host must be a fully qualified domain name (contain a dot)");
+  }
+  const host = hostname.startsWith("[") && hostname.endsWith("]") ? hostname.slice(1, -1) : hostname;
+  const port = url.port === "" ? 443 : Number(url.port);
+  return { ok: true, url, host, port };
+}
