@@ -1,0 +1,93 @@
+// npm test: the whole suite on a throwaway embedded PostgreSQL (or the server in DATABASE_URL).
+// One template database is migrated once; every test file clones its own database from it
+// (test/helpers/database.ts), so files running in parallel never share data.
+// Prints a last line "N passed, N failed" from tap's totals.
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import net from "node:net";
+import pg from "pg";
+import { startEmbeddedPostgres, createDatabase } from "../src/database.ts";
+import { migrateAll } from "../src/bootstrap.ts";
+
+const TEMPLATE = "integrator_test_template";
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+function withDatabase(url: string, name: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${name}`;
+  return parsed.toString();
+}
+
+async function main(): Promise<number> {
+  let adminUrl: string;
+  let stopServer = async () => undefined as void;
+  let tempDir: string | undefined;
+  if (process.env.DATABASE_URL) {
+    adminUrl = process.env.DATABASE_URL;
+  } else {
+    tempDir = fs.mkdtempSync(path.join(os.tmpdir(), "integrator-test-"));
+    const server = await startEmbeddedPostgres({ dataDir: tempDir, port: await freePort(), database: "postgres" });
+    adminUrl = server.url;
+    stopServer = () => server.stop();
+  }
+
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`drop database if exists ${TEMPLATE}`);
+  await admin.query(`create database ${TEMPLATE}`);
+  await admin.end();
+  const templateUrl = withDatabase(adminUrl, TEMPLATE);
+  const db = createDatabase(templateUrl, 2);
+  await migrateAll(db, templateUrl);
+  await db.destroy();
+
+  const tapArgs = process.argv.slice(2);
+  const tapBin = path.join(path.dirname(new URL(import.meta.url).pathname), "..", "node_modules", "tap", "dist", "esm", "run.mjs");
+  const output: string[] = [];
+  const code = await new Promise<number>((resolve) => {
+    const child = spawn(process.execPath, [tapBin, ...tapArgs], {
+      stdio: ["ignore", "pipe", "inherit"],
+      env: { ...process.env, TEST_PG_ADMIN_URL: adminUrl, TEST_PG_TEMPLATE: TEMPLATE, NODE_ENV: "test" },
+    });
+    child.stdout.on("data", (chunk: Buffer) => {
+      process.stdout.write(chunk);
+      output.push(chunk.toString("utf8"));
+    });
+    child.on("close", (exitCode) => resolve(exitCode ?? 1));
+  });
+
+  const cleanup = new pg.Client({ connectionString: adminUrl });
+  await cleanup.connect().then(() => cleanup.query(`drop database if exists ${TEMPLATE}`)).catch(() => undefined);
+  await cleanup.end().catch(() => undefined);
+  await stopServer();
+  if (tempDir) fs.rmSync(tempDir, { recursive: true, force: true });
+
+  // tap's base reporter ends with "Asserts:  N pass  N fail ..." (colour codes stripped).
+  const text = output.join("").replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "");
+  const totals = [...text.matchAll(/Asserts:\s+(\d+) pass\s+(\d+) fail/g)].at(-1);
+  const passed = totals ? Number(totals[1]) : 0;
+  const failed = totals ? Number(totals[2]) : code === 0 ? 0 : 1;
+  console.log(`${passed} passed, ${failed} failed`);
+  return code !== 0 ? code : failed > 0 || passed === 0 ? 1 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error);
+    console.log("0 passed, 1 failed");
+    process.exit(1);
+  },
+);

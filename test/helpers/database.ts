@@ -1,0 +1,44 @@
+// Each test file gets a database of its own, cloned from the migrated template scripts/test.ts made.
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import type { Test } from "tap";
+
+export function adminUrl(): string {
+  const url = process.env.TEST_PG_ADMIN_URL;
+  if (!url) throw new Error("Run the tests with npm test (it provides TEST_PG_ADMIN_URL and the template database)");
+  return url;
+}
+
+export function databaseUrl(name: string): string {
+  const parsed = new URL(adminUrl());
+  parsed.pathname = `/${name}`;
+  return parsed.toString();
+}
+
+async function adminQuery(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl() });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Clones the template into a new database, dropped when the test ends. */
+export async function createTestDatabase(t: Test): Promise<string> {
+  const name = `t_${randomBytes(6).toString("hex")}`;
+  const template = process.env.TEST_PG_TEMPLATE ?? "integrator_test_template";
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await adminQuery(`create database ${name} template ${template}`);
+      break;
+    } catch (error) {
+      // Two clones of one template at the same instant can collide; the next try succeeds.
+      if (attempt >= 20 || !/being accessed by other users/.test(String(error))) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100 + attempt * 50));
+    }
+  }
+  t.teardown(() => adminQuery(`drop database if exists ${name} with (force)`));
+  return databaseUrl(name);
+}

@@ -1,0 +1,97 @@
+// Starts the real application on a loopback port against a test database of its own.
+import fs from "node:fs";
+import http from "node:http";
+import os from "node:os";
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import type { Test } from "tap";
+import { createApp } from "../../src/app.ts";
+import { buildServices } from "../../src/bootstrap.ts";
+import { loadConfig } from "../../src/config.ts";
+import { createDatabase } from "../../src/database.ts";
+import type { Services } from "../../src/services.ts";
+import { createTenant, createUser } from "../../db/principals.ts";
+import { handlers as allHandlers } from "../../handlers/index.ts";
+import type { HandlerTable } from "../../src/http.ts";
+import { createTestDatabase } from "./database.ts";
+
+export interface TestServer {
+  baseUrl: string;
+  services: Services;
+  databaseUrl: string;
+  errors: unknown[];
+  /** fetch against the server; path is relative to baseUrl. */
+  request(pathname: string, init?: RequestInit & { token?: string; json?: unknown }): Promise<Response>;
+}
+
+export interface TestServerOptions {
+  env?: Record<string, string>;
+  handlers?: HandlerTable;
+  databaseUrl?: string;
+}
+
+export async function startTestServer(t: Test, options: TestServerOptions = {}): Promise<TestServer> {
+  const databaseUrl = options.databaseUrl ?? (await createTestDatabase(t));
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "integrator-data-"));
+  t.teardown(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  const config = loadConfig({
+    NODE_ENV: "test",
+    DATABASE_URL: databaseUrl,
+    DATA_DIR: dataDir,
+    ENCRYPTION_KEY: randomBytes(32).toString("hex"),
+    LOG_LEVEL: "silent",
+    DB_POOL_MAX: "5",
+    ...options.env,
+  });
+  const db = createDatabase(databaseUrl, config.dbPoolMax, "integrator-test");
+  const services = await buildServices(config, db);
+  const errors: unknown[] = [];
+  const app = await createApp(services, { handlers: options.handlers ?? allHandlers, logError: (error) => errors.push(error) });
+  const server = http.createServer(app);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  const baseUrl = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+  t.teardown(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await db.destroy();
+  });
+  return {
+    baseUrl,
+    services,
+    databaseUrl,
+    errors,
+    request(pathname, init = {}) {
+      const { token, json, headers, ...rest } = init;
+      const merged = new Headers(headers);
+      if (token) merged.set("Authorization", `Bearer ${token}`);
+      let body = rest.body;
+      if (json !== undefined) {
+        body = JSON.stringify(json);
+        if (!merged.has("Content-Type")) merged.set("Content-Type", "application/json");
+      }
+      return fetch(`${baseUrl}${pathname}`, { ...rest, headers: merged, ...(body === undefined ? {} : { body }) });
+    },
+  };
+}
+
+export interface TestTenant {
+  tenantId: string;
+  token: string;
+  subject: string;
+}
+
+/** A new tenant and a token for it (client_admin unless roles say otherwise). */
+export async function createTestTenant(services: Services, roles: string[] = ["client_admin"], name = "Test tenant"): Promise<TestTenant> {
+  const tenant = await createTenant(services.db, name);
+  const subject = `user-${randomBytes(4).toString("hex")}`;
+  const { token } = await services.tokens.issue({ subject, tenantId: tenant.id, roles });
+  return { tenantId: tenant.id, token, subject };
+}
+
+export async function createTestUser(services: Services, tenantId: string, roles: string[] = ["client_admin"]): Promise<{ username: string; password: string }> {
+  const username = `user-${randomBytes(5).toString("hex")}`;
+  const password = randomBytes(12).toString("base64url");
+  await createUser(services.db, { tenantId, username, password, roles });
+  return { username, password };
+}
