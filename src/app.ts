@@ -12,7 +12,7 @@ import { ApiError, envelope, OAuthError, sendApiError, sendOAuthError } from "./
 import type { Call, HandlerTable, OperationId } from "./http.ts";
 import { loadDocument, resolveRef } from "./openapi-document.ts";
 import type { Services } from "./services.ts";
-import { findOverride, jsonInvalidIssue, overrideRules, toValidationIssues, type OverrideRules, type ValidationIssue } from "./validation.ts";
+import { findOverride, jsonInvalidIssue, overrideRules, RequestValidationError, toValidationIssues, type OverrideRules, type ValidationIssue } from "./validation.ts";
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 const BODY_LIMIT = "1mb";
@@ -184,6 +184,7 @@ function describe(issues: ValidationIssue[]): string {
 function respondWithError(error: unknown, req: Request, res: Response, logError: (error: unknown, req: Request) => void): void {
   if (error instanceof ApiError) return sendApiError(res, error);
   if (error instanceof OAuthError) return sendOAuthError(res, error);
+  if (error instanceof RequestValidationError) return sendIssues(req, res, error.issues);
   if (isHttpError(error)) {
     // body-parser failures carry a `type`; express-openapi-validator's carry `errors`.
     switch (error.type) {

@@ -235,3 +235,21 @@ export function findOverride(rules: OverrideRules | undefined, issues: Validatio
   }
   return undefined;
 }
+
+/** Thrown by domain code for rules the schema cannot express; answered exactly like a schema violation. */
+export class RequestValidationError extends Error {
+  override name = "RequestValidationError";
+  readonly issues: ValidationIssue[];
+
+  constructor(issues: ValidationIssue[]) {
+    super(issues.map((issue) => `${issue.loc.join(".")}: ${issue.msg}`).join("; "));
+    this.issues = issues;
+  }
+}
+
+/** A pydantic-style value_error at loc, e.g. valueError(["body", "url"], "URL scheme must be https", url). */
+export function valueError(loc: (string | number)[], message: string, input?: unknown): ValidationIssue {
+  const issue: ValidationIssue = { loc, msg: `Value error, ${message}`, type: "value_error", ctx: { error: message } };
+  if (input !== undefined) issue.input = input;
+  return issue;
+}
