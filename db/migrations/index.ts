@@ -1,13 +1,17 @@
 // The ordered list of migrations. knex records each by name in integrator.knex_migrations.
 import type { Knex } from "knex";
 import * as foundation from "./0001_foundation.ts";
+import * as intake from "./0002_intake.ts";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
   down(knex: Knex): Promise<void>;
 }
 
-const migrations: [string, Migration][] = [["0001_foundation", foundation]];
+const migrations: [string, Migration][] = [
+  ["0001_foundation", foundation],
+  ["0002_intake", intake],
+];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {
   getMigrations: async () => migrations,

@@ -1,0 +1,13 @@
+// Scheduled (see worker/crontab.ts): removes Idempotency-Key records past their lifetime.
+import type { Task } from "graphile-worker";
+import type { Services } from "../../src/services.ts";
+import { purgeExpiredKeys } from "../../src/idempotency.ts";
+
+export type PurgeIdempotencyKeysPayload = Record<string, unknown>;
+
+export function purgeIdempotencyKeys(services: Services): Task {
+  return async (_payload, helpers) => {
+    const purged = await purgeExpiredKeys(services.db);
+    if (purged > 0) helpers.logger.info(`purged ${purged} expired idempotency keys`);
+  };
+}
