@@ -1,6 +1,8 @@
 // The admin CLI's commands (scripts/admin.ts parses flags and prints what a command returns).
 import type { Services } from "./services.ts";
 import { createClient, createTenant, createUser, tenantExists } from "../db/principals.ts";
+import { listAudit } from "../db/audit.ts";
+import { ItemChangeRefused, linkItem, setItemStatus, type ItemChange } from "./intake.ts";
 
 export class UsageError extends Error {
   override name = "UsageError";
@@ -81,4 +83,29 @@ export const adminCommands: Record<string, AdminCommand> = {
       return { access_token: issued.token, token_type: "bearer", expires_in: issued.expiresIn };
     },
   },
+  "audit:list": {
+    usage: "--tenant T [--action A]",
+    flags: ["tenant", "action"],
+    run: async (services, flags) => listAudit(services.db, await requiredTenant(services, flags), flags.action),
+  },
+  "item:link": {
+    usage: "--item ID --document-id D",
+    flags: ["item", "document-id"],
+    run: (services, flags) => itemChange(() => linkItem(services, required(flags, "item"), required(flags, "document-id"))),
+  },
+  "item:status": {
+    usage: "--item ID --status S [--error MSG]",
+    flags: ["item", "status", "error"],
+    run: (services, flags) => itemChange(() => setItemStatus(services, required(flags, "item"), required(flags, "status"), flags.error)),
+  },
 };
+
+async function itemChange(change: () => Promise<ItemChange>): Promise<unknown> {
+  try {
+    const { item, previousStatus, submission } = await change();
+    return { item, previous_status: previousStatus, submission };
+  } catch (error) {
+    if (error instanceof ItemChangeRefused) throw new UsageError(error.message);
+    throw error;
+  }
+}

@@ -19,6 +19,14 @@ function integer(min: number, max: number): Parser<number> {
   };
 }
 
+function decimal(min: number, max: number): Parser<number> {
+  return (raw, name) => {
+    const value = Number(raw.trim());
+    if (!/^\d+(\.\d+)?$/.test(raw.trim()) || value < min || value > max) throw new ConfigError(`${name} must be a number from ${min} to ${max}, got "${raw}"`);
+    return value;
+  };
+}
+
 const boolean: Parser<boolean> = (raw, name) => {
   const value = raw.trim().toLowerCase();
   if (["1", "true", "yes", "on"].includes(value)) return true;
@@ -128,7 +136,7 @@ export const SETTINGS = {
   AUTH_AUDIENCE: setting(text, undefined, "Audience (aud) the external identity provider's tokens must carry."),
   AUTH_TENANT_CLAIM: setting(text, "tenant_id", "Claim of an external token holding the tenant id (dotted paths allowed)."),
   AUTH_ROLES_CLAIM: setting(text, "roles", "Claim of an external token holding the roles array (dotted paths allowed, e.g. realm_access.roles)."),
-  API_IDEMPOTENCY_TTL_HOURS: setting(integer(1, 24 * 365), "24", "Hours an Idempotency-Key is remembered."),
+  API_IDEMPOTENCY_TTL_HOURS: setting(decimal(0.0001, 24 * 365), "24", "Hours an Idempotency-Key is remembered (fractions allowed)."),
   INTAKE_ALLOWED_MIME_TYPES: setting(list, DEFAULT_MIME_TYPES.join(","), "Comma-separated MIME types intake accepts; others are rejected per item."),
   INTAKE_MAX_FILE_SIZE_BYTES: setting(integer(1, Number.MAX_SAFE_INTEGER), String(100 * 1024 * 1024), "Largest file_size intake accepts; larger items are rejected per item."),
   MAX_DELIVERY_ATTEMPTS: setting(integer(1, 25), "3", "Attempts per webhook delivery before it is failed."),

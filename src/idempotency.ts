@@ -74,7 +74,7 @@ export async function runIdempotent<B>(
         fingerprint,
         status_code: response.status,
         response_body: JSON.stringify(response.body),
-        expires_at: trx.raw("now() + make_interval(hours => ?)", [ttlHours]),
+        expires_at: trx.raw("now() + ?::float8 * interval '1 hour'", [ttlHours]),
       });
     }
     return { ...response, replayed: false };
@@ -93,4 +93,9 @@ export async function purgeExpiredKeys(db: Knex, batchSize = 5000): Promise<numb
     total += rowCount;
     if (rowCount < batchSize) return total;
   }
+}
+
+/** The response headers of an outcome: `Idempotent-Replayed: true` on replays. */
+export function replayHeaders(outcome: { replayed: boolean }): Record<string, string> {
+  return outcome.replayed ? { [REPLAY_HEADER]: "true" } : {};
 }

@@ -20,6 +20,8 @@ export interface TestServer {
   services: Services;
   databaseUrl: string;
   errors: unknown[];
+  /** The environment the server was configured from (DATABASE_URL, ENCRYPTION_KEY, ...), e.g. for a child process. */
+  env: Record<string, string>;
   /** fetch against the server; path is relative to baseUrl. */
   request(pathname: string, init?: RequestInit & { token?: string; json?: unknown }): Promise<Response>;
 }
@@ -34,7 +36,7 @@ export async function startTestServer(t: Test, options: TestServerOptions = {}):
   const databaseUrl = options.databaseUrl ?? (await createTestDatabase(t));
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "integrator-data-"));
   t.teardown(() => fs.rmSync(dataDir, { recursive: true, force: true }));
-  const config = loadConfig({
+  const env: Record<string, string> = {
     NODE_ENV: "test",
     DATABASE_URL: databaseUrl,
     DATA_DIR: dataDir,
@@ -42,7 +44,8 @@ export async function startTestServer(t: Test, options: TestServerOptions = {}):
     LOG_LEVEL: "silent",
     DB_POOL_MAX: "5",
     ...options.env,
-  });
+  };
+  const config = loadConfig(env);
   const db = createDatabase(databaseUrl, config.dbPoolMax, "integrator-test");
   const services = await buildServices(config, db);
   const errors: unknown[] = [];
@@ -61,6 +64,7 @@ export async function startTestServer(t: Test, options: TestServerOptions = {}):
     services,
     databaseUrl,
     errors,
+    env,
     request(pathname, init = {}) {
       const { token, json, headers, ...rest } = init;
       const merged = new Headers(headers);
