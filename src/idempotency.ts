@@ -30,6 +30,11 @@ export function requestFingerprint(body: unknown, effectiveTenantId: string): st
   return canonicalJsonHash({ body: body ?? null, tenant_id: effectiveTenantId });
 }
 
+/** The text whose 64-bit hash is the advisory lock of a key (JSON keeps the parts unambiguous). */
+export function idempotencyLockKey(scope: IdempotencyScope): string {
+  return JSON.stringify([scope.tenantId, scope.subject, scope.route, scope.key]);
+}
+
 /**
  * Runs `work` in a transaction. Without a scope every call does the work. With one, the first
  * successful (2xx) response is remembered for ttlHours and replayed for the same fingerprint;
@@ -48,7 +53,7 @@ export async function runIdempotent<B>(
     return { ...response, replayed: false };
   }
   return db.transaction(async (trx) => {
-    const lockKey = [scope.tenantId, scope.subject, scope.route, scope.key].join("\u0000");
+    const lockKey = idempotencyLockKey(scope);
     const { rows } = await trx.raw<{ rows: { locked: boolean }[] }>("select pg_try_advisory_xact_lock(hashtextextended(?, 0)) as locked", [lockKey]);
     if (!rows[0]?.locked) {
       throw new ApiError("IDEMPOTENCY_IN_PROGRESS", "A request with this Idempotency-Key is still being processed; retry shortly", { headers: { "Retry-After": "1" } });
