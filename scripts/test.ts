@@ -3,45 +3,17 @@
 // (test/helpers/database.ts), so files running in parallel never share data.
 // Prints a last line "N passed, N failed" from tap's totals.
 import { spawn } from "node:child_process";
-import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import net from "node:net";
 import pg from "pg";
-import { startEmbeddedPostgres, createDatabase } from "../src/database.ts";
+import { createDatabase } from "../src/database.ts";
 import { migrateAll } from "../src/bootstrap.ts";
+import { throwawayPostgres, withDatabase } from "./throwaway-postgres.ts";
 
 const TEMPLATE = "integrator_test_template";
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
-
-function withDatabase(url: string, name: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${name}`;
-  return parsed.toString();
-}
-
 async function main(): Promise<number> {
-  let adminUrl: string;
-  let stopServer = async () => undefined as void;
-  let tempDir: string | undefined;
-  if (process.env.DATABASE_URL) {
-    adminUrl = process.env.DATABASE_URL;
-  } else {
-    tempDir = fs.mkdtempSync(path.join(os.tmpdir(), "integrator-test-"));
-    const server = await startEmbeddedPostgres({ dataDir: tempDir, port: await freePort(), database: "postgres" });
-    adminUrl = server.url;
-    stopServer = () => server.stop();
-  }
+  const postgres = await throwawayPostgres("integrator-test");
+  const { adminUrl } = postgres;
 
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
@@ -71,8 +43,7 @@ async function main(): Promise<number> {
   const cleanup = new pg.Client({ connectionString: adminUrl });
   await cleanup.connect().then(() => cleanup.query(`drop database if exists ${TEMPLATE}`)).catch(() => undefined);
   await cleanup.end().catch(() => undefined);
-  await stopServer();
-  if (tempDir) fs.rmSync(tempDir, { recursive: true, force: true });
+  await postgres.stop();
 
   // tap's base reporter ends with "Asserts:  N pass  N fail ..." (colour codes stripped).
   const text = output.join("").replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "");

@@ -52,25 +52,25 @@ export async function runIdempotent<B>(
     const response = await db.transaction(work);
     return { ...response, replayed: false };
   }
+  const where = { tenant_id: scope.tenantId, subject: scope.subject, route: scope.route, idempotency_key: scope.key };
+  const replayOrMismatch = (remembered: RememberedResponse<B>): IdempotentOutcome<B> => {
+    if (remembered.fingerprint !== fingerprint) {
+      throw new ApiError("IDEMPOTENCY_KEY_MISMATCH", "This Idempotency-Key was used with a different request body");
+    }
+    return { status: remembered.status_code, body: remembered.response_body, replayed: true };
+  };
+  // A finished first call is answered without the lock, so concurrent replays never see IN_PROGRESS.
+  const finished = await findRemembered<B>(db, where);
+  if (finished && !finished.expired) return replayOrMismatch(finished);
+
   return db.transaction(async (trx) => {
-    const lockKey = idempotencyLockKey(scope);
-    const { rows } = await trx.raw<{ rows: { locked: boolean }[] }>("select pg_try_advisory_xact_lock(hashtextextended(?, 0)) as locked", [lockKey]);
+    const { rows } = await trx.raw<{ rows: { locked: boolean }[] }>("select pg_try_advisory_xact_lock(hashtextextended(?, 0)) as locked", [idempotencyLockKey(scope)]);
     if (!rows[0]?.locked) {
       throw new ApiError("IDEMPOTENCY_IN_PROGRESS", "A request with this Idempotency-Key is still being processed; retry shortly", { headers: { "Retry-After": "1" } });
     }
-    const where = { tenant_id: scope.tenantId, subject: scope.subject, route: scope.route, idempotency_key: scope.key };
-    const remembered = await trx("integrator.idempotency_keys").where(where).first<{ fingerprint: string; status_code: number; response_body: B; expired: boolean } | undefined>(
-      "fingerprint",
-      "status_code",
-      "response_body",
-      trx.raw("expires_at <= now() as expired"),
-    );
-    if (remembered && !remembered.expired) {
-      if (remembered.fingerprint !== fingerprint) {
-        throw new ApiError("IDEMPOTENCY_KEY_MISMATCH", "This Idempotency-Key was used with a different request body");
-      }
-      return { status: remembered.status_code, body: remembered.response_body, replayed: true };
-    }
+    // Under the lock: the first call may have committed between the look-up above and the lock.
+    const remembered = await findRemembered<B>(trx, where);
+    if (remembered && !remembered.expired) return replayOrMismatch(remembered);
     if (remembered) await trx("integrator.idempotency_keys").where(where).delete();
     const response = await work(trx);
     if (response.status >= 200 && response.status < 300) {
@@ -84,6 +84,17 @@ export async function runIdempotent<B>(
     }
     return { ...response, replayed: false };
   });
+}
+
+interface RememberedResponse<B> {
+  fingerprint: string;
+  status_code: number;
+  response_body: B;
+  expired: boolean;
+}
+
+function findRemembered<B>(db: Knex, where: Record<string, string>): Promise<RememberedResponse<B> | undefined> {
+  return db("integrator.idempotency_keys").where(where).first("fingerprint", "status_code", "response_body", db.raw("expires_at <= now() as expired"));
 }
 
 /** Deletes expired keys in bounded batches; returns how many went. Run by the purge job. */

@@ -73,6 +73,17 @@ t.test("idempotency rules", async (t) => {
     t.same(await counts(server, tenant.tenantId), { submissions: 1, audits: 1 });
   });
 
+  t.test("rule 1 under load: once the first call has finished, concurrent repeats are all replays", async (t) => {
+    const tenant = await createTestTenant(server.services);
+    t.equal((await submit(server, tenant, "key-replays", pdf)).status, 201);
+    const responses = await Promise.all(Array.from({ length: 10 }, () => submit(server, tenant, "key-replays", pdf)));
+    t.same(
+      responses.map((res) => `${res.status} ${res.headers.get("idempotent-replayed")}`),
+      Array.from({ length: 10 }, () => "201 true"),
+    );
+    await Promise.all(responses.map((res) => res.arrayBuffer()));
+  });
+
   t.test("rule 4: an empty key or one over 128 characters is 422 IDEMPOTENCY_KEY_INVALID, on both routes", async (t) => {
     const tenant = await createTestTenant(server.services);
     for (const path of ["/v1/intake/submit", "/v1/intake/batch"]) {
