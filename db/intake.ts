@@ -59,39 +59,56 @@ function toSubmission(row: Omit<SubmissionRow, "created_at"> & { created_at: Dat
   return { ...row, created_at: row.created_at.toISOString() };
 }
 
-export async function insertSubmission(db: Knex, submission: NewSubmission, items: NewItem[]): Promise<{ submission: SubmissionRow; items: ItemRow[] }> {
-  const [row] = await db("integrator.intake_submissions")
-    .insert({
-      tenant_id: submission.tenantId,
-      kind: submission.kind,
-      external_reference: submission.externalReference,
-      module: submission.module,
-      tier: submission.tier,
-      item_count: items.length,
-      accepted_count: submission.acceptedCount,
-      failed_count: submission.failedCount,
-      status: submission.status,
-      created_by: submission.createdBy,
-      request_id: submission.requestId,
-    })
-    .returning(SUBMISSION_COLUMNS);
-  const created = toSubmission(row);
-  const itemRows: ItemRow[] = await db("integrator.intake_items")
-    .insert(
-      items.map((item, position) => ({
-        tenant_id: submission.tenantId,
-        submission_id: created.id,
-        position,
-        filename: item.filename,
-        file_size: item.file_size,
-        mime_type: item.mime_type,
-        item_metadata: item.item_metadata === null ? null : JSON.stringify(item.item_metadata),
-        status: item.status,
-        error_message: item.error_message,
-      })),
-    )
-    .returning(ITEM_COLUMNS);
-  return { submission: created, items: itemRows };
+export interface SubmissionAudit {
+  action: string;
+  actor: string;
+  requestId: string;
+  details: Record<string, unknown>;
+}
+
+/**
+ * Writes the submission, its items and its audit action in ONE statement (data-modifying CTEs):
+ * a single round trip on the hot path, and atomic even outside a transaction.
+ */
+export async function insertSubmission(db: Knex, submission: NewSubmission, items: NewItem[], audit: SubmissionAudit): Promise<SubmissionRow> {
+  const itemRecords = items.map((item, position) => ({ ...item, position }));
+  const { rows } = await db.raw<{ rows: (Omit<SubmissionRow, "created_at"> & { created_at: Date })[] }>(
+    `with submission as (
+       insert into integrator.intake_submissions
+         (tenant_id, kind, external_reference, module, tier, item_count, accepted_count, failed_count, status, created_by, request_id)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       returning ${SUBMISSION_COLUMNS.join(", ")}
+     ), items as (
+       insert into integrator.intake_items
+         (tenant_id, submission_id, position, filename, file_size, mime_type, item_metadata, status, error_message)
+       select s.tenant_id, s.id, i.position, i.filename, i.file_size, i.mime_type, i.item_metadata, i.status, i.error_message
+       from submission s
+       cross join jsonb_to_recordset(?::jsonb) as i(position integer, filename text, file_size bigint, mime_type text, item_metadata jsonb, status text, error_message text)
+     ), audit as (
+       insert into integrator.audit_actions (tenant_id, action, actor, resource_type, resource_id, request_id, details)
+       select s.tenant_id, ?, ?, 'intake_submission', s.id::text, ?, ?::jsonb from submission s
+     )
+     select * from submission`,
+    [
+      submission.tenantId,
+      submission.kind,
+      submission.externalReference,
+      submission.module,
+      submission.tier,
+      items.length,
+      submission.acceptedCount,
+      submission.failedCount,
+      submission.status,
+      submission.createdBy,
+      submission.requestId,
+      JSON.stringify(itemRecords),
+      audit.action,
+      audit.actor,
+      audit.requestId,
+      JSON.stringify(audit.details),
+    ],
+  );
+  return toSubmission(rows[0] as Omit<SubmissionRow, "created_at"> & { created_at: Date });
 }
 
 export async function findSubmission(db: Knex, tenantId: string, submissionId: string): Promise<{ submission: SubmissionRow; items: ItemRow[] } | undefined> {

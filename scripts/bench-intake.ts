@@ -88,8 +88,11 @@ const scenarios: [string, Record<string, unknown>][] = [
   ["batch of 100 items", { url: `${api.url}/v1/intake/batch`, method: "POST", headers: auth, body: batch }],
 ];
 
+// BENCH_ONLY=batch runs the scenarios whose name contains the text (the yardstick always runs).
+const only = process.env.BENCH_ONLY;
+const selected = only ? scenarios.filter(([name], index) => index === 0 || name.includes(only)) : scenarios;
 const results: [string, Figures][] = [];
-for (const [name, scenario] of scenarios) {
+for (const [name, scenario] of selected) {
   process.stderr.write(`running: ${name} (${DURATION} s, ${CONNECTIONS} connections)\n`);
   results.push([name, await load(scenario)]);
 }

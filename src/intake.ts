@@ -8,7 +8,6 @@ import { ApiError, notFound } from "./errors.ts";
 import { requestFingerprint, runIdempotent, type IdempotentOutcome } from "./idempotency.ts";
 import type { Services } from "./services.ts";
 import { RequestValidationError, valueError, type ValidationIssue } from "./validation.ts";
-import { recordAudit } from "../db/audit.ts";
 import {
   findSubmission,
   insertSubmission,
@@ -134,7 +133,7 @@ export async function submitIntake(services: Services, request: IntakeRequest): 
 
   try {
     return await runIdempotent(services.db, scope, requestFingerprint(request.body, request.tenantId), services.config.idempotencyTtlHours, async (trx) => {
-      const { submission } = await insertSubmission(
+      const submission = await insertSubmission(
         trx,
         {
           tenantId: request.tenantId,
@@ -149,16 +148,13 @@ export async function submitIntake(services: Services, request: IntakeRequest): 
           requestId: request.requestId,
         },
         items,
+        {
+          action: AUDIT_ACTION[request.kind],
+          actor: request.principal.subject,
+          requestId: request.requestId,
+          details: { item_count: items.length, accepted_count: totals.acceptedCount, failed_count: totals.failedCount, actor_tenant_id: request.principal.tenantId },
+        },
       );
-      await recordAudit(trx, {
-        tenantId: request.tenantId,
-        action: AUDIT_ACTION[request.kind],
-        actor: request.principal.subject,
-        resourceType: "intake_submission",
-        resourceId: submission.id,
-        requestId: request.requestId,
-        details: { item_count: submission.item_count, accepted_count: submission.accepted_count, failed_count: submission.failed_count, actor_tenant_id: request.principal.tenantId },
-      });
       await emitSubmissionEvent(trx, AUDIT_ACTION[request.kind], submission);
       return { status: 201, body: submission };
     });

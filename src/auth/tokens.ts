@@ -65,6 +65,7 @@ export async function createTokenService(db: Database, box: SecretBox, config: C
   const external = config.externalAuth;
   const remoteKeys = external ? createRemoteJWKSet(new URL(external.jwksUrl), { timeoutDuration: 5000, cooldownDuration: 30_000 }) : undefined;
   const issuer = config.publicBaseUrl;
+  const verified = new Map<string, { principal: Principal; expiresAt: number }>();
 
   return {
     issuer,
@@ -83,28 +84,46 @@ export async function createTokenService(db: Database, box: SecretBox, config: C
       return { token, expiresIn };
     },
     async verify(token) {
-      let claimedIssuer: unknown;
-      try {
-        claimedIssuer = decodeJwt(token).iss;
-      } catch {
-        throw new TokenRejected("token is malformed");
-      }
-      try {
-        if (external && remoteKeys && claimedIssuer === external.issuer) {
-          const { payload } = await jwtVerify(token, remoteKeys, {
-            issuer: external.issuer,
-            ...(external.audience ? { audience: external.audience } : {}),
-            algorithms: ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"],
-            clockTolerance: 30,
-          });
-          return principalFrom(payload, external.tenantClaim, external.rolesClaim);
-        }
-        const { payload } = await jwtVerify(token, localKeys, { issuer, audience: config.selfAudience, algorithms: ["ES256"], clockTolerance: 5 });
-        return principalFrom(payload, "tenant_id", "roles");
-      } catch (error) {
-        if (error instanceof TokenRejected) throw error;
-        throw new TokenRejected(error instanceof Error ? error.message : "token rejected");
-      }
+      const cached = verified.get(token);
+      if (cached && cached.expiresAt > Date.now()) return cached.principal;
+      if (cached) verified.delete(token);
+      const { principal, expiresAt } = await verifyUncached(token);
+      if (verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value as string);
+      verified.set(token, { principal, expiresAt });
+      return principal;
     },
   };
+
+  async function verifyUncached(token: string): Promise<{ principal: Principal; expiresAt: number }> {
+    let claimedIssuer: unknown;
+    try {
+      claimedIssuer = decodeJwt(token).iss;
+    } catch {
+      throw new TokenRejected("token is malformed");
+    }
+    try {
+      if (external && remoteKeys && claimedIssuer === external.issuer) {
+        const { payload } = await jwtVerify(token, remoteKeys, {
+          issuer: external.issuer,
+          ...(external.audience ? { audience: external.audience } : {}),
+          algorithms: ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"],
+          clockTolerance: 30,
+        });
+        return { principal: principalFrom(payload, external.tenantClaim, external.rolesClaim), expiresAt: expiryOf(payload) };
+      }
+      const { payload } = await jwtVerify(token, localKeys, { issuer, audience: config.selfAudience, algorithms: ["ES256"], clockTolerance: 5 });
+      return { principal: principalFrom(payload, "tenant_id", "roles"), expiresAt: expiryOf(payload) };
+    } catch (error) {
+      if (error instanceof TokenRejected) throw error;
+      throw new TokenRejected(error instanceof Error ? error.message : "token rejected");
+    }
+  }
+}
+
+/** Verified tokens are remembered until they expire (at most an hour), sparing a signature check per request. */
+const VERIFIED_CACHE_SIZE = 10_000;
+
+function expiryOf(payload: JWTPayload): number {
+  const exp = typeof payload.exp === "number" ? payload.exp * 1000 : Date.now();
+  return Math.min(exp, Date.now() + 3_600_000);
 }
