@@ -823,7 +823,10 @@ export interface components {
         IntakeSubmitRequest: {
             /** @description The document's file name; one with a path separator or control character, or made only of dots, makes the item `rejected`. */
             filename: string;
-            /** @description Size in bytes; above `INTAKE_MAX_FILE_SIZE_BYTES` (default 100 MiB) the item is `rejected`. */
+            /**
+             * @description Size in bytes; above `INTAKE_MAX_FILE_SIZE_BYTES` (default 100 MiB) the item is `rejected`. Values above
+             *     2^53 − 1 cannot be represented exactly in JSON numbers and are a 422 `less_than_equal`.
+             */
             file_size: number;
             /** @description MIME type; outside `INTAKE_ALLOWED_MIME_TYPES` the item is `rejected`. */
             mime_type: string;
@@ -845,7 +848,10 @@ export interface components {
         IntakeBatchItem: {
             /** @description The document's file name; one with a path separator or control character, or made only of dots, makes the item `rejected`. */
             filename: string;
-            /** @description Size in bytes; above `INTAKE_MAX_FILE_SIZE_BYTES` (default 100 MiB) the item is `rejected`. */
+            /**
+             * @description Size in bytes; above `INTAKE_MAX_FILE_SIZE_BYTES` (default 100 MiB) the item is `rejected`. Values above
+             *     2^53 − 1 cannot be represented exactly in JSON numbers and are a 422 `less_than_equal`.
+             */
             file_size: number;
             /** @description MIME type; outside `INTAKE_ALLOWED_MIME_TYPES` the item is `rejected`. */
             mime_type: string;

@@ -12,7 +12,7 @@ import { ApiError, envelope, OAuthError, sendApiError, sendOAuthError } from "./
 import type { Call, HandlerTable, OperationId } from "./http.ts";
 import { loadDocument, resolveRef } from "./openapi-document.ts";
 import type { Services } from "./services.ts";
-import { findOverride, jsonInvalidIssue, overrideRules, RequestValidationError, toValidationIssues, type OverrideRules, type ValidationIssue } from "./validation.ts";
+import { findOverride, jsonInvalidIssue, overrideRules, RequestValidationError, toValidationIssues, unstorableTextIssues, type OverrideRules, type ValidationIssue } from "./validation.ts";
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 const BODY_LIMIT = "1mb";
@@ -124,6 +124,12 @@ export async function createApp(services: Services, options: AppOptions): Promis
       ignoreUndocumented: false,
     }),
   );
+
+  // What the schema allows but PostgreSQL cannot store is refused like a schema violation, before any handler runs.
+  app.use((req, _res, next) => {
+    const issues = req.body === undefined ? [] : unstorableTextIssues(req.body);
+    next(issues.length > 0 ? new RequestValidationError(issues) : undefined);
+  });
 
   app.use((req, res, next) => {
     backend

@@ -8,6 +8,7 @@ import { ApiError, notFound } from "./errors.ts";
 import { requestFingerprint, runIdempotent, type IdempotentOutcome } from "./idempotency.ts";
 import type { Services } from "./services.ts";
 import { RequestValidationError, valueError, type ValidationIssue } from "./validation.ts";
+import { depthOf } from "./json-limits.ts";
 import {
   findSubmission,
   insertSubmission,
@@ -51,26 +52,19 @@ export type SubmissionResponse = SubmissionRow;
 const AUDIT_ACTION = { single: "intake.submitted", batch: "intake.batch_submitted" } as const;
 const ROUTE = { single: "intake.submit", batch: "intake.batch" } as const;
 
-function depthOf(value: unknown): number {
-  if (value === null || typeof value !== "object") return 0;
-  const children = Array.isArray(value) ? value : Object.values(value as Record<string, unknown>);
-  let deepest = 0;
-  for (const child of children) deepest = Math.max(deepest, depthOf(child));
-  return 1 + deepest;
-}
-
 /** item_metadata limits (16 KiB as JSON, nesting depth 5), reported as 422 value_error at the item's path. */
 export function metadataIssues(items: IntakeItemInput[], locOf: (index: number) => (string | number)[]): ValidationIssue[] {
   const issues: ValidationIssue[] = [];
   items.forEach((item, index) => {
     const metadata = item.item_metadata;
     if (metadata === undefined || metadata === null) return;
-    const size = Buffer.byteLength(JSON.stringify(metadata), "utf8");
-    if (size > METADATA_MAX_BYTES) {
-      issues.push(valueError(locOf(index), `item_metadata must be at most ${METADATA_MAX_BYTES} bytes as JSON, got ${size}`));
-    } else if (depthOf(metadata) > METADATA_MAX_DEPTH) {
+    // Depth first: serialising a very deep value to measure it would exhaust the stack.
+    if (depthOf(metadata, METADATA_MAX_DEPTH) > METADATA_MAX_DEPTH) {
       issues.push(valueError(locOf(index), `item_metadata must be nested at most ${METADATA_MAX_DEPTH} levels deep`));
+      return;
     }
+    const size = Buffer.byteLength(JSON.stringify(metadata), "utf8");
+    if (size > METADATA_MAX_BYTES) issues.push(valueError(locOf(index), `item_metadata must be at most ${METADATA_MAX_BYTES} bytes as JSON, got ${size}`));
   });
   return issues;
 }

@@ -1,6 +1,7 @@
 // Maps express-openapi-validator's errors to FastAPI's 422 shape with pydantic v2 type names, or to the
 // coded answer an operation or parameter declares with the `x-validation-error` extension.
 import type { Request } from "express";
+import { depthOf, unstorableTextPaths } from "./json-limits.ts";
 
 export interface ValidationIssue {
   loc: (string | number)[];
@@ -22,6 +23,8 @@ interface ValidatorErrorItem {
   message: string;
   errorCode?: string;
 }
+
+const INPUT_MAX_DEPTH = 16;
 
 const LOCATION: Record<string, string> = { body: "body", query: "query", params: "path", path: "path", headers: "header", header: "header", cookies: "cookie" };
 
@@ -91,7 +94,8 @@ function toIssue(item: ValidatorErrorItem, req: Request): ValidationIssue {
   const { found, value } = pick(part, lookupKeys);
   const issue = (type: string, msg: string, ctx?: Record<string, unknown>, withInput = true): ValidationIssue => {
     const result: ValidationIssue = { loc, msg, type };
-    if (withInput && found) result.input = value;
+    // A huge or deeply nested input is not echoed back: it could not be serialised safely.
+    if (withInput && found && depthOf(value, INPUT_MAX_DEPTH) <= INPUT_MAX_DEPTH) result.input = value;
     if (ctx) result.ctx = ctx;
     return result;
   };
@@ -100,7 +104,7 @@ function toIssue(item: ValidatorErrorItem, req: Request): ValidationIssue {
     case "required": {
       const parent = pick(part, lookupKeys.slice(0, -1));
       const result: ValidationIssue = { loc, msg: "Field required", type: "missing" };
-      if (location === "body" && parent.found) result.input = parent.value;
+      if (location === "body" && parent.found && depthOf(parent.value, INPUT_MAX_DEPTH) <= INPUT_MAX_DEPTH) result.input = parent.value;
       return result;
     }
     case "type": {
@@ -252,4 +256,9 @@ export function valueError(loc: (string | number)[], message: string, input?: un
   const issue: ValidationIssue = { loc, msg: `Value error, ${message}`, type: "value_error", ctx: { error: message } };
   if (input !== undefined) issue.input = input;
   return issue;
+}
+
+/** 422 value_error for every string or key of the body PostgreSQL could not store (NUL, unpaired surrogates). */
+export function unstorableTextIssues(body: unknown): ValidationIssue[] {
+  return unstorableTextPaths(body, ["body"]).map((loc) => valueError(loc, "text must not contain NUL characters or unpaired surrogates"));
 }
