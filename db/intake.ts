@@ -1,43 +1,13 @@
 // Queries of intake submissions and items. Every query is led by tenant_id (the primary keys').
 import type { Knex } from "knex";
+import type { components } from "../generated/openapi.ts";
 
-export type ItemStatus = "pending" | "uploaded" | "processing" | "completed" | "failed" | "rejected";
-export type SubmissionStatus = "received" | "processing" | "completed" | "completed_with_errors" | "rejected";
-
-export interface SubmissionRow {
-  id: string;
-  tenant_id: string;
-  external_reference: string | null;
-  module: string | null;
-  tier: string | null;
-  item_count: number;
-  accepted_count: number;
-  failed_count: number;
-  status: SubmissionStatus;
-  created_by: string;
-  created_at: string;
-}
-
-export interface ItemRow {
-  id: string;
-  submission_id: string;
-  document_id: string | null;
-  filename: string;
-  file_size: number;
-  mime_type: string;
-  item_metadata: Record<string, unknown> | null;
-  status: ItemStatus;
-  error_message: string | null;
-}
-
-export interface NewItem {
-  filename: string;
-  file_size: number;
-  mime_type: string;
-  item_metadata: Record<string, unknown> | null;
-  status: ItemStatus;
-  error_message: string | null;
-}
+// Rows are read in exactly the shapes the contract answers with.
+export type ItemStatus = components["schemas"]["IntakeItemStatus"];
+export type SubmissionStatus = components["schemas"]["IntakeSubmissionStatus"];
+export type SubmissionRow = components["schemas"]["IntakeSubmissionResponse"];
+export type ItemRow = components["schemas"]["IntakeItemResponse"];
+export type NewItem = Omit<ItemRow, "id" | "submission_id" | "document_id">;
 
 export interface NewSubmission {
   tenantId: string;

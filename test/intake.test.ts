@@ -5,32 +5,12 @@ import t from "tap";
 import { createTestTenant, startTestServer } from "./helpers/server.ts";
 import { adminCommands } from "../src/admin-commands.ts";
 import type { Services } from "../src/services.ts";
+import type { components } from "../generated/openapi.ts";
 
 const pdf = { filename: "contract.pdf", file_size: 48213, mime_type: "application/pdf" };
 
-interface Submission {
-  id: string;
-  tenant_id: string;
-  external_reference: string | null;
-  module: string | null;
-  tier: string | null;
-  item_count: number;
-  accepted_count: number;
-  failed_count: number;
-  status: string;
-  created_by: string;
-  created_at: string;
-}
-
-interface Item {
-  id: string;
-  submission_id: string;
-  document_id: string | null;
-  filename: string;
-  status: string;
-  error_message: string | null;
-  item_metadata: Record<string, unknown> | null;
-}
+type Submission = components["schemas"]["IntakeSubmissionResponse"];
+type Item = components["schemas"]["IntakeItemResponse"];
 
 async function countRows(services: Services, table: string, tenantId: string): Promise<number> {
   const row = await services.db(`integrator.${table}`).where({ tenant_id: tenantId }).count<{ count: number }[]>("* as count").first();

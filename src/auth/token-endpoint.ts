@@ -1,24 +1,13 @@
 // POST /token (RFC 6749): the password grant for users and the client_credentials grant for API
 // clients (credentials in the form or in HTTP Basic).
+import type { components } from "../../generated/openapi.ts";
 import { OAuthError } from "../errors.ts";
 import type { Services } from "../services.ts";
 import { findClient, findUserByUsername } from "../../db/principals.ts";
 import { DUMMY_HASH, verifySecret } from "./passwords.ts";
 
-export interface TokenRequestForm {
-  grant_type?: string;
-  username?: string;
-  password?: string;
-  client_id?: string;
-  client_secret?: string;
-  scope?: string;
-}
-
-export interface IssuedToken {
-  access_token: string;
-  token_type: "bearer";
-  expires_in: number;
-}
+export type TokenRequestForm = components["schemas"]["TokenRequest"];
+export type IssuedToken = components["schemas"]["TokenResponse"];
 
 function basicCredentials(authorization: string | undefined): { clientId: string; clientSecret: string } | undefined {
   const match = /^basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(authorization ?? "");
