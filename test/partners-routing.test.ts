@@ -302,6 +302,10 @@ t.test("launch", async (t) => {
       { id: denied.decision_id, kind: "launch", result: "denied", reason: "NOT_ENTITLED" },
     ]);
   });
+
+  t.test("nothing unexpected was logged", async (t) => {
+    t.same(server.errors, []);
+  });
 });
 
 t.test("partner switch", async (t) => {
@@ -478,5 +482,9 @@ t.test("partner switch", async (t) => {
     const good = await switchTo(server, tenant, { target_partner_key: target.partnerKey }, { "Idempotency-Key": "fix-me" });
     t.equal(good.status, 200);
     t.equal(good.headers.get("idempotent-replayed"), null);
+  });
+
+  t.test("nothing unexpected was logged", async (t) => {
+    t.same(server.errors, []);
   });
 });
