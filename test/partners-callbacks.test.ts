@@ -2,6 +2,8 @@
 // of header, query and body; one answer for every attribution failure; 202 exactly once per event; 503
 // with Retry-After for a paused partner or an unreachable database (spec "POST /v1/callbacks/partner";
 // contract decisions §7).
+import { spawn, spawnSync } from "node:child_process";
+import fs from "node:fs";
 import net from "node:net";
 import t, { type Test } from "tap";
 import { createTestTenant, startTestServer, type TestServer } from "./helpers/server.ts";
@@ -294,6 +296,28 @@ t.test("partner callbacks", async (t) => {
   t.test("nothing unexpected was logged", async (t) => {
     t.same(server.errors, []);
   });
+});
+
+t.test("a Python partner following the README's signing recipe is accepted", { skip: spawnSync("python3", ["--version"]).status === 0 ? false : "python3 is not installed" }, async (t) => {
+  const recipe = /```python\n([\s\S]*?)```/.exec(fs.readFileSync(new URL("../README.md", import.meta.url), "utf8"))?.[1];
+  if (!recipe) throw new Error("the README has no Python recipe");
+  const server = await startTestServer(t);
+  const tenant = await createTestTenant(server.services);
+  const partner = await createTestPartner(server.services, { partnerKey: "benefits-co", entitle: [tenant.tenantId] });
+  const script = recipe
+    .replace('"pcs_..."', JSON.stringify(partner.callbackSecret))
+    .replace("0192f0c4-8a9e-7c1b-9a4e-3f2d1c0b5a69", tenant.tenantId)
+    .replace("https://integrator.example.com", server.baseUrl);
+  // Asynchronously: the script calls this process's server.
+  const stdout = await new Promise<string>((resolve, reject) => {
+    const child = spawn("python3", ["-c", script], { stdio: ["ignore", "pipe", "inherit"] });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.on("error", reject);
+    child.on("close", () => resolve(output));
+  });
+  t.equal(stdout.trim(), "202");
+  t.match(await callbackRows(server, tenant.tenantId), [{ event: "enrolment.completed", payload: { employee: "Zoë" } }], "the non-ASCII payload is stored as sent");
 });
 
 /** A TCP relay to the test database that can be cut, like a network partition or a database gone away. */
