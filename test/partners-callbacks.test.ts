@@ -217,6 +217,19 @@ t.test("partner callbacks", async (t) => {
     t.equal((await res.json()).error.code, "CALLBACK_PAYLOAD_INVALID");
   });
 
+  t.test("shape first: a payload nested 100 000 levels deep (no signature needed to send it) is a quick 400, never a stuck CPU", async (t) => {
+    const depth = 100_000;
+    const started = performance.now();
+    const res = await server.request(`/v1/callbacks/partner/${partner.partnerKey}`, {
+      method: "POST",
+      body: `{"tenant_id":"${tenant.tenantId}","payload":{"event":"deep","n":${"[".repeat(depth)}${"]".repeat(depth)}}}`,
+      headers: { "Content-Type": "application/json" },
+    });
+    t.equal(res.status, 400);
+    t.equal((await res.json()).error.code, "CALLBACK_PAYLOAD_INVALID");
+    t.ok(performance.now() - started < 10_000, `answered in ${Math.round(performance.now() - started)} ms`);
+  });
+
   t.test("the same event_id again is acknowledged with duplicate: true and the same callback_id, and processed once", async (t) => {
     const body = event({ payload: { event: "user.updated", event_id: "evt-dup-1", attempt: 1 } });
     const first = await (await callback(server, partner.partnerKey, body)).json();
