@@ -76,7 +76,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
         headers: req.headers,
         principal: req.user as Principal | undefined,
         requestId: String(res.locals.requestId),
-        clientAddress: req.socket.remoteAddress ?? "",
+        clientAddress: req.ip ?? req.socket.remoteAddress ?? "",
         services,
       };
       const reply = await (handler as (call: Call<OperationId>) => Promise<{ status: number; body?: unknown; headers?: Record<string, string> }>)(call);
@@ -121,11 +121,11 @@ export async function createApp(services: Services, options: AppOptions): Promis
   const isProbe = (res: Response) => operationOf(res)?.probe === true;
 
   app.use(
-    requestLogger(logger, {
-      requestId: (res) => String((res as Response).locals.requestId),
-      operationId: (res) => operationOf(res as Response)?.operationId,
-      tenant: (req) => ((req as Request).user as Principal | undefined)?.tenantId,
-      isProbe: (res) => isProbe(res as Response),
+    requestLogger<Request, Response>(logger, {
+      requestId: (res) => String(res.locals.requestId),
+      operationId: (res) => operationOf(res)?.operationId,
+      tenant: (req) => (req.user as Principal | undefined)?.tenantId,
+      isProbe,
     }),
   );
 

@@ -179,7 +179,7 @@ export const SETTINGS = {
   RATE_LIMIT_ANON_PER_MINUTE: setting(
     integer(1, 1_000_000),
     "120",
-    "Requests per minute per client address on open routes (token, callbacks, JWKS, unknown routes) and for requests to protected routes without a valid token.",
+    "Requests per minute per client address on open routes (token, callbacks, JWKS, unknown routes) and for requests to protected routes answered 401 or 403.",
   ),
   RATE_LIMIT_PROBE_PER_MINUTE: setting(integer(1, 1_000_000), "600", "Requests per minute per client address to /v1/health and /v1/readyz, counted apart from the other open routes."),
   RATE_LIMIT_STORE: setting(rateLimitStore, "memory", "memory (per process) or postgres (counters in integrator.rate_limits, shared by every replica)."),

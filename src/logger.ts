@@ -83,17 +83,17 @@ export function safeUrl(url: string): string {
   return `${url.slice(0, mark)}?${pairs.join("&")}`;
 }
 
-export interface RequestLogContext {
-  requestId(res: ServerResponse): string;
-  operationId(res: ServerResponse): string | undefined;
-  tenant(req: IncomingMessage): string | undefined;
+export interface RequestLogContext<Req extends IncomingMessage, Res extends ServerResponse> {
+  requestId(res: Res): string;
+  operationId(res: Res): string | undefined;
+  tenant(req: Req): string | undefined;
   /** Probes answered 2xx log at debug, so a monitor's polling does not flood the info level. */
-  isProbe(res: ServerResponse): boolean;
+  isProbe(res: Res): boolean;
 }
 
 /** pino-http middleware writing one line per finished request. */
-export function requestLogger(logger: Logger, context: RequestLogContext): HttpLogger {
-  return pinoHttp({
+export function requestLogger<Req extends IncomingMessage, Res extends ServerResponse>(logger: Logger, context: RequestLogContext<Req, Res>): HttpLogger<Req, Res> {
+  return pinoHttp<Req, Res>({
     logger,
     genReqId: (_req, res) => context.requestId(res),
     quietReqLogger: true,

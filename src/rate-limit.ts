@@ -2,8 +2,8 @@
 // - principal: a token's subject within its tenant, on protected routes (RATE_LIMIT_PER_MINUTE);
 // - address: the client address on open routes, token, callbacks, JWKS and unknown routes
 //   (RATE_LIMIT_ANON_PER_MINUTE);
-// - unauthenticated: the client address on protected routes when no valid token came with the request
-//   (also RATE_LIMIT_ANON_PER_MINUTE). Once over, that address is refused on protected routes before its
+// - unauthenticated: the client address on protected routes when the request brought no valid token, or
+//   one whose roles are not allowed (401 or 403; also RATE_LIMIT_ANON_PER_MINUTE). Once over, that address is refused on protected routes before its
 //   token is even looked at until the window ends, so guessing tokens gains nothing from speed;
 // - probe: the client address on /v1/health and /v1/readyz, a bucket of its own (RATE_LIMIT_PROBE_PER_MINUTE),
 //   so a monitor polling readiness is neither locked out by other traffic from its address nor able to
@@ -35,7 +35,7 @@ interface Bucket {
   limiter: RateLimiterAbstract;
 }
 
-function createBucket(scope: RateLimitScope, limit: number, services: Services): Bucket {
+function createBucket(scope: RateLimitScope, limit: number, services: Services, clearsExpiredRows = false): Bucket {
   const keyPrefix = `rl:${scope}`;
   const memory = new RateLimiterMemory({ keyPrefix, points: limit, duration: WINDOW_SECONDS });
   if (services.config.rateLimit.store === "memory") return { scope, limit, limiter: memory };
@@ -46,7 +46,8 @@ function createBucket(scope: RateLimitScope, limit: number, services: Services):
     tableName: "rate_limits",
     // The table comes from a migration; without this the library would create one itself, asynchronously.
     tableCreated: true,
-    clearExpiredByTimeout: true,
+    // Every five minutes, rows expired for an hour are deleted; one bucket per process does it for the table.
+    clearExpiredByTimeout: clearsExpiredRows,
     keyPrefix,
     points: limit,
     duration: WINDOW_SECONDS,
@@ -111,7 +112,7 @@ export interface RateLimits {
 export function createRateLimits(services: Services, logger: Logger): RateLimits {
   const { perMinute, anonPerMinute, probePerMinute } = services.config.rateLimit;
   const buckets = {
-    principal: createBucket("principal", perMinute, services),
+    principal: createBucket("principal", perMinute, services, true),
     address: createBucket("address", anonPerMinute, services),
     unauthenticated: createBucket("unauthenticated", anonPerMinute, services),
     probe: createBucket("probe", probePerMinute, services),

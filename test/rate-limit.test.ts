@@ -79,14 +79,16 @@ t.test("open routes are limited per client address (RATE_LIMIT_ANON_PER_MINUTE)"
   t.equal((await server.request("/v1/nothing-here")).status, 429, "unknown routes count against the address too");
 });
 
-t.test("requests without a valid token count against the address; once over, the address is refused before its token is looked at", async (t) => {
-  const server = await startTestServer(t, { env: limits(100, 2, 100) });
+t.test("requests answered 401 or 403 count against the address; once over, the address is refused before its token is looked at", async (t) => {
+  const server = await startTestServer(t, { env: limits(100, 3, 100) });
   const tenant = await createTestTenant(server.services);
+  const viewer = await createTestTenant(server.services, ["viewer"]);
   t.equal((await poll(server, "not-a-token")).status, 401);
   t.equal((await server.request("/v1/intake/submissions/x")).status, 401, "no token at all counts too");
-  await assertRateLimited(t, await poll(server, "still-not-a-token"), 2, "unauthenticated");
+  t.equal((await poll(server, viewer.token)).status, 403, "so does a token whose roles are not allowed");
+  await assertRateLimited(t, await poll(server, "still-not-a-token"), 3, "unauthenticated");
   // Token guessing gains nothing from speed: even a valid token is refused from this address now.
-  await assertRateLimited(t, await poll(server, tenant.token), 2, "unauthenticated");
+  await assertRateLimited(t, await poll(server, tenant.token), 3, "unauthenticated");
   t.equal((await tokenRequest(server)).status, 400, "the open routes' count is separate: the token endpoint still answers");
 });
 
