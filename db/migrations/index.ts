@@ -2,6 +2,7 @@
 import type { Knex } from "knex";
 import * as foundation from "./0001_foundation.ts";
 import * as intake from "./0002_intake.ts";
+import * as rateLimits from "./0005_rate_limits.ts";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -11,6 +12,7 @@ interface Migration {
 const migrations: [string, Migration][] = [
   ["0001_foundation", foundation],
   ["0002_intake", intake],
+  ["0005_rate_limits", rateLimits],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {
