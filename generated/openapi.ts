@@ -188,6 +188,9 @@ export interface paths {
          *
          *     `healthy`: every check passes. `degraded`: the worker has not been seen for a while or the oldest due
          *     job has waited too long. `unhealthy`: the database is unreachable or migrations are pending.
+         *
+         *     Never refused by load shedding. Rate-limited per client address in a bucket shared only with
+         *     `GET /v1/readyz` (`RATE_LIMIT_PROBE_PER_MINUTE`, default 600 a minute).
          */
         get: operations["getHealth"];
         put?: never;
@@ -209,6 +212,11 @@ export interface paths {
          * Readiness probe
          * @description The same report as `GET /v1/health`, answered 200 only when the overall status is `healthy` and 503
          *     when it is `degraded` or `unhealthy`. No authentication.
+         *
+         *     Never refused by load shedding, so an overloaded instance still reports its dependencies. Rate-limited
+         *     per client address in a bucket shared only with `GET /v1/health` (`RATE_LIMIT_PROBE_PER_MINUTE`,
+         *     default 600 a minute): a monitor polling every second never reaches it, and other traffic from its
+         *     address does not count against it.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -1488,7 +1496,7 @@ export interface components {
                 "application/json": components["schemas"]["HTTPValidationError"] | components["schemas"]["ReviewApiErrorEnvelope"];
             };
         };
-        /** @description `RATE_LIMITED`: too many requests (or the process is shedding load); retry after `Retry-After` seconds. */
+        /** @description `RATE_LIMITED`: too many requests in the current window; retry after `Retry-After` seconds. */
         RateLimited: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1593,7 +1601,7 @@ export interface components {
         "X-Correlation-Id": string;
         /** @description Seconds to wait before retrying. */
         "Retry-After": number;
-        /** @description Requests allowed in the current window (sent when a rate limit, not load shedding, answered). */
+        /** @description Requests allowed in the current one-minute window of the limit that counted this request. */
         "RateLimit-Limit": number;
         /** @description Requests left in the current window. */
         "RateLimit-Remaining": number;
@@ -2128,6 +2136,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getJwks: {
@@ -2151,6 +2160,7 @@ export interface operations {
             };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
 }

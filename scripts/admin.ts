@@ -5,6 +5,8 @@ import { parseArgs } from "node:util";
 import { ConfigError, loadConfig } from "../src/config.ts";
 import { buildServices, migrateAll, openDatabase } from "../src/bootstrap.ts";
 import type { Services } from "../src/services.ts";
+import { pino } from "pino";
+import { createLogger } from "../src/logger.ts";
 import { adminCommands, UsageError } from "../src/admin-commands.ts";
 
 async function main(): Promise<number> {
@@ -30,7 +32,8 @@ async function main(): Promise<number> {
   let services: Services | undefined;
   try {
     await migrateAll(database.db, database.url);
-    services = await buildServices(config, database.db);
+    // stdout carries the command's JSON; anything the services log goes to stderr.
+    services = await buildServices(config, database.db, createLogger({ level: config.logLevel, destination: pino.destination({ dest: 2, sync: true }) }));
     const result = await command.run(services, flags);
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     return 0;

@@ -1,6 +1,7 @@
-// The HTTP application: request ids, bearer auth for protected operations, body parsing, request (and
-// in tests response) validation by express-openapi-validator, and dispatch by operationId through
-// openapi-backend. Every failure leaves through one error handler as a documented shape.
+// The HTTP application: request ids, a log line and a duration metric per request, load shedding, rate
+// limits around bearer auth for protected operations, body parsing, request (and in tests response)
+// validation by express-openapi-validator, and dispatch by operationId through openapi-backend. Every
+// failure leaves through one error handler as a documented shape.
 import { randomUUID } from "node:crypto";
 import express, { type NextFunction, type Request, type Response } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
@@ -11,6 +12,11 @@ import type { Principal } from "./auth/tokens.ts";
 import { ApiError, envelope, OAuthError, sendApiError, sendOAuthError } from "./errors.ts";
 import type { Call, HandlerTable, OperationId } from "./http.ts";
 import { loadDocument, resolveRef } from "./openapi-document.ts";
+import { poolStatistics } from "./database.ts";
+import { loadShedding } from "./load-shedding.ts";
+import { requestLogger, type Logger } from "./logger.ts";
+import { observeRequest } from "./metrics.ts";
+import { createRateLimits } from "./rate-limit.ts";
 import type { Services } from "./services.ts";
 import { findOverride, jsonInvalidIssue, offendingKeys, overrideRules, RequestValidationError, toValidationIssues, unstorableTextIssues, type OverrideRules, type ValidationIssue } from "./validation.ts";
 
@@ -20,19 +26,28 @@ const BODY_LIMIT = "1mb";
 interface ResolvedOperation {
   operationId: string;
   secured: boolean;
+  /** The health probes (tag health): never shed, rate-limited in a bucket of their own. */
+  probe: boolean;
   overrides: OverrideRules;
 }
 
 export interface AppOptions {
   handlers: HandlerTable;
-  /** Logs unexpected errors (never sent to the client). */
+  /** Reports unexpected errors (never sent to the client); by default they are logged at error level. */
   logError?: (error: unknown, req: Request) => void;
+}
+
+/** The default report of an unexpected error: one error-level line with the request's id and operation. */
+export function logUnexpectedError(logger: Logger, error: unknown, req: Request): void {
+  const operation = req.res?.locals.operation as ResolvedOperation | undefined;
+  logger.error({ err: error, request_id: req.res?.locals.requestId, operationId: operation?.operationId }, "unexpected error");
 }
 
 export async function createApp(services: Services, options: AppOptions): Promise<express.Express> {
   const document = loadDocument();
   const backend = new OpenAPIBackend({ definition: loadDocument() as never, validate: false, quick: true, ignoreTrailingSlashes: false });
-  const logError = options.logError ?? ((error: unknown) => console.error(error));
+  const logger = services.logger;
+  const logError = options.logError ?? ((error: unknown, req: Request) => logUnexpectedError(logger, error, req));
 
   const globalSecurity = document.security ?? [];
   const resolved = new Map<string, ResolvedOperation>();
@@ -44,6 +59,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
       resolved.set(operation.operationId, {
         operationId: operation.operationId,
         secured: security.some((requirement) => Object.keys(requirement).length > 0),
+        probe: (operation.tags ?? []).includes("health"),
         overrides: overrideRules(operation as never, (value) => resolveRef(document, value)),
       });
     }
@@ -60,7 +76,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
         headers: req.headers,
         principal: req.user as Principal | undefined,
         requestId: String(res.locals.requestId),
-        clientAddress: req.socket.remoteAddress ?? "",
+        clientAddress: req.ip ?? req.socket.remoteAddress ?? "",
         services,
       };
       const reply = await (handler as (call: Call<OperationId>) => Promise<{ status: number; body?: unknown; headers?: Record<string, string> }>)(call);
@@ -88,7 +104,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
   const app = express();
   app.disable("x-powered-by");
   app.set("query parser", "simple");
-  app.set("trust proxy", false);
+  app.set("trust proxy", services.config.trustProxy);
 
   // Request id first, so that every answer, errors included, carries it.
   app.use((req, res, next) => {
@@ -101,12 +117,50 @@ export async function createApp(services: Services, options: AppOptions): Promis
     next();
   });
 
-  // Authentication runs before the body is read or validated: without a valid token nothing is said about the body.
-  const bearer = requireBearer(services.tokens);
+  const operationOf = (res: Response) => res.locals.operation as ResolvedOperation | undefined;
+  const isProbe = (res: Response) => operationOf(res)?.probe === true;
+
+  app.use(
+    requestLogger<Request, Response>(logger, {
+      requestId: (res) => String(res.locals.requestId),
+      operationId: (res) => operationOf(res)?.operationId,
+      tenant: (req) => (req.user as Principal | undefined)?.tenantId,
+      isProbe,
+    }),
+  );
+
   app.use((req, res, next) => {
-    const operation = res.locals.operation as ResolvedOperation | undefined;
-    if (operation?.secured) bearer(req, res, next);
-    else next();
+    const started = performance.now();
+    let observed = false;
+    const observe = () => {
+      if (observed) return;
+      observed = true;
+      observeRequest(operationOf(res)?.operationId ?? "unmatched", req.method, res.writableFinished ? res.statusCode : "aborted", (performance.now() - started) / 1000);
+    };
+    res.once("finish", observe);
+    res.once("close", observe);
+    next();
+  });
+
+  // Shed load before anything else costs time or a database connection.
+  app.use(
+    loadShedding(
+      {
+        ...services.config.loadShedding,
+        pendingAcquires: () => poolStatistics(services.db)?.pendingAcquires ?? 0,
+      },
+      isProbe,
+    ),
+  );
+
+  // Authentication runs before the body is read or validated: without a valid token nothing is said about
+  // the body. Rate limits sit around it: per principal once it is known, per address otherwise.
+  const rateLimits = createRateLimits(services, logger);
+  const limitOpen = rateLimits.open(isProbe);
+  const authenticate = rateLimits.protect(requireBearer(services.tokens));
+  app.use((req, res, next) => {
+    if (operationOf(res)?.secured) authenticate(req, res, next);
+    else limitOpen(req, res, next);
   });
 
   app.use(express.json({ limit: BODY_LIMIT, strict: false, type: ["application/json", "application/*+json"] }));

@@ -7,6 +7,7 @@ import { createDatabase, migrate, startEmbeddedPostgres, type Database, type Emb
 import { createSecretBox, loadEncryptionKey } from "./secrets.ts";
 import { createTokenService } from "./auth/tokens.ts";
 import type { Services } from "./services.ts";
+import { createLogger, type Logger } from "./logger.ts";
 import { migrateWorkerSchema } from "../worker/runner.ts";
 
 export const VERSION: string = (JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
@@ -49,8 +50,8 @@ export async function migrateAll(db: Database, url: string): Promise<void> {
   }
 }
 
-export async function buildServices(config: Config, db: Database): Promise<Services> {
+export async function buildServices(config: Config, db: Database, logger: Logger = createLogger({ level: config.logLevel })): Promise<Services> {
   const box = createSecretBox(loadEncryptionKey(config.encryptionKey, config.dataDir));
   const tokens = await createTokenService(db, box, config);
-  return { config, db, box, tokens, version: VERSION };
+  return { config, db, box, tokens, version: VERSION, logger };
 }

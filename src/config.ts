@@ -1,5 +1,6 @@
 // The one place that reads process.env. Every setting is declared here with its default, its parser
 // and a one-line description; the README's settings table is checked against this list by a test.
+import { isIP } from "node:net";
 import path from "node:path";
 
 export class ConfigError extends Error {
@@ -82,6 +83,32 @@ const nodeEnv: Parser<string> = (raw, name) => {
   return raw;
 };
 
+const rateLimitStore: Parser<"memory" | "postgres"> = (raw, name) => {
+  if (raw !== "memory" && raw !== "postgres") throw new ConfigError(`${name} must be memory or postgres, got "${raw}"`);
+  return raw;
+};
+
+/** express's "trust proxy": false, a hop count, or addresses / CIDR ranges / loopback, linklocal, uniquelocal. */
+const trustProxy: Parser<boolean | number | string[]> = (raw, name) => {
+  const value = raw.trim().toLowerCase();
+  if (["false", "no", "off", "0"].includes(value)) return false;
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value);
+    if (hops > 10) throw new ConfigError(`${name} must be false, a hop count from 1 to 10, or addresses and CIDR ranges, got "${raw}"`);
+    return hops;
+  }
+  const entries = list(raw, name);
+  for (const entry of entries) {
+    if (["loopback", "linklocal", "uniquelocal"].includes(entry)) continue;
+    const [address, bits, extra] = entry.split("/");
+    const validBits = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (isIP(address ?? "") === 6 ? 128 : 32));
+    if (!address || isIP(address) === 0 || !validBits || extra !== undefined) {
+      throw new ConfigError(`${name} must be false, a hop count from 1 to 10, or addresses and CIDR ranges (or loopback, linklocal, uniquelocal), got "${entry}"`);
+    }
+  }
+  return entries;
+};
+
 const logLevel: Parser<string> = (raw, name) => {
   if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(raw)) {
     throw new ConfigError(`${name} must be one of fatal, error, warn, info, debug, trace, silent, got "${raw}"`);
@@ -148,8 +175,19 @@ export const SETTINGS = {
   WORKER_CONCURRENCY: setting(integer(1, 100), "5", "Jobs the worker runs at once."),
   HEALTH_WORKER_STALE_SECONDS: setting(integer(5, 86400), "60", "A worker not seen for this long makes health degraded."),
   HEALTH_QUEUE_LAG_SECONDS: setting(integer(5, 86400), "300", "A due job waiting this long makes health degraded."),
-  RATE_LIMIT_PER_MINUTE: setting(integer(1, 1_000_000), "600", "Requests per minute per principal on protected routes."),
-  RATE_LIMIT_ANON_PER_MINUTE: setting(integer(1, 1_000_000), "120", "Requests per minute per client address on open routes."),
+  RATE_LIMIT_PER_MINUTE: setting(integer(1, 1_000_000), "600", "Requests per minute per principal (token subject and tenant) on protected routes."),
+  RATE_LIMIT_ANON_PER_MINUTE: setting(
+    integer(1, 1_000_000),
+    "120",
+    "Requests per minute per client address on open routes (token, callbacks, JWKS, unknown routes) and for requests to protected routes answered 401 or 403.",
+  ),
+  RATE_LIMIT_PROBE_PER_MINUTE: setting(integer(1, 1_000_000), "600", "Requests per minute per client address to /v1/health and /v1/readyz, counted apart from the other open routes."),
+  RATE_LIMIT_STORE: setting(rateLimitStore, "memory", "memory (per process) or postgres (counters in integrator.rate_limits, shared by every replica)."),
+  TRUST_PROXY: setting(trustProxy, "false", "Proxies whose X-Forwarded-For names the client address: false, a hop count, or addresses and CIDR ranges (express trust proxy)."),
+  LOAD_SHED_EVENT_LOOP_DELAY_MS: setting(integer(0, 60_000), "500", "Event-loop delay above which new requests (probes excepted) are refused with 503; 0 turns this check off."),
+  LOAD_SHED_DB_PENDING_ACQUIRES: setting(integer(0, 100_000), "50", "Requests waiting for a database connection above which new requests (probes excepted) are refused with 503; 0 turns this check off."),
+  METRICS_PORT: setting(integer(0, 65535), "0", "Port of the Prometheus /metrics endpoint (its own HTTP server); 0 disables it."),
+  SHUTDOWN_TIMEOUT_MS: setting(integer(0, 600_000), "25000", "On SIGTERM or SIGINT, how long in-flight requests and jobs may take to finish before they are cut off."),
   VALIDATE_RESPONSES: setting(boolean, undefined, "Validate every response against the document (default true when NODE_ENV=test)."),
   SEED_DEMO: setting(boolean, "true", "Seed a demo tenant on the first start of an empty embedded database (never in production)."),
 } satisfies Record<string, Setting<unknown>>;
@@ -186,7 +224,11 @@ export interface Config {
   };
   workerConcurrency: number;
   health: { workerStaleSeconds: number; queueLagSeconds: number };
-  rateLimit: { perMinute: number; anonPerMinute: number };
+  rateLimit: { perMinute: number; anonPerMinute: number; probePerMinute: number; store: "memory" | "postgres" };
+  trustProxy: boolean | number | string[];
+  loadShedding: { eventLoopDelayMs: number; dbPendingAcquires: number };
+  metricsPort: number;
+  shutdownTimeoutMs: number;
   validateResponses: boolean;
   seedDemo: boolean;
 }
@@ -240,7 +282,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     workerConcurrency: v.WORKER_CONCURRENCY,
     health: { workerStaleSeconds: v.HEALTH_WORKER_STALE_SECONDS, queueLagSeconds: v.HEALTH_QUEUE_LAG_SECONDS },
-    rateLimit: { perMinute: v.RATE_LIMIT_PER_MINUTE, anonPerMinute: v.RATE_LIMIT_ANON_PER_MINUTE },
+    rateLimit: {
+      perMinute: v.RATE_LIMIT_PER_MINUTE,
+      anonPerMinute: v.RATE_LIMIT_ANON_PER_MINUTE,
+      probePerMinute: v.RATE_LIMIT_PROBE_PER_MINUTE,
+      store: v.RATE_LIMIT_STORE,
+    },
+    trustProxy: v.TRUST_PROXY,
+    loadShedding: { eventLoopDelayMs: v.LOAD_SHED_EVENT_LOOP_DELAY_MS, dbPendingAcquires: v.LOAD_SHED_DB_PENDING_ACQUIRES },
+    metricsPort: v.METRICS_PORT,
+    shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS,
     validateResponses: v.VALIDATE_RESPONSES ?? v.NODE_ENV === "test",
     seedDemo: v.SEED_DEMO && !isProduction,
   };

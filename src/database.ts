@@ -22,6 +22,20 @@ export function createDatabase(connectionString: string, poolMax = 10, applicati
   });
 }
 
+export interface PoolStatistics {
+  used: number;
+  free: number;
+  /** Callers waiting for a connection (knex's pool queue). */
+  pendingAcquires: number;
+}
+
+/** The knex (tarn) pool's counters; undefined before the pool exists or after it is destroyed. */
+export function poolStatistics(db: Database): PoolStatistics | undefined {
+  const pool = db.client.pool as Partial<{ numUsed(): number; numFree(): number; numPendingAcquires(): number }> | undefined;
+  if (!pool || typeof pool.numUsed !== "function" || typeof pool.numFree !== "function" || typeof pool.numPendingAcquires !== "function") return undefined;
+  return { used: pool.numUsed(), free: pool.numFree(), pendingAcquires: pool.numPendingAcquires() };
+}
+
 export async function migrate(db: Database): Promise<string[]> {
   await db.raw("create schema if not exists integrator");
   const [, applied] = (await db.migrate.latest({ migrationSource, schemaName: "integrator", tableName: "knex_migrations" })) as [number, string[]];

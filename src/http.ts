@@ -30,6 +30,7 @@ export interface Call<O extends OperationId> {
   /** Set on every protected operation (the auth middleware has already answered 401/403 otherwise). */
   principal: Principal | undefined;
   requestId: string;
+  /** The client's address: the socket's peer, or from X-Forwarded-For when TRUST_PROXY trusts the proxy. */
   clientAddress: string;
   services: Services;
 }

@@ -3,6 +3,7 @@ import type { Config } from "./config.ts";
 import type { Database } from "./database.ts";
 import type { SecretBox } from "./secrets.ts";
 import type { TokenService } from "./auth/tokens.ts";
+import type { Logger } from "./logger.ts";
 
 export interface Services {
   config: Config;
@@ -10,4 +11,5 @@ export interface Services {
   box: SecretBox;
   tokens: TokenService;
   version: string;
+  logger: Logger;
 }

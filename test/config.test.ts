@@ -1,4 +1,6 @@
 // One module parses every setting; a bad value stops the start with a message naming the variable.
+import { spawn } from "node:child_process";
+import path from "node:path";
 import t from "tap";
 import { ConfigError, loadConfig } from "../src/config.ts";
 
@@ -28,6 +30,13 @@ t.test("a bad value names the variable and what it expects", async (t) => {
     [{ NODE_ENV: "production" }, /^ENCRYPTION_KEY is required/],
     [{ LOG_LEVEL: "loud" }, /^LOG_LEVEL must be one of/],
     [{ WEBHOOK_RESOLVE: "hooks.example.com" }, /^WEBHOOK_RESOLVE must look like host=ip/],
+    [{ RATE_LIMIT_PER_MINUTE: "0" }, /^RATE_LIMIT_PER_MINUTE must be a whole number from 1/],
+    [{ RATE_LIMIT_STORE: "redis" }, /^RATE_LIMIT_STORE must be memory or postgres/],
+    [{ TRUST_PROXY: "the-proxy" }, /^TRUST_PROXY must be false, a hop count/],
+    [{ TRUST_PROXY: "10.0.0.0/33" }, /^TRUST_PROXY must be false, a hop count/],
+    [{ LOAD_SHED_EVENT_LOOP_DELAY_MS: "-5" }, /^LOAD_SHED_EVENT_LOOP_DELAY_MS must be a whole number from 0/],
+    [{ METRICS_PORT: "99999" }, /^METRICS_PORT must be a whole number from 0 to 65535/],
+    [{ SHUTDOWN_TIMEOUT_MS: "soon" }, /^SHUTDOWN_TIMEOUT_MS must be a whole number/],
   ];
   for (const [env, message] of bad) {
     t.throws(() => loadConfig(env), { name: "ConfigError", message }, JSON.stringify(env));
@@ -36,4 +45,32 @@ t.test("a bad value names the variable and what it expects", async (t) => {
 
 t.test("test-only delivery settings are refused in production", async (t) => {
   t.throws(() => loadConfig({ NODE_ENV: "production", ENCRYPTION_KEY: "a".repeat(64), WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" }), ConfigError);
+});
+
+t.test("operations settings: defaults and accepted forms", async (t) => {
+  const config = loadConfig({});
+  t.same(config.rateLimit, { perMinute: 600, anonPerMinute: 120, probePerMinute: 600, store: "memory" });
+  t.same(config.loadShedding, { eventLoopDelayMs: 500, dbPendingAcquires: 50 });
+  t.equal(config.metricsPort, 0, "metrics disabled unless METRICS_PORT is set");
+  t.equal(config.shutdownTimeoutMs, 25000);
+  t.equal(config.trustProxy, false);
+  t.equal(loadConfig({ TRUST_PROXY: "2" }).trustProxy, 2);
+  t.same(loadConfig({ TRUST_PROXY: "loopback, 10.0.0.0/8, fd00::/8" }).trustProxy, ["loopback", "10.0.0.0/8", "fd00::/8"]);
+  t.equal(loadConfig({ RATE_LIMIT_STORE: "postgres" }).rateLimit.store, "postgres");
+});
+
+t.test("the service refuses to start with a bad setting: exit code 1 and a message naming the variable", async (t) => {
+  const main = path.join(import.meta.dirname, "..", "src", "main.ts");
+  const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn(process.execPath, [main], { env: { PATH: process.env.PATH ?? "", PORT: "eighty" }, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")));
+    child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString("utf8")));
+    child.once("error", reject);
+    child.once("close", (exitCode) => resolve({ code: exitCode, stdout: out, stderr: err }));
+  });
+  t.equal(code, 1);
+  t.match(stderr, /^Configuration error: PORT must be a whole number from 0 to 65535, got "eighty"$/m);
+  t.equal(stdout, "", "nothing started, nothing logged");
 });

@@ -39,6 +39,9 @@ export async function startWorker(
     connectionString,
     concurrency: services.config.workerConcurrency,
     noHandleSignals: true,
+    // On stop, running jobs get this long to finish; then their abort signal fires and the jobs still
+    // running are released back to the queue for another worker.
+    gracefulShutdownAbortTimeout: services.config.shutdownTimeoutMs,
     pollInterval: options.pollInterval ?? 1000,
     taskList: options.tasks ?? taskList(services),
     crontab,

@@ -3,6 +3,7 @@ import type { Knex } from "knex";
 import * as foundation from "./0001_foundation.ts";
 import * as intake from "./0002_intake.ts";
 import * as partners from "./0004_partners.ts";
+import * as rateLimits from "./0005_rate_limits.ts";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -13,6 +14,7 @@ const migrations: [string, Migration][] = [
   ["0001_foundation", foundation],
   ["0002_intake", intake],
   ["0004_partners", partners],
+  ["0005_rate_limits", rateLimits],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

@@ -4,11 +4,13 @@ import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
+import type { DestinationStream } from "pino";
 import type { Test } from "tap";
-import { createApp } from "../../src/app.ts";
+import { createApp, logUnexpectedError } from "../../src/app.ts";
 import { buildServices } from "../../src/bootstrap.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createDatabase } from "../../src/database.ts";
+import { createLogger } from "../../src/logger.ts";
 import type { Services } from "../../src/services.ts";
 import { createTenant, createUser } from "../../db/principals.ts";
 import { handlers as allHandlers } from "../../handlers/index.ts";
@@ -28,6 +30,8 @@ export interface TestServer {
 
 export interface TestServerOptions {
   env?: Record<string, string>;
+  /** Receives the server's JSON log lines (LOG_LEVEL defaults to debug then, else silent). */
+  logDestination?: DestinationStream;
   handlers?: HandlerTable;
   databaseUrl?: string;
 }
@@ -41,15 +45,26 @@ export async function startTestServer(t: Test, options: TestServerOptions = {}):
     DATABASE_URL: databaseUrl,
     DATA_DIR: dataDir,
     ENCRYPTION_KEY: randomBytes(32).toString("hex"),
-    LOG_LEVEL: "silent",
+    LOG_LEVEL: options.logDestination ? "debug" : "silent",
     DB_POOL_MAX: "5",
+    // Limits and load shedding are exercised by their own tests with explicit settings; elsewhere they
+    // would only make results depend on how fast and how busy the machine is.
+    RATE_LIMIT_PER_MINUTE: "100000",
+    RATE_LIMIT_ANON_PER_MINUTE: "100000",
+    RATE_LIMIT_PROBE_PER_MINUTE: "100000",
+    LOAD_SHED_EVENT_LOOP_DELAY_MS: "0",
+    LOAD_SHED_DB_PENDING_ACQUIRES: "0",
     ...options.env,
   };
   const config = loadConfig(env);
   const db = createDatabase(databaseUrl, config.dbPoolMax, "integrator-test");
-  const services = await buildServices(config, db);
+  const services = await buildServices(config, db, createLogger({ level: config.logLevel, ...(options.logDestination ? { destination: options.logDestination } : {}) }));
   const errors: unknown[] = [];
-  const app = await createApp(services, { handlers: options.handlers ?? allHandlers, logError: (error) => errors.push(error) });
+  const app = await createApp(services, { handlers: options.handlers ?? allHandlers, logError: (error, req) => {
+      errors.push(error);
+      logUnexpectedError(services.logger, error, req);
+    },
+  });
   const server = http.createServer(app);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const address = server.address();

@@ -1,0 +1,28 @@
+# syntax=docker/dockerfile:1
+# The Integrator API image: Node 24 runs the TypeScript sources directly (type stripping), so there is
+# no build step; generated/ is committed. Production dependencies only, run as the unprivileged node user.
+# Untested here (no container engine on the development machines); see README, "Containers".
+
+FROM node:24-bookworm-slim AS dependencies
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+FROM node:24-bookworm-slim AS runtime
+ENV NODE_ENV=production \
+    PORT=8080
+WORKDIR /app
+COPY --from=dependencies --chown=root:root /app/node_modules ./node_modules
+COPY --chown=root:root package.json package-lock.json ./
+COPY --chown=root:root generated ./generated
+COPY --chown=root:root openapi ./openapi
+COPY --chown=root:root src ./src
+COPY --chown=root:root handlers ./handlers
+COPY --chown=root:root db ./db
+COPY --chown=root:root worker ./worker
+COPY --chown=root:root scripts/admin.ts ./scripts/admin.ts
+# The code is owned by root and read-only to the service; the service runs as node (uid 1000).
+USER node
+EXPOSE 8080 9464
+# Exec form: node is the process that receives SIGTERM and shuts down gracefully.
+CMD ["node", "src/main.ts", "--role=api"]

@@ -1,0 +1,157 @@
+// Rate limits: per principal on protected routes, per client address on open routes and for requests
+// without a valid token, probes in a bucket of their own; 429 RATE_LIMITED with Retry-After and
+// RateLimit-*; counters in memory or shared through PostgreSQL.
+import { randomUUID } from "node:crypto";
+import t, { type Test } from "tap";
+import { addressKey } from "../src/rate-limit.ts";
+import { createTestTenant, startTestServer, type TestServer } from "./helpers/server.ts";
+
+const limits = (perMinute: number, anonPerMinute: number, probePerMinute: number, extra: Record<string, string> = {}) => ({
+  RATE_LIMIT_PER_MINUTE: String(perMinute),
+  RATE_LIMIT_ANON_PER_MINUTE: String(anonPerMinute),
+  RATE_LIMIT_PROBE_PER_MINUTE: String(probePerMinute),
+  ...extra,
+});
+
+/** A protected operation that needs no data: polling a submission that does not exist (404). */
+const poll = (server: TestServer, token: string) => server.request(`/v1/intake/submissions/${randomUUID()}`, { token });
+
+const tokenRequest = (server: TestServer) =>
+  server.request("/token", { method: "POST", body: "grant_type=password&username=nobody&password=wrong", headers: { "Content-Type": "application/x-www-form-urlencoded" } });
+
+async function assertRateLimited(t: Test, res: Response, limit: number, scope: string): Promise<void> {
+  t.equal(res.status, 429);
+  const body = await res.json();
+  t.equal(body.error.code, "RATE_LIMITED");
+  t.same(body.error.details, { scope, limit, window_seconds: 60 });
+  t.equal(body.request_id, res.headers.get("x-request-id"));
+  const retryAfter = Number(res.headers.get("retry-after"));
+  t.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter} is whole seconds within the window`);
+  t.equal(res.headers.get("ratelimit-limit"), String(limit));
+  t.equal(res.headers.get("ratelimit-remaining"), "0");
+  t.ok(Number(res.headers.get("ratelimit-reset")) >= 1);
+}
+
+t.test("a principal past RATE_LIMIT_PER_MINUTE is answered 429 RATE_LIMITED with Retry-After and RateLimit-*", async (t) => {
+  const server = await startTestServer(t, { env: limits(3, 100, 100) });
+  const tenant = await createTestTenant(server.services);
+  for (let i = 0; i < 3; i++) {
+    const res = await poll(server, tenant.token);
+    t.equal(res.status, 404, `request ${i + 1} is served`);
+    t.equal(res.headers.get("ratelimit-limit"), "3");
+    t.equal(res.headers.get("ratelimit-remaining"), String(2 - i));
+    const reset = Number(res.headers.get("ratelimit-reset"));
+    t.ok(reset >= 1 && reset <= 60);
+  }
+  await assertRateLimited(t, await poll(server, tenant.token), 3, "principal");
+});
+
+t.test("successful responses carry the RateLimit-* headers", async (t) => {
+  const server = await startTestServer(t, { env: limits(5, 100, 100) });
+  const tenant = await createTestTenant(server.services);
+  const res = await server.request("/v1/intake/submit", { method: "POST", token: tenant.token, json: { filename: "a.pdf", file_size: 1, mime_type: "application/pdf" } });
+  t.equal(res.status, 201);
+  t.equal(res.headers.get("ratelimit-limit"), "5");
+  t.equal(res.headers.get("ratelimit-remaining"), "4");
+});
+
+t.test("each principal (subject within tenant) has its own count", async (t) => {
+  const server = await startTestServer(t, { env: limits(2, 100, 100) });
+  const first = await createTestTenant(server.services);
+  const second = await createTestTenant(server.services);
+  const { token: sameTenantOtherSubject } = await server.services.tokens.issue({ subject: "another-user", tenantId: first.tenantId, roles: ["client_admin"] });
+  await poll(server, first.token);
+  await poll(server, first.token);
+  t.equal((await poll(server, first.token)).status, 429);
+  t.equal((await poll(server, second.token)).status, 404, "another tenant's principal is still served");
+  t.equal((await poll(server, sameTenantOtherSubject)).status, 404, "another subject of the same tenant is still served");
+});
+
+t.test("open routes are limited per client address (RATE_LIMIT_ANON_PER_MINUTE)", async (t) => {
+  const server = await startTestServer(t, { env: limits(100, 2, 100) });
+  for (let i = 0; i < 2; i++) {
+    const res = await tokenRequest(server);
+    t.equal(res.status, 400, "invalid_grant, but counted");
+    t.equal(res.headers.get("ratelimit-limit"), "2");
+  }
+  await assertRateLimited(t, await tokenRequest(server), 2, "address");
+  await assertRateLimited(t, await server.request("/.well-known/jwks.json"), 2, "address");
+  t.equal((await server.request("/v1/nothing-here")).status, 429, "unknown routes count against the address too");
+});
+
+t.test("requests answered 401 or 403 count against the address; once over, the address is refused before its token is looked at", async (t) => {
+  const server = await startTestServer(t, { env: limits(100, 3, 100) });
+  const tenant = await createTestTenant(server.services);
+  const viewer = await createTestTenant(server.services, ["viewer"]);
+  t.equal((await poll(server, "not-a-token")).status, 401);
+  t.equal((await server.request("/v1/intake/submissions/x")).status, 401, "no token at all counts too");
+  t.equal((await poll(server, viewer.token)).status, 403, "so does a token whose roles are not allowed");
+  await assertRateLimited(t, await poll(server, "still-not-a-token"), 3, "unauthenticated");
+  // Token guessing gains nothing from speed: even a valid token is refused from this address now.
+  await assertRateLimited(t, await poll(server, tenant.token), 3, "unauthenticated");
+  t.equal((await tokenRequest(server)).status, 400, "the open routes' count is separate: the token endpoint still answers");
+});
+
+t.test("probes have their own bucket: a busy address leaves readiness answering, and probes cannot exhaust the others", async (t) => {
+  const server = await startTestServer(t, { env: limits(100, 2, 3) });
+  await tokenRequest(server);
+  await tokenRequest(server);
+  t.equal((await tokenRequest(server)).status, 429, "the address is over its open-route limit");
+  const health = await server.request("/v1/health");
+  t.equal(health.status, 200, "health still answers");
+  t.equal(health.headers.get("ratelimit-limit"), "3");
+  t.equal((await server.request("/v1/readyz")).status, 503, "readyz still answers with its report (no worker here, so degraded)");
+  t.equal((await server.request("/v1/health")).status, 200);
+  await assertRateLimited(t, await server.request("/v1/readyz"), 3, "probe");
+});
+
+t.test("RATE_LIMIT_STORE=postgres shares one count between replicas", async (t) => {
+  const first = await startTestServer(t, { env: limits(4, 100, 100, { RATE_LIMIT_STORE: "postgres" }) });
+  const second = await startTestServer(t, {
+    databaseUrl: first.databaseUrl,
+    env: limits(4, 100, 100, { RATE_LIMIT_STORE: "postgres", ENCRYPTION_KEY: first.env.ENCRYPTION_KEY ?? "" }),
+  });
+  const tenant = await createTestTenant(first.services);
+  t.equal((await poll(first, tenant.token)).status, 404);
+  t.equal((await poll(second, tenant.token)).status, 404);
+  t.equal((await poll(first, tenant.token)).status, 404);
+  const fourth = await poll(second, tenant.token);
+  t.equal(fourth.status, 404);
+  t.equal(fourth.headers.get("ratelimit-remaining"), "0", "the second replica saw the first one's requests");
+  await assertRateLimited(t, await poll(first, tenant.token), 4, "principal");
+  await assertRateLimited(t, await poll(second, tenant.token), 4, "principal");
+  const rows = await first.services.db("integrator.rate_limits").where("key", `rl:principal:${tenant.tenantId}:${tenant.subject}`);
+  t.equal(rows.length, 1, "the counter lives in integrator.rate_limits");
+  t.ok(rows[0].points >= 5);
+});
+
+t.test("with RATE_LIMIT_STORE=postgres, a failing store falls back to in-memory limits", async (t) => {
+  const server = await startTestServer(t, { env: limits(2, 100, 100, { RATE_LIMIT_STORE: "postgres" }) });
+  const tenant = await createTestTenant(server.services);
+  await server.services.db.raw("alter table integrator.rate_limits rename to rate_limits_gone");
+  t.teardown(() => server.services.db.raw("alter table integrator.rate_limits_gone rename to rate_limits"));
+  t.equal((await poll(server, tenant.token)).status, 404);
+  t.equal((await poll(server, tenant.token)).status, 404);
+  t.equal((await poll(server, tenant.token)).status, 429, "still limited without the table");
+});
+
+t.test("client address keys: IPv4 as is, IPv4-mapped IPv6 as IPv4, other IPv6 by /64", async (t) => {
+  t.equal(addressKey("203.0.113.7"), "203.0.113.7");
+  t.equal(addressKey("::ffff:203.0.113.7"), "203.0.113.7");
+  t.equal(addressKey("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::/64");
+  t.equal(addressKey("2001:db8:1:2:bbbb::9"), addressKey("2001:db8:1:2:aaaa::1"), "one /64 is one client");
+  t.not(addressKey("2001:db8:1:3::1"), addressKey("2001:db8:1:2::1"));
+  t.equal(addressKey(undefined), "unknown");
+});
+
+t.test("TRUST_PROXY makes X-Forwarded-For the client address; without it the header is ignored", async (t) => {
+  const trusting = await startTestServer(t, { env: limits(100, 1, 100, { TRUST_PROXY: "loopback" }) });
+  const forwarded = (server: TestServer, address: string) => server.request("/.well-known/jwks.json", { headers: { "X-Forwarded-For": address } });
+  t.equal((await forwarded(trusting, "198.51.100.1")).status, 200);
+  t.equal((await forwarded(trusting, "198.51.100.1")).status, 429);
+  t.equal((await forwarded(trusting, "198.51.100.2")).status, 200, "another client behind the proxy has its own count");
+
+  const direct = await startTestServer(t, { env: limits(100, 1, 100) });
+  t.equal((await forwarded(direct, "198.51.100.1")).status, 200);
+  t.equal((await forwarded(direct, "198.51.100.2")).status, 429, "a spoofed header does not escape the limit");
+});
