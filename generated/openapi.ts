@@ -242,14 +242,19 @@ export interface paths {
          *     user. The answer is always 200 with a routing decision for a known partner:
          *
          *     - `routed`: `redirect_url` is the partner's launch URL with the query parameter `assertion`, an ES256
-         *       JWT signed with the service key (claims `aud` = partner key, `sub`, `tenant_id`, `roles`, `ctx` =
-         *       the context values, `jti`; lifetime 120 s, `expires_at`), verifiable with `GET /.well-known/jwks.json`.
+         *       JWT signed with the service key (claims `iss` = the service's public base URL, `aud` = partner key,
+         *       `sub`, `tenant_id`, `roles`, `ctx` = the context values (`{}` when none were sent), `jti`, `iat`,
+         *       `exp`; also `decision_id`, `correlation_id` and, when given, `return_url`; lifetime 120 s, see
+         *       `expires_at`), verifiable with `GET /.well-known/jwks.json`.
          *     - `denied`: `reason` is `NOT_ENTITLED` (the tenant is not entitled to the partner) or `PARTNER_PAUSED`.
+         *       A tenant that is not entitled is told `NOT_ENTITLED` whether or not the partner is paused.
          *
-         *     An unknown partner answers 404 `NOT_FOUND`. `context_values` keys must be among the partner's context
-         *     keys and values must be strings, integers or booleans; otherwise 422 `CONTEXT_INVALID` naming the
-         *     offending keys in `error.details`. The correlation id (`X-Correlation-Id`, generated when absent) is
-         *     echoed in the response header and in `correlation_id`.
+         *     The checks run in this order: an unknown partner answers 404 `NOT_FOUND`; then `context_values` keys
+         *     must be among the partner's context keys and values must be strings, integers or booleans, otherwise
+         *     422 `CONTEXT_INVALID` naming the offending keys in `error.details.keys` (with the violations in
+         *     `error.details.errors`); then the decision is made. Every decision, routed or denied, is recorded
+         *     with the tenant audit action `partner.launch`. The correlation id (`X-Correlation-Id`, generated as a
+         *     UUID when absent) is echoed in the response header and in `correlation_id`.
          */
         post: operations["startLaunch"];
         delete?: never;
@@ -271,12 +276,16 @@ export interface paths {
          * Switch the user's partner context
          * @description Like `startLaunch`, for a switch from the current partner context to `target_partner_key`: 200 with a
          *     routing decision (`routed` with `redirect_url`, or `denied` with `reason`), 404 `NOT_FOUND` for an
-         *     unknown partner, 422 `CONTEXT_INVALID` for context values the partner does not accept.
+         *     unknown partner, 422 `CONTEXT_INVALID` for context values the partner does not accept; the checks,
+         *     the assertion and the correlation id are exactly as for `startLaunch`. Every decision is recorded with
+         *     the tenant audit action `partner.switch`.
          *
-         *     `Idempotency-Key` follows the rules of `submitIntake` in its own scope: a replay returns the stored
-         *     200 response with `Idempotent-Replayed: true`; a different body is 409 `IDEMPOTENCY_KEY_MISMATCH`; a
+         *     `Idempotency-Key` follows the rules of `submitIntake` in its own scope (tenant, calling user and this
+         *     operation: a key used on an intake route never meets one used here): a replay returns the stored 200
+         *     response with `Idempotent-Replayed: true` (and the stored correlation id; its assertion may have
+         *     expired, so a new hand-off needs a new key); a different body is 409 `IDEMPOTENCY_KEY_MISMATCH`; a
          *     concurrent call is 409 `IDEMPOTENCY_IN_PROGRESS`; an empty or over-long key is 422
-         *     `IDEMPOTENCY_KEY_INVALID`.
+         *     `IDEMPOTENCY_KEY_INVALID`. Only 200 responses are remembered.
          */
         post: operations["switchPartner"];
         delete?: never;
@@ -309,13 +318,20 @@ export interface paths {
          *     `,` and `:` without whitespace. Both the ASCII-escaped serialisation (non-ASCII characters as
          *     `\uXXXX`, as Python's `json.dumps(obj, sort_keys=True, separators=(",", ":"))` writes it) and the
          *     UTF-8 one are accepted; an optional `sha256=` prefix is accepted; the comparison takes constant time.
-         *     A missing or wrong signature, an unknown partner or a tenant not entitled to the partner is 400
-         *     `CALLBACK_SIGNATURE_INVALID`.
+         *     A missing or wrong signature, an unknown partner, a `tenant_id` that is not a UUID or a tenant not
+         *     entitled to the partner is 400 `CALLBACK_SIGNATURE_INVALID`, always with the same message, so the
+         *     answer does not reveal whether a partner exists. The signature covers the values as JSON reads them:
+         *     integers and strings round-trip exactly; a number written with a fraction or exponent that
+         *     JavaScript writes differently (Python's `1.0` is `1` here) or an integer beyond 2^53 does not, so
+         *     send such values as strings.
          *
          *     **Delivery semantics.** Success is 202. The same event again (identified by `payload.event_id`, else
-         *     `payload.id`, else a hash of the body) is acknowledged with `duplicate: true` and processed once, so
-         *     partners may retry safely; they should retry with backoff, not in storms. A paused partner or an
-         *     unavailable database answers 503 with `Retry-After`.
+         *     `payload.id`, else a hash of the signed object) for the same tenant and partner is acknowledged with
+         *     `duplicate: true` and the first callback's `callback_id`, and processed once (one stored callback,
+         *     one `partner.callback_received` audit action), so partners may retry safely; they should retry with
+         *     backoff, not in storms. Only a correctly signed callback learns that its partner is paused: 503
+         *     `SERVICE_UNAVAILABLE` with `Retry-After: 300`. An unavailable database answers 503 with
+         *     `Retry-After: 30`.
          */
         post: operations["receivePartnerCallback"];
         delete?: never;
@@ -1212,7 +1228,9 @@ export interface components {
          * @description Context handed to the partner (the `ctx` claim of the assertion). Keys must be among the partner's
          *     context keys; values are strings, integers or booleans only (no floats, nulls, arrays or objects).
          *     Any violation, schema or registry, is 422 `CONTEXT_INVALID` naming the offending keys in
-         *     `error.details` (per `x-validation-error`).
+         *     `error.details.keys` (per `x-validation-error`; the violations in `error.details.errors`). Values of
+         *     the wrong type are found before keys the partner does not accept, which need the partner's registry
+         *     entry.
          */
         ContextValues: {
             [key: string]: string | number | boolean;
@@ -1222,7 +1240,11 @@ export interface components {
             /** @description The partner to launch into. */
             partner_key: string;
             context_values?: components["schemas"]["ContextValues"];
-            /** @description Where the calling product wants the user to return after the partner session. */
+            /**
+             * @description Where the calling product wants the user to return after the partner session: an absolute `https`
+             *     URL without user or password (otherwise 422 `value_error` at `["body","return_url"]`). Handed to
+             *     the partner as the `return_url` claim of the assertion.
+             */
             return_url?: string;
         };
         /** @description A switch to another partner. Unknown fields are ignored. */
@@ -1230,7 +1252,11 @@ export interface components {
             /** @description The partner to switch to. */
             target_partner_key: string;
             context_values?: components["schemas"]["ContextValues"];
-            /** @description Where the calling product wants the user to return after the partner session. */
+            /**
+             * @description Where the calling product wants the user to return after the partner session: an absolute `https`
+             *     URL without user or password (otherwise 422 `value_error` at `["body","return_url"]`). Handed to
+             *     the partner as the `return_url` claim of the assertion.
+             */
             return_url?: string;
         };
         /**
@@ -1276,7 +1302,10 @@ export interface components {
         });
         /** @description A partner's callback. Unknown fields are ignored. */
         PartnerCallbackRequest: {
-            /** @description The tenant the event is about; must be entitled to the partner. */
+            /**
+             * @description The tenant (UUID) the event is about; must be entitled to the partner. Any other value is 400
+             *     `CALLBACK_SIGNATURE_INVALID`, like every other reason the callback cannot be attributed.
+             */
             tenant_id: string;
             /** @description The event; signed together with `tenant_id` and the path's `partner_key`. */
             payload: {

@@ -3,9 +3,11 @@ import type { HandlerTable } from "../src/http.ts";
 import * as auth from "./auth.ts";
 import * as health from "./health.ts";
 import * as intake from "./intake.ts";
+import * as partners from "./partners.ts";
 
 export const handlers: HandlerTable = {
   ...auth,
   ...health,
   ...intake,
+  ...partners,
 };

@@ -3,6 +3,7 @@ import type { Services } from "./services.ts";
 import { createClient, createTenant, createUser, tenantExists } from "../db/principals.ts";
 import { listAudit } from "../db/audit.ts";
 import { ItemChangeRefused, linkItem, setItemStatus, type ItemChange } from "./intake.ts";
+import { changePartnerStatus, entitlePartner, PartnerChangeRefused, registerPartner } from "./partners.ts";
 
 export class UsageError extends Error {
   override name = "UsageError";
@@ -98,7 +99,49 @@ export const adminCommands: Record<string, AdminCommand> = {
     flags: ["item", "status", "error"],
     run: (services, flags) => itemChange(() => setItemStatus(services, required(flags, "item"), required(flags, "status"), flags.error)),
   },
+  "partner:create": {
+    usage: "--key K --name N --launch-url URL [--context-keys a,b]",
+    flags: ["key", "name", "launch-url", "context-keys"],
+    run: (services, flags) =>
+      partnerChange(async () => {
+        const { callback_secret, ...partner } = await registerPartner(services, {
+          partnerKey: required(flags, "key"),
+          name: required(flags, "name"),
+          launchUrl: required(flags, "launch-url"),
+          contextKeys: (flags["context-keys"] ?? "").split(",").map((key) => key.trim()).filter(Boolean),
+        });
+        // The secret is shown here once; the database keeps it sealed.
+        return { partner_key: partner.partner_key, callback_secret, name: partner.name, launch_url: partner.launch_url, context_keys: partner.context_keys, status: partner.status, created_at: partner.created_at };
+      }),
+  },
+  "partner:entitle": {
+    usage: "--tenant T --partner K",
+    flags: ["tenant", "partner"],
+    run: async (services, flags) => {
+      const tenantId = await requiredTenant(services, flags);
+      return partnerChange(() => entitlePartner(services, tenantId, required(flags, "partner")));
+    },
+  },
+  "partner:pause": {
+    usage: "--partner K",
+    flags: ["partner"],
+    run: (services, flags) => partnerChange(() => changePartnerStatus(services, required(flags, "partner"), "paused")),
+  },
+  "partner:resume": {
+    usage: "--partner K",
+    flags: ["partner"],
+    run: (services, flags) => partnerChange(() => changePartnerStatus(services, required(flags, "partner"), "active")),
+  },
 };
+
+async function partnerChange<T>(change: () => Promise<T>): Promise<T> {
+  try {
+    return await change();
+  } catch (error) {
+    if (error instanceof PartnerChangeRefused) throw new UsageError(error.message);
+    throw error;
+  }
+}
 
 async function itemChange(change: () => Promise<ItemChange>): Promise<unknown> {
   try {

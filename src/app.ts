@@ -18,7 +18,7 @@ import { requestLogger, type Logger } from "./logger.ts";
 import { observeRequest } from "./metrics.ts";
 import { createRateLimits } from "./rate-limit.ts";
 import type { Services } from "./services.ts";
-import { findOverride, jsonInvalidIssue, overrideRules, RequestValidationError, toValidationIssues, unstorableTextIssues, type OverrideRules, type ValidationIssue } from "./validation.ts";
+import { findOverride, jsonInvalidIssue, offendingKeys, overrideRules, RequestValidationError, toValidationIssues, unstorableTextIssues, type OverrideRules, type ValidationIssue } from "./validation.ts";
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 const BODY_LIMIT = "1mb";
@@ -230,7 +230,8 @@ function sendIssues(req: Request, res: Response, issues: ValidationIssue[]): voi
     res.status(override.status).json({ error: override.oauth_error, error_description: describe(match.issues) });
     return;
   }
-  const details: Record<string, unknown> = { errors: match.issues };
+  const keys = offendingKeys(match.prefix, match.issues);
+  const details: Record<string, unknown> = keys === undefined ? { errors: match.issues } : { keys, errors: match.issues };
   res.status(override.status).json(envelope(override.code ?? "VALIDATION_FAILED", describe(match.issues), String(res.locals.requestId), details));
 }
 

@@ -125,3 +125,17 @@ export async function startEmbeddedPostgres(options: { dataDir: string; port: nu
   }
   return { url, owned, stop: () => (owned ? server.stop() : Promise.resolve()) };
 }
+
+// Node socket errors, PostgreSQL's connection-exception class (08), shutdown and overload states, and the
+// pool giving up: the database is not there, as opposed to a query that failed.
+const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN", "EPIPE", "57P01", "57P02", "57P03", "53300"]);
+const UNREACHABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Knex: Timeout acquiring a connection/i;
+
+/** True when `error` says the database cannot be reached (rather than that a statement failed). */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (typeof error !== "object" || error === null) return false;
+  const { code, name, message } = error as { code?: unknown; name?: unknown; message?: unknown };
+  if (typeof code === "string" && (UNREACHABLE_CODES.has(code) || code.startsWith("08"))) return true;
+  if (name === "KnexTimeoutError") return true;
+  return typeof message === "string" && UNREACHABLE_MESSAGES.test(message);
+}

@@ -17,20 +17,35 @@ export function depthOf(value: unknown, limit: number): number {
 // NUL cannot be stored in PostgreSQL text or jsonb; an unpaired surrogate is not Unicode at all.
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
-/** Paths (below `root`) of strings and keys PostgreSQL cannot store. Iterative: any depth is safe. */
+interface Visit {
+  value: unknown;
+  parent: Visit | undefined;
+  key: string | number | undefined;
+}
+
+// A path is built only for what is reported: copying it at every level would make a deep value cost
+// depth² (100 000 levels took minutes).
+function pathOf(visit: Visit, root: (string | number)[]): (string | number)[] {
+  const keys: (string | number)[] = [];
+  for (let current: Visit | undefined = visit; current?.key !== undefined; current = current.parent) keys.push(current.key);
+  return [...root, ...keys.reverse()];
+}
+
+/** Paths (below `root`) of strings and keys PostgreSQL cannot store. Iterative and linear: any depth is safe. */
 export function unstorableTextPaths(value: unknown, root: (string | number)[], limit = 20): (string | number)[][] {
   const found: (string | number)[][] = [];
-  const stack: [unknown, (string | number)[]][] = [[value, root]];
+  const stack: Visit[] = [{ value, parent: undefined, key: undefined }];
   while (stack.length > 0 && found.length < limit) {
-    const [current, path] = stack.pop() as [unknown, (string | number)[]];
+    const visit = stack.pop() as Visit;
+    const current = visit.value;
     if (typeof current === "string") {
-      if (UNSTORABLE.test(current)) found.push(path);
+      if (UNSTORABLE.test(current)) found.push(pathOf(visit, root));
     } else if (Array.isArray(current)) {
-      for (let index = current.length - 1; index >= 0; index--) stack.push([current[index], [...path, index]]);
+      for (let index = current.length - 1; index >= 0; index--) stack.push({ value: current[index], parent: visit, key: index });
     } else if (current !== null && typeof current === "object") {
       for (const [key, child] of Object.entries(current as Record<string, unknown>)) {
-        if (UNSTORABLE.test(key)) found.push([...path, key]);
-        else stack.push([child, [...path, key]]);
+        if (UNSTORABLE.test(key)) found.push(pathOf({ value: child, parent: visit, key }, root));
+        else stack.push({ value: child, parent: visit, key });
       }
     }
   }

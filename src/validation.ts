@@ -108,8 +108,11 @@ function toIssue(item: ValidatorErrorItem, req: Request): ValidationIssue {
       return result;
     }
     case "type": {
-      const declared = item.message.replace(/^must be /, "").split(",").find((t) => t !== "null") ?? "string";
+      const allowed = item.message.replace(/^must be /, "").split(",").filter((t) => t !== "null");
+      const declared = allowed[0] ?? "string";
       const [type, msg] = TYPE_NAMES[declared] ?? ["value_error", `Input should be ${declared}`];
+      // A union such as [string, integer, boolean] names every branch rather than the first one only.
+      if (allowed.length > 1) return issue(type, `Input should be a valid ${allowed.slice(0, -1).join(", ")} or ${allowed.at(-1)}`);
       return issue(type, msg);
     }
     case "minLength":
@@ -230,14 +233,24 @@ export function overrideRules(operation: OperationLike, resolve: (value: unknown
 }
 
 /** The override that applies to these issues, if any: the operation's own, else the first matching prefix. */
-export function findOverride(rules: OverrideRules | undefined, issues: ValidationIssue[]): { override: ValidationOverride; issues: ValidationIssue[] } | undefined {
+export function findOverride(
+  rules: OverrideRules | undefined,
+  issues: ValidationIssue[],
+): { override: ValidationOverride; issues: ValidationIssue[]; prefix?: (string | number)[] } | undefined {
   if (!rules) return undefined;
   if (rules.operation) return { override: rules.operation, issues };
   for (const { prefix, override } of rules.prefixes) {
     const matching = issues.filter((issue) => prefix.every((segment, index) => String(issue.loc[index]).toLowerCase() === String(segment).toLowerCase()));
-    if (matching.length > 0) return { override, issues: matching };
+    if (matching.length > 0) return { override, issues: matching, prefix };
   }
   return undefined;
+}
+
+/** For an override on a body property that is a map (e.g. context_values): the offending keys under it. */
+export function offendingKeys(prefix: (string | number)[] | undefined, issues: ValidationIssue[]): string[] | undefined {
+  if (!prefix || prefix[0] !== "body" || prefix.length !== 2) return undefined;
+  const keys = issues.map((issue) => issue.loc[prefix.length]).filter((key): key is string | number => key !== undefined);
+  return [...new Set(keys.map(String))];
 }
 
 /** Thrown by domain code for rules the schema cannot express; answered exactly like a schema violation. */
