@@ -8,6 +8,7 @@ import * as OpenApiValidator from "express-openapi-validator";
 import { OpenAPIBackend, type Context, type Operation } from "openapi-backend";
 import type { OpenAPIV3_1 } from "openapi-types";
 import { requireBearer } from "./auth/passport.ts";
+import { isDatabaseUnavailable } from "./database.ts";
 import type { Principal } from "./auth/tokens.ts";
 import { ApiError, envelope, OAuthError, sendApiError, sendOAuthError } from "./errors.ts";
 import type { Call, HandlerTable, OperationId } from "./http.ts";
@@ -193,6 +194,11 @@ export async function createApp(services: Services, options: AppOptions): Promis
 
   app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(error);
+    // Losing the database is the service's state, not a fault of the request or the code: 503, retry later.
+    if (!(error instanceof ApiError) && isDatabaseUnavailable(error)) {
+      logger.warn({ request_id: res.locals.requestId, reason: error instanceof Error ? error.message : String(error) }, "database unavailable");
+      return sendApiError(res, new ApiError("SERVICE_UNAVAILABLE", "The service cannot reach its database; retry later", { headers: { "Retry-After": String(DATABASE_RETRY_AFTER_SECONDS) } }));
+    }
     try {
       respondWithError(error, req, res, logError);
     } catch (secondary) {
@@ -277,3 +283,5 @@ function respondWithError(error: unknown, req: Request, res: Response, logError:
   logError(error, req);
   sendApiError(res, new ApiError("INTERNAL_ERROR", "Internal error"));
 }
+
+const DATABASE_RETRY_AFTER_SECONDS = 30;

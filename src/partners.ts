@@ -6,7 +6,6 @@ import { decodeJwt } from "jose";
 import type { components } from "../generated/openapi.ts";
 import type { Principal } from "./auth/tokens.ts";
 import { canonicalJson } from "./canonical-json.ts";
-import { isDatabaseUnavailable } from "./database.ts";
 import { ApiError, notFound } from "./errors.ts";
 import { uuidV7 } from "./ids.ts";
 import { requestFingerprint, runIdempotent, type IdempotencyScope, type IdempotentOutcome } from "./idempotency.ts";
@@ -27,21 +26,8 @@ export const ASSERTION_LIFETIME_SECONDS = 120;
 export const SWITCH_ROUTE = "partner.switch";
 export const CALLBACK_PAYLOAD_MAX_DEPTH = 32;
 const PAUSED_RETRY_AFTER_SECONDS = 300;
-const DATABASE_RETRY_AFTER_SECONDS = 30;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** Runs `work`; a database that cannot be reached is 503 SERVICE_UNAVAILABLE with Retry-After, not a 500. */
-async function whenDatabaseReachable<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    if (!(error instanceof ApiError) && isDatabaseUnavailable(error)) {
-      throw new ApiError("SERVICE_UNAVAILABLE", "The service cannot reach its database; retry later", { headers: { "Retry-After": String(DATABASE_RETRY_AFTER_SECONDS) } });
-    }
-    throw error;
-  }
-}
 
 // ------------------------------------------------------------------------------ launch and switch
 
@@ -128,38 +114,36 @@ export async function routeToPartner(services: Services, request: RoutingRequest
   }
   const { principal } = request;
   const tenantId = principal.tenantId;
-  return whenDatabaseReachable(async () => {
-    const partner = await findPartnerAccess(services.db, request.partnerKey, tenantId);
-    if (!partner) throw notFound("Partner");
-    checkContextValues(partner, request.contextValues ?? {});
-    const scope: IdempotencyScope | undefined =
-      request.kind === "switch" && request.idempotencyKey !== undefined ? { tenantId, subject: principal.subject, route: SWITCH_ROUTE, key: request.idempotencyKey } : undefined;
-    return runIdempotent(services.db, scope, requestFingerprint(request.body, tenantId), services.config.idempotencyTtlHours, async (trx) => {
-      const decision = await decide(services, request, partner, request.correlationId ?? randomUUID());
-      await insertRoutingDecision(trx, {
-        id: decision.decision_id,
-        tenantId,
-        kind: request.kind,
-        partnerKey: partner.partner_key,
-        result: decision.decision_result,
-        reason: decision.reason ?? null,
-        correlationId: decision.correlation_id,
-        returnUrl: request.returnUrl ?? null,
-        expiresAt: decision.expires_at ?? null,
-        createdBy: principal.subject,
-        requestId: request.requestId,
-      });
-      await recordAudit(trx, {
-        tenantId,
-        action: request.kind === "launch" ? "partner.launch" : "partner.switch",
-        actor: principal.subject,
-        resourceType: "routing_decision",
-        resourceId: decision.decision_id,
-        requestId: request.requestId,
-        details: { partner_key: partner.partner_key, decision_result: decision.decision_result, reason: decision.reason ?? null, correlation_id: decision.correlation_id },
-      });
-      return { status: 200, body: decision };
+  const partner = await findPartnerAccess(services.db, request.partnerKey, tenantId);
+  if (!partner) throw notFound("Partner");
+  checkContextValues(partner, request.contextValues ?? {});
+  const scope: IdempotencyScope | undefined =
+    request.kind === "switch" && request.idempotencyKey !== undefined ? { tenantId, subject: principal.subject, route: SWITCH_ROUTE, key: request.idempotencyKey } : undefined;
+  return runIdempotent(services.db, scope, requestFingerprint(request.body, tenantId), services.config.idempotencyTtlHours, async (trx) => {
+    const decision = await decide(services, request, partner, request.correlationId ?? randomUUID());
+    await insertRoutingDecision(trx, {
+      id: decision.decision_id,
+      tenantId,
+      kind: request.kind,
+      partnerKey: partner.partner_key,
+      result: decision.decision_result,
+      reason: decision.reason ?? null,
+      correlationId: decision.correlation_id,
+      returnUrl: request.returnUrl ?? null,
+      expiresAt: decision.expires_at ?? null,
+      createdBy: principal.subject,
+      requestId: request.requestId,
     });
+    await recordAudit(trx, {
+      tenantId,
+      action: request.kind === "launch" ? "partner.launch" : "partner.switch",
+      actor: principal.subject,
+      resourceType: "routing_decision",
+      resourceId: decision.decision_id,
+      requestId: request.requestId,
+      details: { partner_key: partner.partner_key, decision_result: decision.decision_result, reason: decision.reason ?? null, correlation_id: decision.correlation_id },
+    });
+    return { status: 200, body: decision };
   });
 }
 
@@ -216,36 +200,34 @@ export async function receiveCallback(services: Services, request: CallbackReque
   const tenantId = UUID.test(tenantIdAsSent) ? tenantIdAsSent.toLowerCase() : undefined;
   const signed = { tenant_id: tenantIdAsSent, partner_key: request.partnerKey, payload };
 
-  return whenDatabaseReachable(async () => {
-    const partner = await findPartnerAccess(services.db, request.partnerKey, tenantId);
-    const secret = partner ? services.box.open(partner.callback_secret_encrypted) : DECOY_SECRET;
-    const verified = callbackSignatureMatches(secret, signed, presented);
-    if (!verified || !partner || !partner.entitled || tenantId === undefined) throw new ApiError("CALLBACK_SIGNATURE_INVALID", CALLBACK_REJECTED);
-    if (partner.status === "paused") {
-      throw new ApiError("SERVICE_UNAVAILABLE", `Partner ${partner.partner_key} is paused; retry later`, { headers: { "Retry-After": String(PAUSED_RETRY_AFTER_SECONDS) } });
-    }
-    return services.db.transaction(async (trx): Promise<CallbackReceipt> => {
-      const stored = await insertCallbackOnce(trx, {
-        tenantId,
-        partnerKey: partner.partner_key,
-        eventKey: callbackEventKey(signed),
-        event: payload.event,
-        payload,
-        requestId: request.requestId,
-      });
-      if (!stored.duplicate) {
-        await recordAudit(trx, {
-          tenantId,
-          action: "partner.callback_received",
-          actor: `partner:${partner.partner_key}`,
-          resourceType: "partner_callback",
-          resourceId: stored.id,
-          requestId: request.requestId,
-          details: { partner_key: partner.partner_key, event: payload.event },
-        });
-      }
-      return { status: "accepted", callback_id: stored.id, duplicate: stored.duplicate };
+  const partner = await findPartnerAccess(services.db, request.partnerKey, tenantId);
+  const secret = partner ? services.box.open(partner.callback_secret_encrypted) : DECOY_SECRET;
+  const verified = callbackSignatureMatches(secret, signed, presented);
+  if (!verified || !partner || !partner.entitled || tenantId === undefined) throw new ApiError("CALLBACK_SIGNATURE_INVALID", CALLBACK_REJECTED);
+  if (partner.status === "paused") {
+    throw new ApiError("SERVICE_UNAVAILABLE", `Partner ${partner.partner_key} is paused; retry later`, { headers: { "Retry-After": String(PAUSED_RETRY_AFTER_SECONDS) } });
+  }
+  return services.db.transaction(async (trx): Promise<CallbackReceipt> => {
+    const stored = await insertCallbackOnce(trx, {
+      tenantId,
+      partnerKey: partner.partner_key,
+      eventKey: callbackEventKey(signed),
+      event: payload.event,
+      payload,
+      requestId: request.requestId,
     });
+    if (!stored.duplicate) {
+      await recordAudit(trx, {
+        tenantId,
+        action: "partner.callback_received",
+        actor: `partner:${partner.partner_key}`,
+        resourceType: "partner_callback",
+        resourceId: stored.id,
+        requestId: request.requestId,
+        details: { partner_key: partner.partner_key, event: payload.event },
+      });
+    }
+    return { status: "accepted", callback_id: stored.id, duplicate: stored.duplicate };
   });
 }
 
