@@ -1,23 +1,14 @@
 // /v1/health always answers 200 with the checks; /v1/readyz answers 200 only when all are healthy.
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import t from "tap";
+import { freePort } from "../scripts/throwaway-postgres.ts";
 import { startTestServer } from "./helpers/server.ts";
 import { startWorker } from "../worker/runner.ts";
 import { createDatabase, startEmbeddedPostgres } from "../src/database.ts";
 import { migrateAll } from "../src/bootstrap.ts";
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = net.createServer();
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
 
 /** Polls until the probe answers `status`, for at most `seconds`: no fixed sleeps. */
 async function waitForStatus(url: string, status: number, seconds: number): Promise<Response> {

@@ -1,7 +1,7 @@
 // Intake: single and batch submission, item rules, counts and aggregate status, polling, tenancy,
 // audit actions, and the status moves operators make through the admin commands.
-import { spawn } from "node:child_process";
 import t from "tap";
+import { runAdminCli } from "./helpers/admin-cli.ts";
 import { createTestTenant, startTestServer } from "./helpers/server.ts";
 import { adminCommands } from "../src/admin-commands.ts";
 import type { Services } from "../src/services.ts";
@@ -215,15 +215,7 @@ t.test("intake", async (t) => {
   });
 
   t.test("npm run admin prints the audit list as JSON", async (t) => {
-    const output = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-      const child = spawn(process.execPath, ["scripts/admin.ts", "audit:list", "--tenant", tenant.tenantId, "--action", "intake.submitted"], {
-        env: { ...process.env, ...server.env },
-        stdio: ["ignore", "pipe", "inherit"],
-      });
-      let stdout = "";
-      child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-      child.on("close", (code) => resolve({ code, stdout }));
-    });
+    const output = await runAdminCli(server, ["audit:list", "--tenant", tenant.tenantId, "--action", "intake.submitted"]);
     t.equal(output.code, 0);
     const records = JSON.parse(output.stdout) as { action: string }[];
     t.ok(records.length > 0);

@@ -1,7 +1,7 @@
 // The partner admin commands: partner:create (the callback secret shown once), partner:entitle,
 // partner:pause and partner:resume, in-process and through `npm run admin`.
-import { spawn } from "node:child_process";
 import t from "tap";
+import { runAdminCli } from "./helpers/admin-cli.ts";
 import { createTestTenant, startTestServer } from "./helpers/server.ts";
 import { signCallback } from "./helpers/partners.ts";
 import { adminCommands } from "../src/admin-commands.ts";
@@ -85,15 +85,7 @@ t.test("partner admin commands", async (t) => {
 
   t.test("npm run admin -- partner:create prints JSON with the secret, which then signs callbacks the service accepts", async (t) => {
     const tenant = await createTestTenant(server.services);
-    const output = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-      const child = spawn(process.execPath, ["scripts/admin.ts", "partner:create", "--key", "cli-partner", "--name", "CLI partner", "--launch-url", "https://cli.example.com/launch", "--context-keys", "a,b"], {
-        env: { ...process.env, ...server.env },
-        stdio: ["ignore", "pipe", "inherit"],
-      });
-      let stdout = "";
-      child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-      child.on("close", (code) => resolve({ code, stdout }));
-    });
+    const output = await runAdminCli(server, ["partner:create", "--key", "cli-partner", "--name", "CLI partner", "--launch-url", "https://cli.example.com/launch", "--context-keys", "a,b"]);
     t.equal(output.code, 0);
     const created = JSON.parse(output.stdout) as CreatedPartner;
     t.match(created, { partner_key: "cli-partner", context_keys: ["a", "b"], status: "active" });

@@ -9,6 +9,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import t, { type Test } from "tap";
+import { freePort } from "../scripts/throwaway-postgres.ts";
 import { createTenant, createUser } from "../db/principals.ts";
 import { loadConfig } from "../src/config.ts";
 import { createDatabase } from "../src/database.ts";
@@ -31,15 +32,6 @@ function tempDir(t: Test, prefix: string): string {
   return dir;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = net.createServer();
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
 
 async function waitFor<T>(what: string, check: () => T | undefined | Promise<T | undefined>, seconds: number): Promise<T> {
   const deadline = Date.now() + seconds * 1000;
