@@ -2,8 +2,10 @@
 import type { HandlerTable } from "../src/http.ts";
 import * as auth from "./auth.ts";
 import * as health from "./health.ts";
+import * as webhooks from "./webhooks.ts";
 
 export const handlers: HandlerTable = {
   ...auth,
   ...health,
+  ...webhooks,
 };
