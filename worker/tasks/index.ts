@@ -1,8 +1,10 @@
 // The worker's tasks by identifier; each lives in its own file named after the task.
 import type { TaskList } from "graphile-worker";
 import type { Services } from "../../src/services.ts";
+import { deliverWebhook } from "./deliver_webhook.ts";
 
 export function taskList(services: Services): TaskList {
-  void services;
-  return {};
+  return {
+    deliver_webhook: deliverWebhook(services),
+  };
 }
