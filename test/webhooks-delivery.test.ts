@@ -3,6 +3,7 @@
 // id, the final failed status, redirects not followed, refused connections, deactivated
 // subscriptions, idempotent jobs, and payloads that match the document and carry no document content.
 import dns from "node:dns";
+import fs from "node:fs";
 import net from "node:net";
 import { createHmac, timingSafeEqual } from "node:crypto";
 import t from "tap";
@@ -81,6 +82,23 @@ t.test("the signature is the hex HMAC-SHA256 of the raw body with the subscripti
   t.notOk(verify(`${secret}x`), "fails with another secret");
   const other = await rig.subscribe(rig.receiver.url(`/other-${crypto.randomUUID()}`));
   t.notOk(verify(other.secret), "each subscription signs with its own secret");
+});
+
+t.test("the README's receiver-side verification example accepts a real delivery and rejects a tampered one", async (t) => {
+  const readme = fs.readFileSync(new URL("../README.md", import.meta.url), "utf8");
+  const source = /function signatureIsValid\(rawBody, header, secret\) \{[\s\S]*?\n\}/.exec(readme)?.[0];
+  if (!source) return t.fail("the README has no signatureIsValid example");
+  const signatureIsValid = new Function("createHmac", "timingSafeEqual", `${source}\nreturn signatureIsValid;`)(createHmac, timingSafeEqual) as (rawBody: Buffer, header: unknown, secret: string) => boolean;
+  const path = `/readme-${crypto.randomUUID()}`;
+  const { id, secret } = await rig.subscribe(rig.receiver.url(path));
+  await rig.emitIntake();
+  t.equal((await rig.finalDelivery(id))?.status, "delivered");
+  const [request] = rig.receiver.receivedAt(path);
+  if (!request) return t.fail("nothing received");
+  const header = request.headers["x-service-review-signature"];
+  t.ok(signatureIsValid(request.rawBody, header, secret), "a real delivery verifies");
+  t.notOk(signatureIsValid(Buffer.from(request.rawBody.toString("utf8").replace("order-4711", "order-4712")), header, secret), "a changed body does not");
+  t.notOk(signatureIsValid(request.rawBody, undefined, secret), "a missing header does not");
 });
 
 t.test("the connection goes to the resolved and checked address: the host has no DNS record, yet its certificate name is verified and the delivery arrives", async (t) => {
