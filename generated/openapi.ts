@@ -401,7 +401,7 @@ export interface webhooks {
                     "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
                     /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version. */
+                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
                 };
                 path?: never;
@@ -450,7 +450,7 @@ export interface webhooks {
                     "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
                     /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version. */
+                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
                 };
                 path?: never;
@@ -499,7 +499,7 @@ export interface webhooks {
                     "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
                     /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version. */
+                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
                 };
                 path?: never;
@@ -548,7 +548,7 @@ export interface webhooks {
                     "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
                     /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version. */
+                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
                 };
                 path?: never;
@@ -597,7 +597,7 @@ export interface webhooks {
                     "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
                     /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version. */
+                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
                 };
                 path?: never;
@@ -647,7 +647,7 @@ export interface webhooks {
                     "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
                     /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version. */
+                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
                 };
                 path?: never;
@@ -697,7 +697,7 @@ export interface webhooks {
                     "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
                     /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version. */
+                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
                 };
                 path?: never;
@@ -746,7 +746,7 @@ export interface webhooks {
                     "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
                     /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version. */
+                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
                 };
                 path?: never;
@@ -1542,7 +1542,7 @@ export interface components {
         WebhookEvent: components["schemas"]["WebhookEventKind"];
         /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
         WebhookDelivery: string;
-        /** @description Identifies the sending service and its version. */
+        /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
         WebhookUserAgent: string;
     };
     requestBodies: never;
