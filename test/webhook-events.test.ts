@@ -130,6 +130,19 @@ t.test("the payload is the envelope {event, tenant_id, timestamp, data}, timesta
   t.equal(second?.payload.timestamp, first?.payload.timestamp, "every delivery of one event carries the same timestamp");
 });
 
+t.test("intake emits either of its kinds through one call inside its own transaction", async (t) => {
+  const tenant = await createTestTenant(server.services);
+  await subscription(tenant, ["intake.submitted", "intake.batch_submitted"]);
+  // The shape of the intake handlers' call: the kind depends on the route, the data does not.
+  const emitIntake = (trx: Parameters<typeof emitEvent>[0], batch: boolean, data: EventDataByKind["intake.submitted"]) => {
+    const kind: "intake.submitted" | "intake.batch_submitted" = batch ? "intake.batch_submitted" : "intake.submitted";
+    return emitEvent(trx, tenant.tenantId, kind, data);
+  };
+  const counts = await server.services.db.transaction(async (trx) => [await emitIntake(trx, false, intakeData()), await emitIntake(trx, true, intakeData({ item_count: 3, accepted_count: 3 }))]);
+  t.same(counts, [1, 1]);
+  t.same((await deliveriesOf(tenant.tenantId)).map((delivery) => delivery.payload.event).sort(), ["intake.batch_submitted", "intake.submitted"]);
+});
+
 t.test("an unknown event kind is rejected, * included", async (t) => {
   const tenant = await createTestTenant(server.services);
   await subscription(tenant, ["*"]);

@@ -169,6 +169,17 @@ t.test("a delivery whose subscription is inactive when its job runs is failed wi
   t.equal(rig.receiver.receivedAt(path).length, 0, "nothing was sent");
 });
 
+t.test("a delivery whose subscription secret cannot be opened (another ENCRYPTION_KEY) is failed without sending", async (t) => {
+  const path = `/unreadable-${crypto.randomUUID()}`;
+  const { id } = await rig.subscribe(rig.receiver.url(path));
+  await rig.server.services.db.transaction(async (trx) => {
+    await trx("integrator.webhook_subscriptions").where({ tenant_id: rig.tenant.tenantId, id }).update({ secret_encrypted: "v1.AAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA.AAAA" });
+    await emitEvent(trx, rig.tenant.tenantId, "scorecard.created", { scorecard_id: crypto.randomUUID() });
+  });
+  t.match(await rig.finalDelivery(id), { status: "failed", attempts: 0, error_message: /signing secret could not be read/ });
+  t.equal(rig.receiver.receivedAt(path).length, 0);
+});
+
 t.test("a job whose delivery is already final does nothing", async (t) => {
   const path = `/final-${crypto.randomUUID()}`;
   const { id } = await rig.subscribe(rig.receiver.url(path));

@@ -44,6 +44,15 @@ export function deliverWebhook(services: Services, settings: SendSettings = send
       return;
     }
 
+    let secret: string;
+    try {
+      secret = box.open(delivery.secret_encrypted);
+    } catch {
+      // Sealed under another ENCRYPTION_KEY: no attempt could ever be signed, so do not leave it pending.
+      helpers.logger.error(`deliver_webhook: the secret of delivery ${delivery.id}'s subscription cannot be opened with the current ENCRYPTION_KEY`);
+      await failWithoutAttempt(db, delivery.tenant_id, delivery.id, "The subscription's signing secret could not be read; the delivery was not sent");
+      return;
+    }
     const body = canonicalJson(delivery.payload);
     const attemptedAt = new Date();
     const outcome = await sendWebhook(
@@ -55,7 +64,7 @@ export function deliverWebhook(services: Services, settings: SendSettings = send
           "User-Agent": userAgent,
           "X-Service-Review-Event": delivery.event_type,
           "X-Service-Review-Delivery": delivery.id,
-          "X-Service-Review-Signature": hmacSha256Hex(box.open(delivery.secret_encrypted), body),
+          "X-Service-Review-Signature": hmacSha256Hex(secret, body),
         },
       },
       settings,
