@@ -166,43 +166,47 @@ export interface AttemptRecord {
   status: DeliveryStatus;
   responseCode: number | null;
   errorMessage: string | null;
-  /** When set (status pending), the next attempt's job is queued for then, in the same transaction. */
+  /** When set (status pending), the next attempt's job is queued for then, in the same statement. */
   retryAt?: Date;
 }
 
 /**
  * Records one attempt's outcome and, for a failure with attempts left, queues the next attempt's job
- * in the same transaction. False when the delivery had moved on (final, or this attempt already
- * recorded by another run), in which case nothing is written.
+ * in the same statement (so both happen or neither). False when the delivery had moved on (final,
+ * or this attempt already recorded by another run), in which case nothing is written.
  */
 export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<boolean> {
-  return db.transaction(async (trx) => {
-    const updated = await trx("integrator.webhook_deliveries")
-      .where({ tenant_id: attempt.tenantId, id: attempt.deliveryId, status: "pending", attempts: attempt.attemptsBefore })
-      .update({
-        status: attempt.status,
-        attempts: attempt.attemptsBefore + 1,
-        last_attempt_at: attempt.attemptedAt,
-        response_code: attempt.responseCode,
-        error_message: attempt.errorMessage === null ? null : attempt.errorMessage.slice(0, 500),
-        updated_at: trx.fn.now(),
-      })
-      .returning("id");
-    if (updated.length === 0) return false;
-    if (attempt.retryAt) {
-      const payload: DeliverWebhookPayload = { tenant_id: attempt.tenantId, delivery_id: attempt.deliveryId };
-      // The running job holds this key; add_job moves the key to the new job, and the running one
-      // simply completes, so graphile-worker's own backoff never drives the schedule.
-      await trx.raw("select graphile_worker.add_job(?, ?::json, run_at => ?, max_attempts => ?, job_key => ?)", [
-        DELIVER_WEBHOOK_TASK,
-        JSON.stringify(payload),
-        attempt.retryAt,
-        JOB_MAX_ATTEMPTS,
-        deliveryJobKey(attempt.deliveryId),
-      ]);
-    }
-    return true;
-  });
+  const payload: DeliverWebhookPayload = { tenant_id: attempt.tenantId, delivery_id: attempt.deliveryId };
+  // The running job holds the delivery's key; add_job moves the key to the new job and the running
+  // one simply completes, so graphile-worker's own backoff never drives the schedule.
+  const result = await db.raw<{ rows: { id: string }[] }>(
+    `with recorded as (
+       update integrator.webhook_deliveries
+          set status = ?, attempts = attempts + 1, last_attempt_at = ?, response_code = ?, error_message = ?, updated_at = now()
+        where tenant_id = ? and id = ? and status = 'pending' and attempts = ?
+       returning id
+     )
+     select id, case when ?::timestamptz is not null
+                     then (graphile_worker.add_job(?, ?::json, run_at => ?::timestamptz, max_attempts => ?, job_key => ?)).id
+                end as next_job_id
+       from recorded`,
+    [
+      attempt.status,
+      attempt.attemptedAt,
+      attempt.responseCode,
+      attempt.errorMessage === null ? null : attempt.errorMessage.slice(0, 500),
+      attempt.tenantId,
+      attempt.deliveryId,
+      attempt.attemptsBefore,
+      attempt.retryAt ?? null,
+      DELIVER_WEBHOOK_TASK,
+      JSON.stringify(payload),
+      attempt.retryAt ?? null,
+      JOB_MAX_ATTEMPTS,
+      deliveryJobKey(attempt.deliveryId),
+    ],
+  );
+  return result.rows.length > 0;
 }
 
 /** Ends a pending delivery as failed without an attempt (its subscription is inactive). */
