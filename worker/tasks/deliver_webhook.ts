@@ -9,7 +9,7 @@ import { canonicalJson } from "../../src/canonical-json.ts";
 import type { Services } from "../../src/services.ts";
 import { hmacSha256Hex } from "../../src/signing.ts";
 import { sendSettings, sendWebhook, type SendSettings } from "../../src/webhook-sender.ts";
-import { DEACTIVATED_MESSAGE, failWithoutAttempt, findDeliveryToSend, recordAttempt, type DeliverWebhookPayload } from "../../db/webhooks.ts";
+import { DEACTIVATED_MESSAGE, failWithoutAttempt, findDeliveryToSend, isUuid, recordAttempt, type DeliverWebhookPayload } from "../../db/webhooks.ts";
 
 const MAX_RETRY_DELAY_SECONDS = 10 * 60 * 60;
 
@@ -20,7 +20,7 @@ export function retryDelaySeconds(retry: number, baseSeconds: number): number {
 
 function isPayload(value: unknown): value is DeliverWebhookPayload {
   const candidate = value as Partial<DeliverWebhookPayload> | null;
-  return typeof candidate === "object" && candidate !== null && typeof candidate.tenant_id === "string" && typeof candidate.delivery_id === "string";
+  return typeof candidate === "object" && candidate !== null && typeof candidate.tenant_id === "string" && typeof candidate.delivery_id === "string" && isUuid(candidate.tenant_id) && isUuid(candidate.delivery_id);
 }
 
 export function deliverWebhook(services: Services, settings: SendSettings = sendSettings(services.config.webhooks)): Task {
