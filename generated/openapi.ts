@@ -425,7 +425,7 @@ export interface webhooks {
                     "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
                     /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version. */
+                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
                 };
                 path?: never;
@@ -474,7 +474,7 @@ export interface webhooks {
                     "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
                     /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version. */
+                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
                 };
                 path?: never;
@@ -523,7 +523,7 @@ export interface webhooks {
                     "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
                     /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version. */
+                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
                 };
                 path?: never;
@@ -572,7 +572,7 @@ export interface webhooks {
                     "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
                     /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version. */
+                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
                 };
                 path?: never;
@@ -621,7 +621,7 @@ export interface webhooks {
                     "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
                     /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version. */
+                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
                 };
                 path?: never;
@@ -671,7 +671,7 @@ export interface webhooks {
                     "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
                     /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version. */
+                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
                 };
                 path?: never;
@@ -721,7 +721,7 @@ export interface webhooks {
                     "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
                     /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version. */
+                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
                 };
                 path?: never;
@@ -770,7 +770,7 @@ export interface webhooks {
                     "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
                     /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version. */
+                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
                 };
                 path?: never;
@@ -1585,7 +1585,7 @@ export interface components {
         WebhookEvent: components["schemas"]["WebhookEventKind"];
         /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
         WebhookDelivery: string;
-        /** @description Identifies the sending service and its version. */
+        /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
         WebhookUserAgent: string;
     };
     requestBodies: never;

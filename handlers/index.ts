@@ -4,10 +4,12 @@ import * as auth from "./auth.ts";
 import * as health from "./health.ts";
 import * as intake from "./intake.ts";
 import * as partners from "./partners.ts";
+import * as webhooks from "./webhooks.ts";
 
 export const handlers: HandlerTable = {
   ...auth,
   ...health,
   ...intake,
   ...partners,
+  ...webhooks,
 };

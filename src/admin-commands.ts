@@ -4,6 +4,7 @@ import { createClient, createTenant, createUser, tenantExists } from "../db/prin
 import { listAudit } from "../db/audit.ts";
 import { ItemChangeRefused, linkItem, setItemStatus, type ItemChange } from "./intake.ts";
 import { changePartnerStatus, entitlePartner, PartnerChangeRefused, registerPartner } from "./partners.ts";
+import { emitEvent, EVENT_KINDS, isEventKind, type EventDataByKind } from "./events.ts";
 
 export class UsageError extends Error {
   override name = "UsageError";
@@ -131,6 +132,29 @@ export const adminCommands: Record<string, AdminCommand> = {
     usage: "--partner K",
     flags: ["partner"],
     run: (services, flags) => partnerChange(() => changePartnerStatus(services, required(flags, "partner"), "active")),
+  },
+  "event:emit": {
+    usage: `--tenant T --kind KIND --data JSON (KIND: ${EVENT_KINDS.join(", ")})`,
+    flags: ["tenant", "kind", "data"],
+    run: async (services, flags) => {
+      const tenantId = await requiredTenant(services, flags);
+      const kind = required(flags, "kind");
+      if (!isEventKind(kind)) throw new UsageError(`--kind must be one of ${EVENT_KINDS.join(", ")}`);
+      let data: unknown;
+      try {
+        data = JSON.parse(required(flags, "data"));
+      } catch {
+        throw new UsageError("--data must be a JSON object");
+      }
+      if (data === null || typeof data !== "object" || Array.isArray(data)) throw new UsageError("--data must be a JSON object");
+      try {
+        // The database checks the data against the kind's fields; its verdict is the usage error.
+        return { deliveries: await services.db.transaction((trx) => emitEvent(trx, tenantId, kind, data as EventDataByKind[typeof kind])) };
+      } catch (error) {
+        if ((error as { code?: string }).code === "22023") throw new UsageError(String((error as Error).message).replace(/^.*emit_event: /, ""));
+        throw error;
+      }
+    },
   },
 };
 

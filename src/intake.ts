@@ -9,6 +9,7 @@ import { requestFingerprint, runIdempotent, type IdempotentOutcome } from "./ide
 import type { Services } from "./services.ts";
 import { RequestValidationError, valueError, type ValidationIssue } from "./validation.ts";
 import { depthOf } from "./json-limits.ts";
+import { emitEvent } from "./events.ts";
 import {
   findSubmission,
   insertSubmission,
@@ -95,16 +96,6 @@ export function aggregate(statuses: ItemStatus[]): { status: SubmissionStatus; a
   return { status, acceptedCount, failedCount };
 }
 
-/**
- * The seam the webhooks issue fills: lifecycle events of a submission, emitted inside the intake
- * transaction (never on replays).
- */
-async function emitSubmissionEvent(trx: Knex.Transaction, kind: "intake.submitted" | "intake.batch_submitted", submission: SubmissionRow): Promise<void> {
-  void trx;
-  void kind;
-  void submission;
-}
-
 export async function submitIntake(services: Services, request: IntakeRequest): Promise<IdempotentOutcome<SubmissionResponse>> {
   const issues = metadataIssues(request.items, (index) => (request.kind === "single" ? ["body", "item_metadata"] : ["body", "items", index, "item_metadata"]));
   if (issues.length > 0) throw new RequestValidationError(issues);
@@ -149,7 +140,17 @@ export async function submitIntake(services: Services, request: IntakeRequest): 
           details: { item_count: items.length, accepted_count: totals.acceptedCount, failed_count: totals.failedCount, actor_tenant_id: request.principal.tenantId },
         },
       );
-      await emitSubmissionEvent(trx, AUDIT_ACTION[request.kind], submission);
+      // Only here, on a first successful call: replays return before reaching the work.
+      await emitEvent(trx, request.tenantId, AUDIT_ACTION[request.kind], {
+        submission_id: submission.id,
+        external_reference: submission.external_reference,
+        module: submission.module,
+        tier: submission.tier,
+        status: submission.status,
+        item_count: submission.item_count,
+        accepted_count: submission.accepted_count,
+        failed_count: submission.failed_count,
+      });
       return { status: 201, body: submission };
     });
   } catch (error) {
@@ -196,8 +197,18 @@ async function changeItem(services: Services, itemId: string, decide: (item: Ite
     const item = await updateItem(trx, current.tenant_id, current.id, decide(current));
     const totals = aggregate(await itemStatuses(trx, current.tenant_id, current.submission_id));
     const submission = await updateSubmissionTotals(trx, current.tenant_id, current.submission_id, totals);
+    await emitDocumentEvents(trx, current.tenant_id, item, current.status);
     return { item, previousStatus: current.status, submission };
   });
+}
+
+/** Document lifecycle events for an item linked to a document, in the transaction that changed it. */
+async function emitDocumentEvents(trx: Knex.Transaction, tenantId: string, item: ItemRow, previousStatus: ItemStatus): Promise<void> {
+  if (!item.document_id || item.status === previousStatus) return;
+  const data = { document_id: item.document_id, submission_id: item.submission_id, item_id: item.id, status: item.status, previous_status: previousStatus };
+  await emitEvent(trx, tenantId, "document.status_changed", data);
+  if (item.status === "uploaded") await emitEvent(trx, tenantId, "document.uploaded", data);
+  if (item.status === "completed") await emitEvent(trx, tenantId, "document.completed", data);
 }
 
 /** Links an accepted item to its document; a pending item becomes uploaded. */

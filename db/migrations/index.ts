@@ -2,6 +2,7 @@
 import type { Knex } from "knex";
 import * as foundation from "./0001_foundation.ts";
 import * as intake from "./0002_intake.ts";
+import * as webhooks from "./0003_webhooks.ts";
 import * as partners from "./0004_partners.ts";
 import * as rateLimits from "./0005_rate_limits.ts";
 
@@ -13,6 +14,7 @@ interface Migration {
 const migrations: [string, Migration][] = [
   ["0001_foundation", foundation],
   ["0002_intake", intake],
+  ["0003_webhooks", webhooks],
   ["0004_partners", partners],
   ["0005_rate_limits", rateLimits],
 ];

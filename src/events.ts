@@ -1,0 +1,57 @@
+// Lifecycle events: the kinds a tenant can subscribe to, the data each kind carries (identifiers and
+// status only, as the document's top-level `webhooks` section describes), and emitEvent, the one
+// TypeScript entry to integrator.emit_event. Call it with the transaction that writes the change the
+// event reports: the deliveries and their jobs then exist exactly when that change does.
+import type { Knex } from "knex";
+import type { components } from "../generated/openapi.ts";
+
+type Schemas = components["schemas"];
+
+export type EventKind = Schemas["WebhookEventKind"];
+export type EventSelector = Schemas["WebhookEventSelector"];
+
+export const EVENT_KINDS: readonly EventKind[] = [
+  "document.status_changed",
+  "document.uploaded",
+  "document.completed",
+  "adjudication.case_created",
+  "adjudication.case_resolved",
+  "intake.submitted",
+  "intake.batch_submitted",
+  "scorecard.created",
+];
+
+export interface EventDataByKind {
+  "intake.submitted": Schemas["IntakeEventData"];
+  "intake.batch_submitted": Schemas["IntakeEventData"];
+  "document.status_changed": Schemas["DocumentEventData"];
+  "document.uploaded": Schemas["DocumentEventData"];
+  "document.completed": Schemas["DocumentEventData"];
+  "adjudication.case_created": Schemas["AdjudicationEventData"];
+  "adjudication.case_resolved": Schemas["AdjudicationEventData"];
+  "scorecard.created": Schemas["ScorecardEventData"];
+}
+
+/** The body of a delivery of an event of kind K, exactly as stored and sent. */
+export interface EventEnvelope<K extends EventKind = EventKind> {
+  event: K;
+  tenant_id: string;
+  /** RFC 3339 in UTC with milliseconds and Z, set when the event is emitted. */
+  timestamp: string;
+  data: EventDataByKind[K];
+}
+
+export function isEventKind(value: unknown): value is EventKind {
+  return typeof value === "string" && (EVENT_KINDS as readonly string[]).includes(value);
+}
+
+/**
+ * Queues one pending delivery (and its deliver_webhook job) for every active subscription of the
+ * tenant that matches `kind`, inside `db` — pass the caller's transaction. Returns the number of
+ * deliveries. The database rejects an unknown kind and data that does not match the kind's fields
+ * (unknown, missing or mistyped fields) with an error, which rolls the caller's transaction back.
+ */
+export async function emitEvent<K extends EventKind>(db: Knex | Knex.Transaction, tenantId: string, kind: K, data: EventDataByKind[K]): Promise<number> {
+  const result = await db.raw<{ rows: { deliveries: number }[] }>("select integrator.emit_event(?::uuid, ?, ?::jsonb) as deliveries", [tenantId, kind, JSON.stringify(data)]);
+  return result.rows[0]?.deliveries ?? 0;
+}

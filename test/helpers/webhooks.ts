@@ -1,0 +1,96 @@
+// A test server with a real graphile-worker and a real HTTPS receiver on loopback (its certificate
+// signed by a test CA made at run time), wired together the way decisions §5 allows for tests:
+// WEBHOOK_RESOLVE points hooks.test.example at 127.0.0.1, WEBHOOK_CA_FILE trusts the test CA.
+import type { Test } from "tap";
+import { startWorker } from "../../worker/runner.ts";
+import { emitEvent, type EventDataByKind } from "../../src/events.ts";
+import type { DeliveryView } from "../../db/webhooks.ts";
+import { makeTestCa, RECEIVER_HOST, startReceiver, type Answer, type Receiver, type ReceivedRequest, type TestCa } from "./https-receiver.ts";
+import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "./server.ts";
+import { waitFor } from "./wait.ts";
+
+export interface WebhookRig {
+  server: TestServer;
+  receiver: Receiver;
+  tenant: TestTenant;
+  /** Subscribes through the API; returns the id and the secret. */
+  subscribe(url: string, events?: string[]): Promise<{ id: string; secret: string }>;
+  /** Emits an intake.submitted event for the rig's tenant; returns its data. */
+  emitIntake(): Promise<EventDataByKind["intake.submitted"]>;
+  /** The rig tenant's deliveries through the API, newest first. */
+  deliveries(): Promise<DeliveryView[]>;
+  /** Polls the API until the subscription's delivery is final (or the deadline passes). */
+  finalDelivery(subscriptionId: string, seconds?: number): Promise<DeliveryView | undefined>;
+  /** Waits until no deliver_webhook job is left (queued or running). */
+  jobsDrained(seconds?: number): Promise<number>;
+}
+
+/** One test CA per test file. */
+export function testCa(t: Test): TestCa {
+  const ca = makeTestCa();
+  t.teardown(() => ca.remove());
+  return ca;
+}
+
+export function webhookEnv(ca: TestCa, overrides: Record<string, string> = {}): Record<string, string> {
+  return {
+    WEBHOOK_RETRY_BASE_SECONDS: "0",
+    WEBHOOK_RESOLVE: `${RECEIVER_HOST}=127.0.0.1`,
+    WEBHOOK_CA_FILE: ca.caFile,
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+    ...overrides,
+  };
+}
+
+export async function startWebhookRig(
+  t: Test,
+  ca: TestCa,
+  options: { env?: Record<string, string>; answer?: (request: ReceivedRequest, countForPath: number) => Answer; worker?: boolean } = {},
+): Promise<WebhookRig> {
+  const server = await startTestServer(t, { env: webhookEnv(ca, options.env) });
+  const receiver = await startReceiver(ca, options.answer);
+  t.teardown(() => receiver.close());
+  if (options.worker !== false) {
+    const worker = await startWorker(server.services, server.databaseUrl, { pollInterval: 200 });
+    t.teardown(() => worker.stop());
+  }
+  const tenant = await createTestTenant(server.services);
+  const deliveries = async (): Promise<DeliveryView[]> => {
+    const res = await server.request("/v1/webhooks/deliveries?limit=200", { token: tenant.token });
+    if (res.status !== 200) throw new Error(`deliveries answered ${res.status}: ${await res.text()}`);
+    return ((await res.json()) as { deliveries: DeliveryView[] }).deliveries;
+  };
+  return {
+    server,
+    receiver,
+    tenant,
+    async subscribe(url, events = ["*"]) {
+      const res = await server.request("/v1/webhooks/subscriptions", { method: "POST", token: tenant.token, json: { url, events } });
+      if (res.status !== 201) throw new Error(`subscribe answered ${res.status}: ${await res.text()}`);
+      return (await res.json()) as { id: string; secret: string };
+    },
+    async emitIntake() {
+      const data: EventDataByKind["intake.submitted"] = {
+        submission_id: crypto.randomUUID(),
+        external_reference: "order-4711",
+        module: "claims",
+        tier: "standard",
+        status: "received",
+        item_count: 1,
+        accepted_count: 1,
+        failed_count: 0,
+      };
+      await server.services.db.transaction((trx) => emitEvent(trx, tenant.tenantId, "intake.submitted", data));
+      return data;
+    },
+    deliveries,
+    async finalDelivery(subscriptionId, seconds = 20) {
+      const find = async () => (await deliveries()).find((delivery) => delivery.subscription_id === subscriptionId);
+      return waitFor(find, (delivery) => delivery !== undefined && delivery.status !== "pending", { seconds });
+    },
+    async jobsDrained(seconds = 20) {
+      const count = async () => Number((await server.services.db("graphile_worker.jobs").where({ task_identifier: "deliver_webhook" }).count<{ count: number }[]>("* as count"))[0]?.count ?? 0);
+      return waitFor(count, (left) => left === 0, { seconds });
+    },
+  };
+}

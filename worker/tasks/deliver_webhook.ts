@@ -1,0 +1,84 @@
+// deliver_webhook: one attempt at sending one delivery (queued by integrator.emit_event, and by this
+// task for its retries). The body is the stored envelope with sorted keys, signed with the
+// subscription's secret. After every attempt the delivery records it; a failure with attempts left
+// queues the next attempt itself (retry n waits base × 6^(n−1) s, at most 10 h) and this job
+// succeeds, so graphile-worker's own backoff never drives the schedule. A job whose delivery is
+// already final, or whose attempt another run already recorded, does nothing.
+import type { Task } from "graphile-worker";
+import { canonicalJson } from "../../src/canonical-json.ts";
+import type { Services } from "../../src/services.ts";
+import { hmacSha256Hex } from "../../src/signing.ts";
+import { sendSettings, sendWebhook, type SendSettings } from "../../src/webhook-sender.ts";
+import { DEACTIVATED_MESSAGE, failWithoutAttempt, findDeliveryToSend, isUuid, recordAttempt, type DeliverWebhookPayload } from "../../db/webhooks.ts";
+
+const MAX_RETRY_DELAY_SECONDS = 10 * 60 * 60;
+
+/** Seconds to wait before retry n (n ≥ 1): base × 6^(n−1), capped at 10 hours. */
+export function retryDelaySeconds(retry: number, baseSeconds: number): number {
+  return Math.min(baseSeconds * 6 ** (retry - 1), MAX_RETRY_DELAY_SECONDS);
+}
+
+function isPayload(value: unknown): value is DeliverWebhookPayload {
+  const candidate = value as Partial<DeliverWebhookPayload> | null;
+  return typeof candidate === "object" && candidate !== null && typeof candidate.tenant_id === "string" && typeof candidate.delivery_id === "string" && isUuid(candidate.tenant_id) && isUuid(candidate.delivery_id);
+}
+
+export function deliverWebhook(services: Services, settings: SendSettings = sendSettings(services.config.webhooks)): Task {
+  const { maxAttempts, retryBaseSeconds } = services.config.webhooks;
+  const userAgent = `integrator-api-webhooks/${services.version}`;
+  return async (payload, helpers) => {
+    if (!isPayload(payload)) {
+      helpers.logger.error(`deliver_webhook job ${helpers.job.id} has a malformed payload; dropped`);
+      return;
+    }
+    const { db, box } = services;
+    const delivery = await findDeliveryToSend(db, payload.tenant_id, payload.delivery_id);
+    if (!delivery || delivery.status !== "pending") return;
+    if (!delivery.subscription_active) {
+      await failWithoutAttempt(db, delivery.tenant_id, delivery.id, DEACTIVATED_MESSAGE);
+      return;
+    }
+    if (delivery.attempts >= maxAttempts) {
+      // MAX_DELIVERY_ATTEMPTS was lowered while this delivery waited: it has had its attempts.
+      await failWithoutAttempt(db, delivery.tenant_id, delivery.id, `No attempts left (MAX_DELIVERY_ATTEMPTS is ${maxAttempts})`);
+      return;
+    }
+
+    let secret: string;
+    try {
+      secret = box.open(delivery.secret_encrypted);
+    } catch {
+      // Sealed under another ENCRYPTION_KEY: no attempt could ever be signed, so do not leave it pending.
+      helpers.logger.error(`deliver_webhook: the secret of delivery ${delivery.id}'s subscription cannot be opened with the current ENCRYPTION_KEY`);
+      await failWithoutAttempt(db, delivery.tenant_id, delivery.id, "The subscription's signing secret could not be read; the delivery was not sent");
+      return;
+    }
+    const body = canonicalJson(delivery.payload);
+    const attemptedAt = new Date();
+    const outcome = await sendWebhook(
+      {
+        url: delivery.url,
+        body,
+        headers: {
+          "Content-Type": "application/json",
+          "User-Agent": userAgent,
+          "X-Service-Review-Event": delivery.event_type,
+          "X-Service-Review-Delivery": delivery.id,
+          "X-Service-Review-Signature": hmacSha256Hex(secret, body),
+        },
+      },
+      settings,
+    );
+
+    const attempt = delivery.attempts + 1;
+    const common = { tenantId: delivery.tenant_id, deliveryId: delivery.id, attemptsBefore: delivery.attempts, attemptedAt, responseCode: outcome.responseCode };
+    if (outcome.delivered) {
+      await recordAttempt(db, { ...common, status: "delivered", errorMessage: null });
+    } else if (attempt >= maxAttempts) {
+      await recordAttempt(db, { ...common, status: "failed", errorMessage: outcome.errorMessage });
+    } else {
+      const retryAt = new Date(Date.now() + retryDelaySeconds(attempt, retryBaseSeconds) * 1000);
+      await recordAttempt(db, { ...common, status: "pending", errorMessage: outcome.errorMessage, retryAt });
+    }
+  };
+}
