@@ -94,7 +94,7 @@ function describeError(error: unknown): string {
  * Sends one attempt. Never throws: every failure (URL rule, resolution, blocked address, connection,
  * TLS, timeout, non-2xx answer) is a failed outcome with a message for the delivery log.
  */
-export async function sendWebhook(request: WebhookRequest, settings: SendSettings): Promise<SendOutcome> {
+export async function sendWebhook(request: WebhookRequest, settings: SendSettings, shutdown?: AbortSignal): Promise<SendOutcome> {
   const verdict = checkWebhookUrl(request.url);
   if (!verdict.ok) return failed(`The subscription URL breaks a URL rule: ${verdict.message}`);
   const { url, host } = verdict;
@@ -106,6 +106,15 @@ export async function sendWebhook(request: WebhookRequest, settings: SendSetting
       reject(new AttemptFailed(`Timed out after ${settings.timeoutMs} ms`));
       abort.abort();
     }, settings.timeoutMs);
+    // A worker shutting down cuts the attempt short; it is recorded as failed and retried.
+    shutdown?.addEventListener(
+      "abort",
+      () => {
+        reject(new AttemptFailed("Aborted: the worker is shutting down"));
+        abort.abort();
+      },
+      { once: true },
+    );
   });
   try {
     const addresses = await Promise.race([resolveHost(host, settings), timedOut]);

@@ -3,6 +3,7 @@
 import { createHmac } from "node:crypto";
 import t from "tap";
 import { adminCommands } from "../src/admin-commands.ts";
+import { processRegistry } from "../src/metrics.ts";
 import { startWebhookRig, testCa } from "./helpers/webhooks.ts";
 import { waitFor } from "./helpers/wait.ts";
 import { webhookSchemaErrors } from "./helpers/webhook-schemas.ts";
@@ -52,6 +53,8 @@ t.test("intake events reach a subscriber, signed, once per non-replayed submissi
   const delivered = await waitFor(rig.deliveries, (list) => list.filter((delivery) => delivery.status === "delivered").length >= 2, { seconds: 20 });
   t.equal(delivered.length, 2, "the API lists both deliveries");
   for (const delivery of delivered) t.match(delivery, { status: "delivered", attempts: 1, response_code: 204, subscription_id: subscription.id });
+  const metrics = await processRegistry.getSingleMetricAsString("integrator_webhook_delivery_outcomes_total");
+  t.match(metrics, /integrator_webhook_delivery_outcomes_total\{outcome="delivered"\} [2-9]/, "the worker counts delivery outcomes for /metrics");
 
   // An operator links the accepted item of the single submission to its document.
   const detail = await (await server.request(`/v1/intake/submissions/${submission.id}`, { token: tenant.token })).json();

@@ -8,6 +8,7 @@ import type { Task } from "graphile-worker";
 import { canonicalJson } from "../../src/canonical-json.ts";
 import type { Services } from "../../src/services.ts";
 import { hmacSha256Hex } from "../../src/signing.ts";
+import { recordDeliveryOutcome } from "../../src/metrics.ts";
 import { sendSettings, sendWebhook, type SendSettings } from "../../src/webhook-sender.ts";
 import { DEACTIVATED_MESSAGE, failWithoutAttempt, findDeliveryToSend, isUuid, recordAttempt, type DeliverWebhookPayload } from "../../db/webhooks.ts";
 
@@ -68,17 +69,21 @@ export function deliverWebhook(services: Services, settings: SendSettings = send
         },
       },
       settings,
+      helpers.abortSignal,
     );
 
     const attempt = delivery.attempts + 1;
     const common = { tenantId: delivery.tenant_id, deliveryId: delivery.id, attemptsBefore: delivery.attempts, attemptedAt, responseCode: outcome.responseCode };
     if (outcome.delivered) {
       await recordAttempt(db, { ...common, status: "delivered", errorMessage: null });
+      recordDeliveryOutcome("delivered");
     } else if (attempt >= maxAttempts) {
       await recordAttempt(db, { ...common, status: "failed", errorMessage: outcome.errorMessage });
+      recordDeliveryOutcome("failed");
     } else {
       const retryAt = new Date(Date.now() + retryDelaySeconds(attempt, retryBaseSeconds) * 1000);
       await recordAttempt(db, { ...common, status: "pending", errorMessage: outcome.errorMessage, retryAt });
+      recordDeliveryOutcome("retrying");
     }
   };
 }
