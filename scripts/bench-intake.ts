@@ -10,7 +10,9 @@ import { promisify } from "node:util";
 import express from "express";
 import pg from "pg";
 import { createApp } from "../src/app.ts";
+import { pino } from "pino";
 import { buildServices, migrateAll } from "../src/bootstrap.ts";
+import { createLogger } from "../src/logger.ts";
 import { loadConfig } from "../src/config.ts";
 import { createDatabase } from "../src/database.ts";
 import { createTenant } from "../db/principals.ts";
@@ -58,10 +60,11 @@ await admin.end();
 const databaseUrl = withDatabase(postgres.adminUrl, "integrator_bench");
 
 // One principal sends every request: lift its rate limit (600 a minute by default) unless the environment sets one.
-const config = loadConfig({ RATE_LIMIT_PER_MINUTE: "1000000", ...process.env, NODE_ENV: "production", DATABASE_URL: databaseUrl, ENCRYPTION_KEY: randomBytes(32).toString("hex"), LOG_LEVEL: "silent" });
+const config = loadConfig({ RATE_LIMIT_PER_MINUTE: "1000000", ...process.env, NODE_ENV: "production", DATABASE_URL: databaseUrl, ENCRYPTION_KEY: randomBytes(32).toString("hex"), LOG_LEVEL: "info" });
 const db = createDatabase(databaseUrl, config.dbPoolMax);
 await migrateAll(db, databaseUrl);
-const services = await buildServices(config, db);
+// Logged as in production (one JSON line per request, redaction included), into /dev/null.
+const services = await buildServices(config, db, createLogger({ level: config.logLevel, destination: pino.destination({ dest: "/dev/null", sync: false }) }));
 const tenant = await createTenant(db, "Bench tenant");
 const { token } = await services.tokens.issue({ subject: "bench", tenantId: tenant.id, roles: ["client_admin"], expiresInSeconds: 3600 });
 const api = await listen(await createApp(services, { handlers }));
@@ -101,7 +104,7 @@ for (const [name, scenario] of selected) {
 const yardstick = results[0]?.[1].requestsPerSecond ?? 1;
 const cpu = os.cpus()[0]?.model ?? "unknown CPU";
 const lines = [
-  `Machine: ${os.cpus().length} × ${cpu}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, PostgreSQL embedded, pool ${config.dbPoolMax}, ${CONNECTIONS} connections, ${DURATION} s each`,
+  `Machine: ${os.cpus().length} × ${cpu}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, PostgreSQL embedded, pool ${config.dbPoolMax}, request logs at info to /dev/null, ${CONNECTIONS} connections, ${DURATION} s each`,
   "",
   "| Scenario | req/s | p50 ms | p99 ms | vs yardstick | non-2xx |",
   "|---|---:|---:|---:|---:|---:|",

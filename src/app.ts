@@ -121,14 +121,17 @@ export async function createApp(services: Services, options: AppOptions): Promis
   const operationOf = (res: Response) => res.locals.operation as ResolvedOperation | undefined;
   const isProbe = (res: Response) => operationOf(res)?.probe === true;
 
-  app.use(
-    requestLogger<Request, Response>(logger, {
-      requestId: (res) => String(res.locals.requestId),
-      operationId: (res) => operationOf(res)?.operationId,
-      tenant: (req) => (req.user as Principal | undefined)?.tenantId,
-      isProbe,
-    }),
-  );
+  // pino-http binds a child logger to every request, redaction included, even when nothing is written.
+  if (logger.level !== "silent") {
+    app.use(
+      requestLogger<Request, Response>(logger, {
+        requestId: (res) => String(res.locals.requestId),
+        operationId: (res) => operationOf(res)?.operationId,
+        tenant: (req) => (req.user as Principal | undefined)?.tenantId,
+        isProbe,
+      }),
+    );
+  }
 
   app.use((req, res, next) => {
     const started = performance.now();

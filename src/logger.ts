@@ -94,7 +94,9 @@ export interface RequestLogContext<Req extends IncomingMessage, Res extends Serv
 /** pino-http middleware writing one line per finished request. */
 export function requestLogger<Req extends IncomingMessage, Res extends ServerResponse>(logger: Logger, context: RequestLogContext<Req, Res>): HttpLogger<Req, Res> {
   return pinoHttp<Req, Res>({
-    logger,
+    // Request lines carry only whitelisted fields (the req serializer below, a masked URL), so they
+    // need no deep wildcard redaction, which costs more than the rest of the line on a busy path.
+    logger: logger.child({}, { redact: { paths: ["err.body", "err.rawBody"], censor: REDACTED } }),
     genReqId: (_req, res) => context.requestId(res),
     quietReqLogger: true,
     quietResLogger: true,
