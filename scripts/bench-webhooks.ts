@@ -5,12 +5,12 @@
 // Prints a Markdown table for BENCHMARKS.md. WORKER_CONCURRENCY (default 5) is honoured.
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { buildServices, migrateAll } from "../src/bootstrap.ts";
 import { loadConfig } from "../src/config.ts";
 import { createDatabase, startEmbeddedPostgres } from "../src/database.ts";
+import { freePort } from "./throwaway-postgres.ts";
 import { emitEvent, type EventDataByKind } from "../src/events.ts";
 import type { Services } from "../src/services.ts";
 import { createTenant } from "../db/principals.ts";
@@ -29,16 +29,6 @@ const NOOP_JOBS = 5000;
 const EMITTERS = 4;
 const DEADLINE_SECONDS = 180;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
 
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
