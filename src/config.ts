@@ -187,6 +187,7 @@ export const SETTINGS = {
   LOAD_SHED_EVENT_LOOP_DELAY_MS: setting(integer(0, 60_000), "500", "Event-loop delay above which new requests (probes excepted) are refused with 503; 0 turns this check off."),
   LOAD_SHED_DB_PENDING_ACQUIRES: setting(integer(0, 100_000), "50", "Requests waiting for a database connection above which new requests (probes excepted) are refused with 503; 0 turns this check off."),
   METRICS_PORT: setting(integer(0, 65535), "0", "Port of the Prometheus /metrics endpoint (its own HTTP server); 0 disables it."),
+  METRICS_HOST: setting(text, "127.0.0.1", "Address the /metrics server listens on; it has no authentication, so loopback unless a scraper elsewhere needs it (e.g. 0.0.0.0 in a container)."),
   SHUTDOWN_TIMEOUT_MS: setting(integer(0, 600_000), "25000", "On SIGTERM or SIGINT, how long in-flight requests and jobs may take to finish before they are cut off."),
   VALIDATE_RESPONSES: setting(boolean, undefined, "Validate every response against the document (default true when NODE_ENV=test)."),
   SEED_DEMO: setting(boolean, "true", "Seed a demo tenant on the first start of an empty embedded database (never in production)."),
@@ -228,6 +229,7 @@ export interface Config {
   trustProxy: boolean | number | string[];
   loadShedding: { eventLoopDelayMs: number; dbPendingAcquires: number };
   metricsPort: number;
+  metricsHost: string;
   shutdownTimeoutMs: number;
   validateResponses: boolean;
   seedDemo: boolean;
@@ -291,6 +293,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: v.TRUST_PROXY,
     loadShedding: { eventLoopDelayMs: v.LOAD_SHED_EVENT_LOOP_DELAY_MS, dbPendingAcquires: v.LOAD_SHED_DB_PENDING_ACQUIRES },
     metricsPort: v.METRICS_PORT,
+    metricsHost: v.METRICS_HOST,
     shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS,
     validateResponses: v.VALIDATE_RESPONSES ?? v.NODE_ENV === "test",
     seedDemo: v.SEED_DEMO && !isProduction,

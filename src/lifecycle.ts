@@ -109,7 +109,7 @@ export async function startService(config: Config, role: Role, logger: Logger): 
       const address = server.address();
       port = typeof address === "object" && address ? address.port : config.port;
     }
-    if (config.metricsPort > 0) metrics = await startMetricsServer(services, { port: config.metricsPort });
+    if (config.metricsPort > 0) metrics = await startMetricsServer(services, { port: config.metricsPort, host: config.metricsHost });
 
     let stopping: Promise<StopReport> | undefined;
     const stop = async (reason: string): Promise<StopReport> => {

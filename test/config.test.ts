@@ -13,6 +13,7 @@ t.test("defaults apply when nothing is set", async (t) => {
   t.equal(config.accessTokenTtlSeconds, 900);
   t.equal(config.databaseUrl, undefined);
   t.equal(config.validateResponses, false);
+  t.equal(config.metricsHost, "127.0.0.1", "the unauthenticated /metrics server stays on loopback unless told otherwise");
 });
 
 t.test("PUBLIC_BASE_URL defaults from PORT", async (t) => {
