@@ -3,6 +3,7 @@
 import type { Knex } from "knex";
 import type { components } from "../generated/openapi.ts";
 import type { EventEnvelope, EventSelector } from "../src/events.ts";
+import { isUuid } from "../src/ids.ts";
 
 type Schemas = components["schemas"];
 /** A subscription as the API shows it; the secret is never read back. */
@@ -26,9 +27,7 @@ const JOB_MAX_ATTEMPTS = 10;
 
 export const DEACTIVATED_MESSAGE = "Subscription deactivated; the delivery was not sent";
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export const isUuid = (value: string): boolean => UUID.test(value);
 
 interface SubscriptionRow {
   tenant_id: string;

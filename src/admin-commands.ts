@@ -5,6 +5,7 @@ import { listAudit } from "../db/audit.ts";
 import { ItemChangeRefused, linkItem, setItemStatus, type ItemChange } from "./intake.ts";
 import { changePartnerStatus, entitlePartner, PartnerChangeRefused, registerPartner } from "./partners.ts";
 import { emitEvent, EVENT_KINDS, isEventKind, type EventDataByKind } from "./events.ts";
+import { isUuid } from "./ids.ts";
 
 export class UsageError extends Error {
   override name = "UsageError";
@@ -16,8 +17,6 @@ export interface AdminCommand {
   run(services: Services, flags: Record<string, string | undefined>): Promise<unknown>;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export function required(flags: Record<string, string | undefined>, name: string): string {
   const value = flags[name];
   if (value === undefined || value.trim() === "") throw new UsageError(`--${name} is required`);
@@ -26,7 +25,7 @@ export function required(flags: Record<string, string | undefined>, name: string
 
 export async function requiredTenant(services: Services, flags: Record<string, string | undefined>): Promise<string> {
   const tenantId = required(flags, "tenant").toLowerCase();
-  if (!UUID.test(tenantId) || !(await tenantExists(services.db, tenantId))) throw new UsageError(`--tenant ${tenantId} is not an existing tenant id`);
+  if (!isUuid(tenantId) || !(await tenantExists(services.db, tenantId))) throw new UsageError(`--tenant ${tenantId} is not an existing tenant id`);
   return tenantId;
 }
 

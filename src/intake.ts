@@ -10,6 +10,7 @@ import type { Services } from "./services.ts";
 import { RequestValidationError, valueError, type ValidationIssue } from "./validation.ts";
 import { depthOf } from "./json-limits.ts";
 import { emitEvent } from "./events.ts";
+import { isUuid } from "./ids.ts";
 import {
   findSubmission,
   insertSubmission,
@@ -160,11 +161,9 @@ export async function submitIntake(services: Services, request: IntakeRequest): 
   }
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export async function getSubmission(services: Services, tenantId: string, submissionId: string): Promise<{ submission: SubmissionRow; items: ItemRow[] }> {
   // Another tenant's submission answers exactly like a missing one.
-  const found = UUID.test(submissionId) ? await findSubmission(services.db, tenantId, submissionId.toLowerCase()) : undefined;
+  const found = isUuid(submissionId) ? await findSubmission(services.db, tenantId, submissionId.toLowerCase()) : undefined;
   if (!found) throw notFound("Submission");
   return found;
 }
@@ -190,7 +189,7 @@ export interface ItemChange {
 }
 
 async function changeItem(services: Services, itemId: string, decide: (item: ItemRow) => Partial<Pick<ItemRow, "document_id" | "status" | "error_message">>): Promise<ItemChange> {
-  if (!UUID.test(itemId)) throw new ItemChangeRefused(`--item ${itemId} is not an item id`);
+  if (!isUuid(itemId)) throw new ItemChangeRefused(`--item ${itemId} is not an item id`);
   return services.db.transaction(async (trx) => {
     const current = await lockItem(trx, itemId.toLowerCase());
     if (!current) throw new ItemChangeRefused(`item ${itemId} does not exist`);
@@ -213,7 +212,7 @@ async function emitDocumentEvents(trx: Knex.Transaction, tenantId: string, item:
 
 /** Links an accepted item to its document; a pending item becomes uploaded. */
 export function linkItem(services: Services, itemId: string, documentId: string): Promise<ItemChange> {
-  if (!UUID.test(documentId)) throw new ItemChangeRefused("--document-id must be a document UUID");
+  if (!isUuid(documentId)) throw new ItemChangeRefused("--document-id must be a document UUID");
   return changeItem(services, itemId, (item) => {
     if (item.status === "rejected") throw new ItemChangeRefused("a rejected item cannot be linked to a document");
     return { document_id: documentId.toLowerCase(), ...(item.status === "pending" ? { status: "uploaded" as const } : {}) };

@@ -7,7 +7,7 @@ import type { components } from "../generated/openapi.ts";
 import type { Principal } from "./auth/tokens.ts";
 import { canonicalJson } from "./canonical-json.ts";
 import { ApiError, notFound } from "./errors.ts";
-import { uuidV7 } from "./ids.ts";
+import { isUuid, uuidV7 } from "./ids.ts";
 import { requestFingerprint, runIdempotent, type IdempotencyScope, type IdempotentOutcome } from "./idempotency.ts";
 import { depthOf } from "./json-limits.ts";
 import type { Services } from "./services.ts";
@@ -26,8 +26,6 @@ export const ASSERTION_LIFETIME_SECONDS = 120;
 export const SWITCH_ROUTE = "partner.switch";
 export const CALLBACK_PAYLOAD_MAX_DEPTH = 32;
 const PAUSED_RETRY_AFTER_SECONDS = 300;
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 // ------------------------------------------------------------------------------ launch and switch
 
@@ -48,14 +46,22 @@ export interface RoutingRequest {
 
 /** Why return_url is refused, or undefined when it is an absolute https URL without credentials. */
 export function returnUrlProblem(raw: string): string | undefined {
+  return urlProblem(raw, "return_url", { allowLoopbackHttp: false });
+}
+
+/** The URL rules return_url and launch URLs share: absolute, https (http on loopback where allowed), no credentials. */
+function urlProblem(raw: string, name: string, options: { allowLoopbackHttp: boolean; maxLength?: number }): string | undefined {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    return "return_url must be an absolute URL";
+    return `${name} must be an absolute URL`;
   }
-  if (url.protocol !== "https:") return "return_url scheme must be https";
-  if (url.username !== "" || url.password !== "") return "return_url must not carry a user or password";
+  if (options.maxLength !== undefined && raw.length > options.maxLength) return `${name} must be at most ${options.maxLength} characters`;
+  if (url.protocol !== "https:" && !(options.allowLoopbackHttp && url.protocol === "http:" && LOOPBACK_HOSTS.has(url.hostname))) {
+    return options.allowLoopbackHttp ? `${name} must use https (http only for localhost)` : `${name} scheme must be https`;
+  }
+  if (url.username !== "" || url.password !== "") return `${name} must not carry a user or password`;
   return undefined;
 }
 
@@ -197,7 +203,7 @@ export async function receiveCallback(services: Services, request: CallbackReque
   }
   const presented = presentedSignature(request);
   if (presented === undefined) throw new ApiError("CALLBACK_SIGNATURE_INVALID", CALLBACK_REJECTED);
-  const tenantId = UUID.test(tenantIdAsSent) ? tenantIdAsSent.toLowerCase() : undefined;
+  const tenantId = isUuid(tenantIdAsSent) ? tenantIdAsSent.toLowerCase() : undefined;
   const signed = { tenant_id: tenantIdAsSent, partner_key: request.partnerKey, payload };
 
   const partner = await findPartnerAccess(services.db, request.partnerKey, tenantId);
@@ -244,16 +250,7 @@ const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
 /** Launch URLs are absolute https URLs (http only on a loopback host, for local development), without credentials. */
 export function launchUrlProblem(raw: string): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return "--launch-url must be an absolute URL";
-  }
-  if (raw.length > 2048) return "--launch-url must be at most 2048 characters";
-  if (url.protocol !== "https:" && !(url.protocol === "http:" && LOOPBACK_HOSTS.has(url.hostname))) return "--launch-url must use https (http only for localhost)";
-  if (url.username !== "" || url.password !== "") return "--launch-url must not carry a user or password";
-  return undefined;
+  return urlProblem(raw, "--launch-url", { allowLoopbackHttp: true, maxLength: 2048 });
 }
 
 export interface NewPartnerInput {

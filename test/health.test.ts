@@ -5,6 +5,7 @@ import path from "node:path";
 import t from "tap";
 import { freePort } from "../scripts/throwaway-postgres.ts";
 import { startTestServer } from "./helpers/server.ts";
+import { waitFor } from "./helpers/wait.ts";
 import { startWorker } from "../worker/runner.ts";
 import { createDatabase, startEmbeddedPostgres } from "../src/database.ts";
 import { migrateAll } from "../src/bootstrap.ts";
@@ -12,13 +13,13 @@ import { migrateAll } from "../src/bootstrap.ts";
 
 /** Polls until the probe answers `status`, for at most `seconds`: no fixed sleeps. */
 async function waitForStatus(url: string, status: number, seconds: number): Promise<Response> {
-  const deadline = Date.now() + seconds * 1000;
-  for (;;) {
+  const answered = async () => {
     const res = await fetch(url);
-    if (res.status === status || Date.now() > deadline) return res;
-    await res.arrayBuffer();
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+    // A response that is not the one awaited is drained, so its connection can be reused.
+    if (res.status !== status) await res.arrayBuffer();
+    return res;
+  };
+  return waitFor(answered, (res) => res.status === status, { seconds, intervalMs: 200 });
 }
 
 t.test("with the database, migrations and a worker in order both probes say healthy", async (t) => {

@@ -4,6 +4,7 @@ import pg from "pg";
 import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "./helpers/server.ts";
 import { startWorker } from "../worker/runner.ts";
 import { idempotencyLockKey, purgeExpiredKeys } from "../src/idempotency.ts";
+import { waitFor } from "./helpers/wait.ts";
 
 const pdf = { filename: "contract.pdf", file_size: 48213, mime_type: "application/pdf" };
 
@@ -160,12 +161,9 @@ t.test("rule 7: keys expire after API_IDEMPOTENCY_TTL_HOURS and the purge job re
   t.equal((await submit(server, tenant, "short-lived", pdf)).headers.get("idempotent-replayed"), "true", "replayed while alive");
 
   // Wait on the database clock (the one expiry is judged by) rather than a fixed sleep.
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    const { rows } = await server.services.db.raw<{ rows: { expired: boolean }[] }>("select bool_and(expires_at <= now()) as expired from integrator.idempotency_keys where tenant_id = ?", [tenant.tenantId]);
-    if (rows[0]?.expired) break;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  const expired = async () =>
+    (await server.services.db.raw<{ rows: { expired: boolean }[] }>("select bool_and(expires_at <= now()) as expired from integrator.idempotency_keys where tenant_id = ?", [tenant.tenantId])).rows[0]?.expired === true;
+  t.ok(await waitFor(expired, (done) => done, { seconds: 10, intervalMs: 100 }), "the key expired on the database clock");
   const after = await submit(server, tenant, "short-lived", { ...pdf, file_size: 7 });
   t.equal(after.status, 201, "an expired key is free again: a different body is not a mismatch");
   t.equal(after.headers.get("idempotent-replayed"), null);
@@ -175,12 +173,8 @@ t.test("rule 7: keys expire after API_IDEMPOTENCY_TTL_HOURS and the purge job re
   const worker = await startWorker(server.services, server.databaseUrl, { pollInterval: 100 });
   t.teardown(() => worker.stop());
   await worker.runner.addJob("purge_idempotency_keys", {});
-  const purgeDeadline = Date.now() + 15_000;
-  let left = 1;
-  while (left > 0 && Date.now() < purgeDeadline) {
-    left = Number((await server.services.db("integrator.idempotency_keys").where({ tenant_id: tenant.tenantId }).count<{ count: number }[]>("* as count").first())?.count ?? 0);
-    if (left > 0) await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  const remaining = async () => Number((await server.services.db("integrator.idempotency_keys").where({ tenant_id: tenant.tenantId }).count<{ count: number }[]>("* as count").first())?.count ?? 0);
+  const left = await waitFor(remaining, (count) => count === 0, { seconds: 15, intervalMs: 100 });
   t.equal(left, 0, "purge_idempotency_keys removed the expired keys");
   t.equal(await purgeExpiredKeys(server.services.db), 0, "nothing is left to purge");
 });

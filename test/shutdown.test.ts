@@ -16,6 +16,7 @@ import { createDatabase } from "../src/database.ts";
 import { startService } from "../src/lifecycle.ts";
 import { createLogger } from "../src/logger.ts";
 import { createTestDatabase } from "./helpers/database.ts";
+import { waitFor as pollUntil } from "./helpers/wait.ts";
 
 const MAIN = path.join(import.meta.dirname, "..", "src", "main.ts");
 
@@ -33,14 +34,11 @@ function tempDir(t: Test, prefix: string): string {
 }
 
 
+/** Polls `check` until it gives a value; throws naming `what` when `seconds` pass first. */
 async function waitFor<T>(what: string, check: () => T | undefined | Promise<T | undefined>, seconds: number): Promise<T> {
-  const deadline = Date.now() + seconds * 1000;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  const value = await pollUntil(async () => check(), (candidate) => candidate !== undefined, { seconds });
+  if (value === undefined) throw new Error(`timed out waiting for ${what}`);
+  return value;
 }
 
 /** Starts `node src/main.ts` and waits for its "listening" log line, which names the bound port. */

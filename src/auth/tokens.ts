@@ -6,6 +6,7 @@ import type { Config } from "../config.ts";
 import type { Database } from "../database.ts";
 import type { SecretBox } from "../secrets.ts";
 import { activeSigningKeys, createSigningKeyOnce, type StoredSigningKey } from "../../db/signing-keys.ts";
+import { isUuid } from "../ids.ts";
 
 export const ALLOWED_ROLES = ["client_admin", "platform_admin"] as const;
 
@@ -29,13 +30,11 @@ function claimAt(payload: JWTPayload, dotted: string): unknown {
   return current;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 function principalFrom(payload: JWTPayload, tenantClaim: string, rolesClaim: string): Principal {
   const tenantId = claimAt(payload, tenantClaim);
   const roles = claimAt(payload, rolesClaim);
   if (typeof payload.sub !== "string" || payload.sub.length === 0) throw new TokenRejected("token has no subject");
-  if (typeof tenantId !== "string" || !UUID.test(tenantId)) throw new TokenRejected("token has no valid tenant claim");
+  if (typeof tenantId !== "string" || !isUuid(tenantId)) throw new TokenRejected("token has no valid tenant claim");
   const roleList = Array.isArray(roles) ? roles.filter((role): role is string => typeof role === "string") : [];
   return { subject: payload.sub, tenantId: tenantId.toLowerCase(), roles: roleList, tokenId: typeof payload.jti === "string" ? payload.jti : undefined };
 }

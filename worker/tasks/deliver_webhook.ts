@@ -9,8 +9,9 @@ import { canonicalJson } from "../../src/canonical-json.ts";
 import type { Services } from "../../src/services.ts";
 import { hmacSha256Hex } from "../../src/signing.ts";
 import { recordDeliveryOutcome } from "../../src/metrics.ts";
+import { isUuid } from "../../src/ids.ts";
 import { sendSettings, sendWebhook, type SendSettings } from "../../src/webhook-sender.ts";
-import { DEACTIVATED_MESSAGE, failWithoutAttempt, findDeliveryToSend, isUuid, recordAttempt, type DeliverWebhookPayload } from "../../db/webhooks.ts";
+import { DEACTIVATED_MESSAGE, failWithoutAttempt, findDeliveryToSend, recordAttempt, type DeliverWebhookPayload } from "../../db/webhooks.ts";
 
 const MAX_RETRY_DELAY_SECONDS = 10 * 60 * 60;
 
