@@ -103,7 +103,7 @@ export const adminCommands: Record<string, AdminCommand> = {
     usage: "--key K --name N --launch-url URL [--context-keys a,b]",
     flags: ["key", "name", "launch-url", "context-keys"],
     run: (services, flags) =>
-      partnerChange(async () => {
+      refusalsAsUsage(async () => {
         const { callback_secret, ...partner } = await registerPartner(services, {
           partnerKey: required(flags, "key"),
           name: required(flags, "name"),
@@ -119,18 +119,18 @@ export const adminCommands: Record<string, AdminCommand> = {
     flags: ["tenant", "partner"],
     run: async (services, flags) => {
       const tenantId = await requiredTenant(services, flags);
-      return partnerChange(() => entitlePartner(services, tenantId, required(flags, "partner")));
+      return refusalsAsUsage(() => entitlePartner(services, tenantId, required(flags, "partner")));
     },
   },
   "partner:pause": {
     usage: "--partner K",
     flags: ["partner"],
-    run: (services, flags) => partnerChange(() => changePartnerStatus(services, required(flags, "partner"), "paused")),
+    run: (services, flags) => refusalsAsUsage(() => changePartnerStatus(services, required(flags, "partner"), "paused")),
   },
   "partner:resume": {
     usage: "--partner K",
     flags: ["partner"],
-    run: (services, flags) => partnerChange(() => changePartnerStatus(services, required(flags, "partner"), "active")),
+    run: (services, flags) => refusalsAsUsage(() => changePartnerStatus(services, required(flags, "partner"), "active")),
   },
   "event:emit": {
     usage: `--tenant T --kind KIND --data JSON (KIND: ${EVENT_KINDS.join(", ")})`,
@@ -157,21 +157,17 @@ export const adminCommands: Record<string, AdminCommand> = {
   },
 };
 
-async function partnerChange<T>(change: () => Promise<T>): Promise<T> {
+/** Runs an operator change; a refusal by the domain (a move it does not allow) is the caller's usage error. */
+async function refusalsAsUsage<T>(change: () => Promise<T>): Promise<T> {
   try {
     return await change();
   } catch (error) {
-    if (error instanceof PartnerChangeRefused) throw new UsageError(error.message);
+    if (error instanceof PartnerChangeRefused || error instanceof ItemChangeRefused) throw new UsageError(error.message);
     throw error;
   }
 }
 
 async function itemChange(change: () => Promise<ItemChange>): Promise<unknown> {
-  try {
-    const { item, previousStatus, submission } = await change();
-    return { item, previous_status: previousStatus, submission };
-  } catch (error) {
-    if (error instanceof ItemChangeRefused) throw new UsageError(error.message);
-    throw error;
-  }
+  const { item, previousStatus, submission } = await refusalsAsUsage(change);
+  return { item, previous_status: previousStatus, submission };
 }
