@@ -2,7 +2,6 @@
 // carrying a signed assertion, the signed partner-to-hub callbacks, and the registry changes the admin CLI
 // makes.
 import { createHash, randomBytes, randomUUID } from "node:crypto";
-import { decodeJwt } from "jose";
 import type { components } from "../generated/openapi.ts";
 import type { Principal } from "./auth/tokens.ts";
 import { canonicalJson } from "./canonical-json.ts";
@@ -89,7 +88,7 @@ async function decide(services: Services, request: RoutingRequest, partner: Part
   if (!partner.entitled) return { ...base, decision_result: "denied", reason: "NOT_ENTITLED" };
   if (partner.status === "paused") return { ...base, decision_result: "denied", reason: "PARTNER_PAUSED" };
   const { principal } = request;
-  const { token } = await services.tokens.issue({
+  const { token, expiresAt } = await services.tokens.issue({
     subject: principal.subject,
     tenantId: principal.tenantId,
     roles: principal.roles,
@@ -104,8 +103,7 @@ async function decide(services: Services, request: RoutingRequest, partner: Part
   });
   const redirect = new URL(partner.launch_url);
   redirect.searchParams.set("assertion", token);
-  const expiresAt = new Date((decodeJwt(token).exp ?? 0) * 1000).toISOString();
-  return { ...base, decision_result: "routed", redirect_url: redirect.toString(), expires_at: expiresAt };
+  return { ...base, decision_result: "routed", redirect_url: redirect.toString(), expires_at: new Date(expiresAt * 1000).toISOString() };
 }
 
 /**

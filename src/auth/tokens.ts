@@ -40,7 +40,7 @@ function principalFrom(payload: JWTPayload, tenantClaim: string, rolesClaim: str
 }
 
 export interface TokenService {
-  issue(input: { subject: string; tenantId: string; roles: string[]; expiresInSeconds?: number; audience?: string; extraClaims?: Record<string, unknown> }): Promise<{ token: string; expiresIn: number }>;
+  issue(input: { subject: string; tenantId: string; roles: string[]; expiresInSeconds?: number; audience?: string; extraClaims?: Record<string, unknown> }): Promise<{ token: string; expiresIn: number; /** The exp claim, seconds since the epoch. */ expiresAt: number }>;
   verify(token: string): Promise<Principal>;
   jwks(): { keys: JWK[] };
   issuer: string;
@@ -71,16 +71,17 @@ export async function createTokenService(db: Database, box: SecretBox, config: C
     jwks: () => publicJwks,
     async issue({ subject, tenantId, roles, expiresInSeconds, audience, extraClaims }) {
       const expiresIn = expiresInSeconds ?? config.accessTokenTtlSeconds;
+      const expiresAt = Math.floor(Date.now() / 1000) + expiresIn;
       const token = await new SignJWT({ ...extraClaims, tenant_id: tenantId, roles })
         .setProtectedHeader({ alg: "ES256", kid: current.kid, typ: "JWT" })
         .setSubject(subject)
         .setIssuer(issuer)
         .setAudience(audience ?? config.selfAudience)
         .setIssuedAt()
-        .setExpirationTime(Math.floor(Date.now() / 1000) + expiresIn)
+        .setExpirationTime(expiresAt)
         .setJti(randomUUID())
         .sign(privateKey);
-      return { token, expiresIn };
+      return { token, expiresIn, expiresAt };
     },
     async verify(token) {
       const cached = verified.get(token);
