@@ -2,6 +2,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import type { Test } from "tap";
+import { withDatabase } from "../../scripts/throwaway-postgres.ts";
 
 export function adminUrl(): string {
   const url = process.env.TEST_PG_ADMIN_URL;
@@ -10,9 +11,7 @@ export function adminUrl(): string {
 }
 
 export function databaseUrl(name: string): string {
-  const parsed = new URL(adminUrl());
-  parsed.pathname = `/${name}`;
-  return parsed.toString();
+  return withDatabase(adminUrl(), name);
 }
 
 async function adminQuery(sql: string): Promise<void> {
