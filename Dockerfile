@@ -16,7 +16,7 @@ COPY --from=dependencies --chown=root:root /app/node_modules ./node_modules
 COPY --chown=root:root package.json package-lock.json ./
 COPY --chown=root:root generated ./generated
 COPY --chown=root:root openapi ./openapi
-COPY --chown=root:root src ./src
+COPY --chown=root:root server ./server
 COPY --chown=root:root handlers ./handlers
 COPY --chown=root:root db ./db
 COPY --chown=root:root worker ./worker
@@ -25,4 +25,4 @@ COPY --chown=root:root scripts/admin.ts ./scripts/admin.ts
 USER node
 EXPOSE 8080 9464
 # Exec form: node is the process that receives SIGTERM and shuts down gracefully.
-CMD ["node", "src/main.ts", "--role=api"]
+CMD ["node", "server/main.ts", "--role=api"]

@@ -1,7 +1,7 @@
 // Tenants and the principals (users, API clients) that obtain tokens for them.
 import { randomBytes } from "node:crypto";
 import type { Knex } from "knex";
-import { hashSecret } from "../src/auth/passwords.ts";
+import { hashSecret } from "../server/auth/passwords.ts";
 
 export interface Tenant {
   id: string;

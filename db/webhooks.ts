@@ -2,8 +2,8 @@
 // deliver_webhook task. Every query is scoped by tenant_id, which leads every key (decisions §10).
 import type { Knex } from "knex";
 import type { components } from "../generated/openapi.ts";
-import type { EventEnvelope, EventSelector } from "../src/events.ts";
-import { isUuid } from "../src/ids.ts";
+import type { EventEnvelope, EventSelector } from "./events.ts";
+import { isUuid } from "./ids.ts";
 
 type Schemas = components["schemas"];
 /** A subscription as the API shows it; the secret is never read back. */

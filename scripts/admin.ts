@@ -2,12 +2,12 @@
 // settings as the server: DATABASE_URL, or the embedded PostgreSQL under DATA_DIR (reused when the
 // server is running, started for the duration of the command when it is not).
 import { parseArgs } from "node:util";
-import { ConfigError, loadConfig } from "../src/config.ts";
-import { buildServices, migrateAll, openDatabase } from "../src/bootstrap.ts";
-import type { Services } from "../src/services.ts";
+import { ConfigError, loadConfig } from "../server/config.ts";
+import { buildServices, migrateAll, openDatabase } from "../server/bootstrap.ts";
+import type { Services } from "../server/services.ts";
 import { pino } from "pino";
-import { createLogger } from "../src/logger.ts";
-import { adminCommands, UsageError } from "../src/admin-commands.ts";
+import { createLogger } from "../server/logger.ts";
+import { adminCommands, UsageError } from "./admin/commands.ts";
 
 async function main(): Promise<number> {
   const [name, ...rest] = process.argv.slice(2);

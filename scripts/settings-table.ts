@@ -1,6 +1,6 @@
-// Prints the README's settings table from src/config.ts; `--write` puts it between the markers in README.md.
+// Prints the README's settings table from server/config.ts; `--write` puts it between the markers in README.md.
 import fs from "node:fs";
-import { SETTINGS } from "../src/config.ts";
+import { SETTINGS } from "../server/config.ts";
 
 export function settingsTable(): string {
   const rows = Object.entries(SETTINGS).map(([name, spec]) => {

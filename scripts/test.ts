@@ -5,8 +5,8 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import pg from "pg";
-import { createDatabase } from "../src/database.ts";
-import { migrateAll } from "../src/bootstrap.ts";
+import { createDatabase } from "../db/database.ts";
+import { migrateAll } from "../server/bootstrap.ts";
 import { throwawayPostgres, withDatabase } from "./throwaway-postgres.ts";
 
 const TEMPLATE = "integrator_test_template";

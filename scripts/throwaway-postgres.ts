@@ -4,7 +4,7 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { startEmbeddedPostgres } from "../src/database.ts";
+import { startEmbeddedPostgres } from "../db/database.ts";
 
 export interface ThrowawayPostgres {
   /** A URL to the server's maintenance database (postgres). */

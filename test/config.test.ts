@@ -2,7 +2,7 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import t from "tap";
-import { ConfigError, loadConfig } from "../src/config.ts";
+import { ConfigError, loadConfig } from "../server/config.ts";
 
 t.test("defaults apply when nothing is set", async (t) => {
   const config = loadConfig({});
@@ -61,7 +61,7 @@ t.test("operations settings: defaults and accepted forms", async (t) => {
 });
 
 t.test("the service refuses to start with a bad setting: exit code 1 and a message naming the variable", async (t) => {
-  const main = path.join(import.meta.dirname, "..", "src", "main.ts");
+  const main = path.join(import.meta.dirname, "..", "server", "main.ts");
   const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
     const child = spawn(process.execPath, [main], { env: { PATH: process.env.PATH ?? "", PORT: "eighty" }, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";

@@ -7,8 +7,8 @@ import { freePort } from "../scripts/throwaway-postgres.ts";
 import { startTestServer } from "./helpers/server.ts";
 import { waitFor } from "./helpers/wait.ts";
 import { startWorker } from "../worker/runner.ts";
-import { createDatabase, startEmbeddedPostgres } from "../src/database.ts";
-import { migrateAll } from "../src/bootstrap.ts";
+import { createDatabase, startEmbeddedPostgres } from "../db/database.ts";
+import { migrateAll } from "../server/bootstrap.ts";
 
 
 /** Polls until the probe answers `status`, for at most `seconds`: no fixed sleeps. */

@@ -1,7 +1,7 @@
 // Load shedding: an overloaded process refuses new requests at once with 503 SERVICE_UNAVAILABLE and
 // Retry-After instead of queueing them, keeps answering its probes, and serves again once the load is gone.
 import t, { type Test } from "tap";
-import { poolStatistics } from "../src/database.ts";
+import { poolStatistics } from "../db/database.ts";
 import { startTestServer, type TestServer } from "./helpers/server.ts";
 
 /** A request that needs a database connection: the password grant looks the user up. */

@@ -2,8 +2,8 @@
 // passwords, secrets and signatures never appear in any line.
 import { randomUUID } from "node:crypto";
 import t from "tap";
-import { createLogger, REDACTED, safeUrl } from "../src/logger.ts";
-import type { HandlerTable } from "../src/http.ts";
+import { createLogger, REDACTED, safeUrl } from "../server/logger.ts";
+import type { HandlerTable } from "../server/http/operations.ts";
 import { handlers } from "../handlers/index.ts";
 import { createTestTenant, createTestUser, startTestServer } from "./helpers/server.ts";
 

@@ -1,7 +1,7 @@
 // Metrics: Prometheus text on a port of its own, with request durations by operationId, method and
 // status, the database pool, the job queue and webhook delivery outcomes.
 import t from "tap";
-import { recordDeliveryOutcome, startMetricsServer } from "../src/metrics.ts";
+import { recordDeliveryOutcome, startMetricsServer } from "../server/metrics.ts";
 import { createTestTenant, startTestServer } from "./helpers/server.ts";
 
 /** The value of one sample line, e.g. sample(text, 'integrator_job_queue_depth{state="due"}'). */

@@ -9,7 +9,7 @@ import t, { type Test } from "tap";
 import { createTestTenant, startTestServer, type TestServer } from "./helpers/server.ts";
 import { createTestDatabase } from "./helpers/database.ts";
 import { createTestPartner, signCallback, type TestPartner } from "./helpers/partners.ts";
-import { CALLBACK_REJECTED, changePartnerStatus, entitlePartner } from "../src/partners.ts";
+import { CALLBACK_REJECTED, changePartnerStatus, entitlePartner } from "../handlers/partners/routing.ts";
 import { listAudit } from "../db/audit.ts";
 
 interface CallbackBody {

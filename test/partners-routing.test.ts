@@ -6,8 +6,8 @@ import pg from "pg";
 import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from "jose";
 import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "./helpers/server.ts";
 import { createTestPartner } from "./helpers/partners.ts";
-import { changePartnerStatus, entitlePartner, SWITCH_ROUTE } from "../src/partners.ts";
-import { idempotencyLockKey } from "../src/idempotency.ts";
+import { changePartnerStatus, entitlePartner, SWITCH_ROUTE } from "../handlers/partners/routing.ts";
+import { idempotencyLockKey } from "../server/http/idempotency.ts";
 import { listAudit } from "../db/audit.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

@@ -3,7 +3,7 @@
 // RateLimit-*; counters in memory or shared through PostgreSQL.
 import { randomUUID } from "node:crypto";
 import t, { type Test } from "tap";
-import { addressKey } from "../src/rate-limit.ts";
+import { addressKey } from "../server/http/rate-limit.ts";
 import { createTestTenant, startTestServer, type TestServer } from "./helpers/server.ts";
 
 const limits = (perMinute: number, anonPerMinute: number, probePerMinute: number, extra: Record<string, string> = {}) => ({

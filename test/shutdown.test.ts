@@ -11,14 +11,14 @@ import path from "node:path";
 import t, { type Test } from "tap";
 import { freePort } from "../scripts/throwaway-postgres.ts";
 import { createTenant, createUser } from "../db/principals.ts";
-import { loadConfig } from "../src/config.ts";
-import { createDatabase } from "../src/database.ts";
-import { startService } from "../src/lifecycle.ts";
-import { createLogger } from "../src/logger.ts";
+import { loadConfig } from "../server/config.ts";
+import { createDatabase } from "../db/database.ts";
+import { startService } from "../server/lifecycle.ts";
+import { createLogger } from "../server/logger.ts";
 import { createTestDatabase } from "./helpers/database.ts";
 import { waitFor as pollUntil } from "./helpers/wait.ts";
 
-const MAIN = path.join(import.meta.dirname, "..", "src", "main.ts");
+const MAIN = path.join(import.meta.dirname, "..", "server", "main.ts");
 
 interface Service {
   child: ChildProcessWithoutNullStreams;
@@ -41,7 +41,7 @@ async function waitFor<T>(what: string, check: () => T | undefined | Promise<T |
   return value;
 }
 
-/** Starts `node src/main.ts` and waits for its "listening" log line, which names the bound port. */
+/** Starts `node server/main.ts` and waits for its "listening" log line, which names the bound port. */
 async function startMain(t: Test, env: Record<string, string>, seconds = 60): Promise<Service> {
   // Load shedding stays off: on a machine busy with other tests the event loop can lag past its
   // threshold, and what is tested here is the shutdown (test/load-shedding.test.ts tests the shedding).

@@ -2,7 +2,7 @@
 // ranges that are blocked both at creation (IP literals) and at send time (resolved addresses).
 import t from "tap";
 import type { Test } from "tap";
-import { checkWebhookUrl, isBlockedAddress, parseIpLiteral } from "../src/url-safety.ts";
+import { checkWebhookUrl, isBlockedAddress, parseIpLiteral } from "../server/url-safety.ts";
 
 function ruleOf(raw: string): string {
   const verdict = checkWebhookUrl(raw);

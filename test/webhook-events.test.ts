@@ -4,8 +4,8 @@
 import t from "tap";
 import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "./helpers/server.ts";
 import { documentedKinds, webhookSchemaErrors } from "./helpers/webhook-schemas.ts";
-import { emitEvent, EVENT_KINDS, type EventDataByKind, type EventKind } from "../src/events.ts";
-import { adminCommands, UsageError } from "../src/admin-commands.ts";
+import { emitEvent, EVENT_KINDS, type EventDataByKind, type EventKind } from "../db/events.ts";
+import { adminCommands, UsageError } from "../scripts/admin/commands.ts";
 import { createSubscription, deliveryJobKey } from "../db/webhooks.ts";
 
 let server: TestServer;

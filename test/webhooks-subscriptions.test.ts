@@ -3,7 +3,7 @@
 import t from "tap";
 import type { Test } from "tap";
 import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "./helpers/server.ts";
-import { emitEvent, type EventDataByKind } from "../src/events.ts";
+import { emitEvent, type EventDataByKind } from "../db/events.ts";
 
 const RFC3339_MS_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

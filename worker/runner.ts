@@ -3,7 +3,7 @@
 import os from "node:os";
 import { randomBytes } from "node:crypto";
 import { Logger, run, runMigrations, type Runner, type TaskList } from "graphile-worker";
-import type { Services } from "../src/services.ts";
+import type { Services } from "../server/services.ts";
 import { taskList } from "./tasks/index.ts";
 import { crontab } from "./crontab.ts";
 

@@ -1,10 +1,10 @@
 // Partners for tests: registered through the same code as `npm run admin -- partner:create`, and
 // callbacks signed the way the contract describes.
 import { randomBytes } from "node:crypto";
-import type { Services } from "../../src/services.ts";
-import { canonicalJson } from "../../src/canonical-json.ts";
-import { hmacSha256Hex } from "../../src/signing.ts";
-import { entitlePartner, registerPartner } from "../../src/partners.ts";
+import type { Services } from "../../server/services.ts";
+import { canonicalJson } from "../../server/canonical-json.ts";
+import { hmacSha256Hex } from "../../server/signing.ts";
+import { entitlePartner, registerPartner } from "../../handlers/partners/routing.ts";
 
 export interface TestPartner {
   partnerKey: string;

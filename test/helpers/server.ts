@@ -6,15 +6,15 @@ import path from "node:path";
 import { randomBytes } from "node:crypto";
 import type { DestinationStream } from "pino";
 import type { Test } from "tap";
-import { createApp, logUnexpectedError } from "../../src/app.ts";
-import { buildServices } from "../../src/bootstrap.ts";
-import { loadConfig } from "../../src/config.ts";
-import { createDatabase } from "../../src/database.ts";
-import { createLogger } from "../../src/logger.ts";
-import type { Services } from "../../src/services.ts";
+import { createApp, logUnexpectedError } from "../../server/http/app.ts";
+import { buildServices } from "../../server/bootstrap.ts";
+import { loadConfig } from "../../server/config.ts";
+import { createDatabase } from "../../db/database.ts";
+import { createLogger } from "../../server/logger.ts";
+import type { Services } from "../../server/services.ts";
 import { createTenant, createUser } from "../../db/principals.ts";
 import { handlers as allHandlers } from "../../handlers/index.ts";
-import type { HandlerTable } from "../../src/http.ts";
+import type { HandlerTable } from "../../server/http/operations.ts";
 import { createTestDatabase } from "./database.ts";
 
 export interface TestServer {

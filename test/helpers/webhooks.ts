@@ -3,7 +3,7 @@
 // WEBHOOK_RESOLVE points hooks.test.example at 127.0.0.1, WEBHOOK_CA_FILE trusts the test CA.
 import type { Test } from "tap";
 import { startWorker } from "../../worker/runner.ts";
-import { emitEvent, type EventDataByKind } from "../../src/events.ts";
+import { emitEvent, type EventDataByKind } from "../../db/events.ts";
 import type { DeliveryView } from "../../db/webhooks.ts";
 import { makeTestCa, RECEIVER_HOST, startReceiver, type Answer, type Receiver, type ReceivedRequest, type TestCa } from "./https-receiver.ts";
 import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "./server.ts";

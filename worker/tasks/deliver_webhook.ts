@@ -5,12 +5,12 @@
 // succeeds, so graphile-worker's own backoff never drives the schedule. A job whose delivery is
 // already final, or whose attempt another run already recorded, does nothing.
 import type { Task } from "graphile-worker";
-import { canonicalJson } from "../../src/canonical-json.ts";
-import type { Services } from "../../src/services.ts";
-import { hmacSha256Hex } from "../../src/signing.ts";
-import { recordDeliveryOutcome } from "../../src/metrics.ts";
-import { isUuid } from "../../src/ids.ts";
-import { sendSettings, sendWebhook, type SendSettings } from "../../src/webhook-sender.ts";
+import { canonicalJson } from "../../server/canonical-json.ts";
+import type { Services } from "../../server/services.ts";
+import { hmacSha256Hex } from "../../server/signing.ts";
+import { recordDeliveryOutcome } from "../../server/metrics.ts";
+import { isUuid } from "../../db/ids.ts";
+import { sendSettings, sendWebhook, type SendSettings } from "../sender.ts";
 import { DEACTIVATED_MESSAGE, failWithoutAttempt, findDeliveryToSend, recordAttempt, type DeliverWebhookPayload } from "../../db/webhooks.ts";
 
 const MAX_RETRY_DELAY_SECONDS = 10 * 60 * 60;

@@ -1,7 +1,7 @@
 // Scheduled (see worker/crontab.ts): removes Idempotency-Key records past their lifetime.
 import type { Task } from "graphile-worker";
-import type { Services } from "../../src/services.ts";
-import { purgeExpiredKeys } from "../../src/idempotency.ts";
+import type { Services } from "../../server/services.ts";
+import { purgeExpiredKeys } from "../../server/http/idempotency.ts";
 
 export type PurgeIdempotencyKeysPayload = Record<string, unknown>;
 

@@ -1,0 +1,15 @@
+// The token endpoint and the published signing keys.
+import { issueTokenFor, type TokenRequestForm } from "./token-grants.ts";
+import type { OperationHandler } from "../../server/http/operations.ts";
+
+export const issueToken: OperationHandler<"issueToken"> = async ({ services, body, headers }) => ({
+  status: 200,
+  body: await issueTokenFor(services, (body ?? {}) as TokenRequestForm, headers.authorization),
+  headers: { "Cache-Control": "no-store", Pragma: "no-cache" },
+});
+
+export const getJwks: OperationHandler<"getJwks"> = async ({ services }) => ({
+  status: 200,
+  body: services.tokens.jwks() as never,
+  headers: { "Cache-Control": "public, max-age=300" },
+});

@@ -1,0 +1,173 @@
+// The admin CLI's commands (scripts/admin.ts parses flags and prints what a command returns).
+import type { Services } from "../../server/services.ts";
+import { createClient, createTenant, createUser, tenantExists } from "../../db/principals.ts";
+import { listAudit } from "../../db/audit.ts";
+import { ItemChangeRefused, linkItem, setItemStatus, type ItemChange } from "../../handlers/intake/submissions.ts";
+import { changePartnerStatus, entitlePartner, PartnerChangeRefused, registerPartner } from "../../handlers/partners/routing.ts";
+import { emitEvent, EVENT_KINDS, isEventKind, type EventDataByKind } from "../../db/events.ts";
+import { isUuid } from "../../db/ids.ts";
+
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+export interface AdminCommand {
+  usage: string;
+  flags: string[];
+  run(services: Services, flags: Record<string, string | undefined>): Promise<unknown>;
+}
+
+export function required(flags: Record<string, string | undefined>, name: string): string {
+  const value = flags[name];
+  if (value === undefined || value.trim() === "") throw new UsageError(`--${name} is required`);
+  return value.trim();
+}
+
+export async function requiredTenant(services: Services, flags: Record<string, string | undefined>): Promise<string> {
+  const tenantId = required(flags, "tenant").toLowerCase();
+  if (!isUuid(tenantId) || !(await tenantExists(services.db, tenantId))) throw new UsageError(`--tenant ${tenantId} is not an existing tenant id`);
+  return tenantId;
+}
+
+export function roleList(raw: string): string[] {
+  const roles = [...new Set(raw.split(",").map((role) => role.trim()).filter(Boolean))];
+  if (roles.length === 0) throw new UsageError("--roles needs at least one role, e.g. client_admin");
+  if (roles.some((role) => !/^[a-z][a-z0-9_:.-]{0,63}$/.test(role))) throw new UsageError("--roles takes comma-separated role names such as client_admin,platform_admin");
+  return roles;
+}
+
+export const adminCommands: Record<string, AdminCommand> = {
+  "tenant:create": {
+    usage: "--name N",
+    flags: ["name"],
+    run: async (services, flags) => createTenant(services.db, required(flags, "name")),
+  },
+  "user:create": {
+    usage: "--tenant T --username U --password P --roles r1,r2",
+    flags: ["tenant", "username", "password", "roles"],
+    run: async (services, flags) => {
+      const tenantId = await requiredTenant(services, flags);
+      const password = required(flags, "password");
+      if (password.length < 8) throw new UsageError("--password must be at least 8 characters");
+      try {
+        return await createUser(services.db, { tenantId, username: required(flags, "username"), password, roles: roleList(required(flags, "roles")) });
+      } catch (error) {
+        if ((error as { code?: string }).code === "23505") throw new UsageError(`username ${flags.username} is taken`);
+        throw error;
+      }
+    },
+  },
+  "client:create": {
+    usage: "--tenant T --roles r1",
+    flags: ["tenant", "roles"],
+    run: async (services, flags) => {
+      const tenantId = await requiredTenant(services, flags);
+      const client = await createClient(services.db, { tenantId, roles: roleList(required(flags, "roles")) });
+      return { client_id: client.client_id, client_secret: client.client_secret, tenant_id: client.tenant_id, roles: client.roles };
+    },
+  },
+  "token:issue": {
+    usage: "--tenant T --subject S --roles r1 [--expires-in SECONDS]",
+    flags: ["tenant", "subject", "roles", "expires-in"],
+    run: async (services, flags) => {
+      const tenantId = await requiredTenant(services, flags);
+      const expiresRaw = flags["expires-in"];
+      if (expiresRaw !== undefined && !/^\d{1,7}$/.test(expiresRaw)) throw new UsageError("--expires-in must be a number of seconds");
+      const expiresIn = expiresRaw === undefined ? undefined : Number(expiresRaw);
+      if (expiresIn !== undefined && (expiresIn < 1 || expiresIn > 31 * 86400)) throw new UsageError("--expires-in must be between 1 and 2678400 seconds");
+      const issued = await services.tokens.issue({
+        subject: required(flags, "subject"),
+        tenantId,
+        roles: roleList(required(flags, "roles")),
+        ...(expiresIn === undefined ? {} : { expiresInSeconds: expiresIn }),
+      });
+      return { access_token: issued.token, token_type: "bearer", expires_in: issued.expiresIn };
+    },
+  },
+  "audit:list": {
+    usage: "--tenant T [--action A]",
+    flags: ["tenant", "action"],
+    run: async (services, flags) => listAudit(services.db, await requiredTenant(services, flags), flags.action),
+  },
+  "item:link": {
+    usage: "--item ID --document-id D",
+    flags: ["item", "document-id"],
+    run: (services, flags) => itemChange(() => linkItem(services, required(flags, "item"), required(flags, "document-id"))),
+  },
+  "item:status": {
+    usage: "--item ID --status S [--error MSG]",
+    flags: ["item", "status", "error"],
+    run: (services, flags) => itemChange(() => setItemStatus(services, required(flags, "item"), required(flags, "status"), flags.error)),
+  },
+  "partner:create": {
+    usage: "--key K --name N --launch-url URL [--context-keys a,b]",
+    flags: ["key", "name", "launch-url", "context-keys"],
+    run: (services, flags) =>
+      refusalsAsUsage(async () => {
+        const { callback_secret, ...partner } = await registerPartner(services, {
+          partnerKey: required(flags, "key"),
+          name: required(flags, "name"),
+          launchUrl: required(flags, "launch-url"),
+          contextKeys: (flags["context-keys"] ?? "").split(",").map((key) => key.trim()).filter(Boolean),
+        });
+        // The secret is shown here once; the database keeps it sealed.
+        return { partner_key: partner.partner_key, callback_secret, name: partner.name, launch_url: partner.launch_url, context_keys: partner.context_keys, status: partner.status, created_at: partner.created_at };
+      }),
+  },
+  "partner:entitle": {
+    usage: "--tenant T --partner K",
+    flags: ["tenant", "partner"],
+    run: async (services, flags) => {
+      const tenantId = await requiredTenant(services, flags);
+      return refusalsAsUsage(() => entitlePartner(services, tenantId, required(flags, "partner")));
+    },
+  },
+  "partner:pause": {
+    usage: "--partner K",
+    flags: ["partner"],
+    run: (services, flags) => refusalsAsUsage(() => changePartnerStatus(services, required(flags, "partner"), "paused")),
+  },
+  "partner:resume": {
+    usage: "--partner K",
+    flags: ["partner"],
+    run: (services, flags) => refusalsAsUsage(() => changePartnerStatus(services, required(flags, "partner"), "active")),
+  },
+  "event:emit": {
+    usage: `--tenant T --kind KIND --data JSON (KIND: ${EVENT_KINDS.join(", ")})`,
+    flags: ["tenant", "kind", "data"],
+    run: async (services, flags) => {
+      const tenantId = await requiredTenant(services, flags);
+      const kind = required(flags, "kind");
+      if (!isEventKind(kind)) throw new UsageError(`--kind must be one of ${EVENT_KINDS.join(", ")}`);
+      let data: unknown;
+      try {
+        data = JSON.parse(required(flags, "data"));
+      } catch {
+        throw new UsageError("--data must be a JSON object");
+      }
+      if (data === null || typeof data !== "object" || Array.isArray(data)) throw new UsageError("--data must be a JSON object");
+      try {
+        // The database checks the data against the kind's fields; its verdict is the usage error.
+        return { deliveries: await services.db.transaction((trx) => emitEvent(trx, tenantId, kind, data as EventDataByKind[typeof kind])) };
+      } catch (error) {
+        if ((error as { code?: string }).code === "22023") throw new UsageError(String((error as Error).message).replace(/^.*emit_event: /, ""));
+        throw error;
+      }
+    },
+  },
+};
+
+/** Runs an operator change; a refusal by the domain (a move it does not allow) is the caller's usage error. */
+async function refusalsAsUsage<T>(change: () => Promise<T>): Promise<T> {
+  try {
+    return await change();
+  } catch (error) {
+    if (error instanceof PartnerChangeRefused || error instanceof ItemChangeRefused) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+async function itemChange(change: () => Promise<ItemChange>): Promise<unknown> {
+  const { item, previousStatus, submission } = await refusalsAsUsage(change);
+  return { item, previous_status: previousStatus, submission };
+}

@@ -1,0 +1,290 @@
+// The HTTP application: request ids, a log line and a duration metric per request, load shedding, rate
+// limits around bearer auth for protected operations, body parsing, request (and in tests response)
+// validation by express-openapi-validator, and dispatch by operationId through openapi-backend. Every
+// failure leaves through one error handler as a documented shape.
+import { randomUUID } from "node:crypto";
+import express, { type NextFunction, type Request, type Response } from "express";
+import * as OpenApiValidator from "express-openapi-validator";
+import { OpenAPIBackend, type Context, type Operation } from "openapi-backend";
+import type { OpenAPIV3_1 } from "openapi-types";
+import { requireBearer } from "./authentication.ts";
+import { isDatabaseUnavailable } from "../../db/database.ts";
+import type { Principal } from "../auth/tokens.ts";
+import { ApiError, envelope, OAuthError, sendApiError, sendOAuthError } from "./errors.ts";
+import type { Call, HandlerTable, OperationId } from "./operations.ts";
+import { loadDocument, resolveRef } from "./openapi-document.ts";
+import { poolStatistics } from "../../db/database.ts";
+import { loadShedding } from "./load-shedding.ts";
+import { requestLogger, type Logger } from "../logger.ts";
+import { observeRequest } from "../metrics.ts";
+import { createRateLimits } from "./rate-limit.ts";
+import type { Services } from "../services.ts";
+import { findOverride, jsonInvalidIssue, offendingKeys, overrideRules, RequestValidationError, toValidationIssues, unstorableTextIssues, type OverrideRules, type ValidationIssue } from "./validation.ts";
+
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+const BODY_LIMIT = "1mb";
+
+interface ResolvedOperation {
+  operationId: string;
+  secured: boolean;
+  /** The health probes (tag health): never shed, rate-limited in a bucket of their own. */
+  probe: boolean;
+  overrides: OverrideRules;
+}
+
+export interface AppOptions {
+  handlers: HandlerTable;
+  /** Reports unexpected errors (never sent to the client); by default they are logged at error level. */
+  logError?: (error: unknown, req: Request) => void;
+}
+
+/** The default report of an unexpected error: one error-level line with the request's id and operation. */
+export function logUnexpectedError(logger: Logger, error: unknown, req: Request): void {
+  const operation = req.res?.locals.operation as ResolvedOperation | undefined;
+  logger.error({ err: error, request_id: req.res?.locals.requestId, operationId: operation?.operationId }, "unexpected error");
+}
+
+export async function createApp(services: Services, options: AppOptions): Promise<express.Express> {
+  const document = loadDocument();
+  const backend = new OpenAPIBackend({ definition: loadDocument() as never, validate: false, quick: true, ignoreTrailingSlashes: false });
+  const logger = services.logger;
+  const logError = options.logError ?? ((error: unknown, req: Request) => logUnexpectedError(logger, error, req));
+
+  const globalSecurity = document.security ?? [];
+  const resolved = new Map<string, ResolvedOperation>();
+  for (const [, pathItem] of Object.entries(document.paths ?? {})) {
+    for (const method of ["get", "put", "post", "delete", "patch", "head", "options"] as const) {
+      const operation = (pathItem as OpenAPIV3_1.PathItemObject)[method];
+      if (!operation?.operationId) continue;
+      const security = operation.security ?? globalSecurity;
+      resolved.set(operation.operationId, {
+        operationId: operation.operationId,
+        secured: security.some((requirement) => Object.keys(requirement).length > 0),
+        probe: (operation.tags ?? []).includes("health"),
+        overrides: overrideRules(operation as never, (value) => resolveRef(document, value)),
+      });
+    }
+  }
+
+  const handlerMap: Record<string, (context: Context, req: Request, res: Response) => Promise<void>> = {};
+  for (const [operationId, handler] of Object.entries(options.handlers)) {
+    handlerMap[operationId] = async (context, req, res) => {
+      const call: Call<OperationId> = {
+        operationId: operationId as OperationId,
+        body: req.body as never,
+        query: req.query as never,
+        params: (context.request.params ?? {}) as never,
+        headers: req.headers,
+        principal: req.user as Principal | undefined,
+        requestId: String(res.locals.requestId),
+        clientAddress: req.ip ?? req.socket.remoteAddress ?? "",
+        services,
+      };
+      const reply = await (handler as (call: Call<OperationId>) => Promise<{ status: number; body?: unknown; headers?: Record<string, string> }>)(call);
+      for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
+      if (reply.body === undefined) res.status(reply.status).end();
+      else res.status(reply.status).json(reply.body);
+    };
+  }
+  backend.register({
+    ...handlerMap,
+    notImplemented: async (context: Context) => {
+      throw new ApiError("NOT_IMPLEMENTED", `${context.operation.operationId ?? "This operation"} is not implemented yet`, { status: 501 });
+    },
+    notFound: async () => {
+      throw new ApiError("NOT_FOUND", "No such route");
+    },
+  });
+  // Second gate behind the passport middleware: a protected operation never runs without a principal.
+  backend.registerSecurityHandler("OAuth2PasswordBearer", (_context: Context, req: Request) => Boolean(req.user));
+  backend.register("unauthorizedHandler", async () => {
+    throw new ApiError("UNAUTHORIZED", "A bearer token is required", { headers: { "WWW-Authenticate": 'Bearer realm="integrator-api"' } });
+  });
+  await backend.init();
+
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("query parser", "simple");
+  app.set("trust proxy", services.config.trustProxy);
+
+  // Request id first, so that every answer, errors included, carries it.
+  app.use((req, res, next) => {
+    const offered = req.headers["x-request-id"];
+    const requestId = typeof offered === "string" && SAFE_REQUEST_ID.test(offered) ? offered : randomUUID();
+    res.locals.requestId = requestId;
+    res.setHeader("X-Request-Id", requestId);
+    const operation = backend.matchOperation({ method: req.method, path: req.path, headers: {} }) as Operation | undefined;
+    if (operation?.operationId) res.locals.operation = resolved.get(operation.operationId);
+    next();
+  });
+
+  const operationOf = (res: Response) => res.locals.operation as ResolvedOperation | undefined;
+  const isProbe = (res: Response) => operationOf(res)?.probe === true;
+
+  // pino-http binds a child logger to every request, redaction included, even when nothing is written.
+  if (logger.level !== "silent") {
+    app.use(
+      requestLogger<Request, Response>(logger, {
+        requestId: (res) => String(res.locals.requestId),
+        operationId: (res) => operationOf(res)?.operationId,
+        tenant: (req) => (req.user as Principal | undefined)?.tenantId,
+        isProbe,
+      }),
+    );
+  }
+
+  app.use((req, res, next) => {
+    const started = performance.now();
+    let observed = false;
+    const observe = () => {
+      if (observed) return;
+      observed = true;
+      observeRequest(operationOf(res)?.operationId ?? "unmatched", req.method, res.writableFinished ? res.statusCode : "aborted", (performance.now() - started) / 1000);
+    };
+    res.once("finish", observe);
+    res.once("close", observe);
+    next();
+  });
+
+  // Shed load before anything else costs time or a database connection.
+  app.use(
+    loadShedding(
+      {
+        ...services.config.loadShedding,
+        pendingAcquires: () => poolStatistics(services.db)?.pendingAcquires ?? 0,
+      },
+      isProbe,
+    ),
+  );
+
+  // Authentication runs before the body is read or validated: without a valid token nothing is said about
+  // the body. Rate limits sit around it: per principal once it is known, per address otherwise.
+  const rateLimits = createRateLimits(services, logger);
+  const limitOpen = rateLimits.open(isProbe);
+  const authenticate = rateLimits.protect(requireBearer(services.tokens));
+  app.use((req, res, next) => {
+    if (operationOf(res)?.secured) authenticate(req, res, next);
+    else limitOpen(req, res, next);
+  });
+
+  app.use(express.json({ limit: BODY_LIMIT, strict: false, type: ["application/json", "application/*+json"] }));
+  app.use(express.urlencoded({ limit: "64kb", extended: false, type: "application/x-www-form-urlencoded" }));
+
+  app.use(
+    OpenApiValidator.middleware({
+      apiSpec: document as never,
+      validateRequests: { allErrors: true, allowUnknownQueryParameters: true },
+      validateResponses: services.config.validateResponses ? { allErrors: true } : false,
+      validateSecurity: false,
+      // Redocly lints the document; the validator's own 3.1 meta-schema check rejects the relative tokenUrl the spec requires.
+      validateApiSpec: false,
+      validateFormats: true,
+      ignoreUndocumented: false,
+    }),
+  );
+
+  // What the schema allows but PostgreSQL cannot store is refused like a schema violation, before any handler runs.
+  app.use((req, _res, next) => {
+    const issues = req.body === undefined ? [] : unstorableTextIssues(req.body);
+    next(issues.length > 0 ? new RequestValidationError(issues) : undefined);
+  });
+
+  app.use((req, res, next) => {
+    backend
+      .handleRequest({ method: req.method, path: req.path, headers: req.headers as Record<string, string>, query: req.query as Record<string, string>, body: req.body }, req, res)
+      .catch(next);
+  });
+
+  app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
+    if (res.headersSent) return next(error);
+    // Losing the database is the service's state, not a fault of the request or the code: 503, retry later.
+    if (!(error instanceof ApiError) && isDatabaseUnavailable(error)) {
+      logger.warn({ request_id: res.locals.requestId, reason: error instanceof Error ? error.message : String(error) }, "database unavailable");
+      return sendApiError(res, new ApiError("SERVICE_UNAVAILABLE", "The service cannot reach its database; retry later", { headers: { "Retry-After": String(DATABASE_RETRY_AFTER_SECONDS) } }));
+    }
+    try {
+      respondWithError(error, req, res, logError);
+    } catch (secondary) {
+      logError(secondary, req);
+      res.status(500).json(envelope("INTERNAL_ERROR", "Internal error", String(res.locals.requestId ?? "")));
+    }
+  });
+
+  return app;
+}
+
+interface HttpErrorLike {
+  status: number;
+  message?: string;
+  errors?: { path: string; message: string; errorCode?: string }[];
+  headers?: Record<string, string>;
+  type?: string;
+  body?: unknown;
+}
+
+function isHttpError(error: unknown): error is HttpErrorLike {
+  return typeof error === "object" && error !== null && typeof (error as { status?: unknown }).status === "number";
+}
+
+function sendIssues(req: Request, res: Response, issues: ValidationIssue[]): void {
+  const operation = res.locals.operation as ResolvedOperation | undefined;
+  const match = findOverride(operation?.overrides, issues);
+  if (!match) {
+    res.status(422).json({ detail: issues });
+    return;
+  }
+  const { override } = match;
+  if (override.oauth_error) {
+    res.setHeader("Cache-Control", "no-store");
+    res.status(override.status).json({ error: override.oauth_error, error_description: describe(match.issues) });
+    return;
+  }
+  const keys = offendingKeys(match.prefix, match.issues);
+  const details: Record<string, unknown> = keys === undefined ? { errors: match.issues } : { keys, errors: match.issues };
+  res.status(override.status).json(envelope(override.code ?? "VALIDATION_FAILED", describe(match.issues), String(res.locals.requestId), details));
+}
+
+function describe(issues: ValidationIssue[]): string {
+  return issues
+    .slice(0, 5)
+    .map((issue) => `${issue.loc.join(".")}: ${issue.msg}`)
+    .join("; ");
+}
+
+function respondWithError(error: unknown, req: Request, res: Response, logError: (error: unknown, req: Request) => void): void {
+  if (error instanceof ApiError) return sendApiError(res, error);
+  if (error instanceof OAuthError) return sendOAuthError(res, error);
+  if (error instanceof RequestValidationError) return sendIssues(req, res, error.issues);
+  if (isHttpError(error)) {
+    // body-parser failures carry a `type`; express-openapi-validator's carry `errors`.
+    switch (error.type) {
+      case "entity.parse.failed":
+        return sendIssues(req, res, [jsonInvalidIssue(error, typeof error.body === "string" ? error.body : undefined)]);
+      case "entity.too.large":
+        return sendApiError(res, new ApiError("PAYLOAD_TOO_LARGE", `The request body exceeds the ${BODY_LIMIT} limit`));
+      case "encoding.unsupported":
+      case "charset.unsupported":
+        return sendApiError(res, new ApiError("UNSUPPORTED_MEDIA_TYPE", error.message ?? "Unsupported encoding"));
+      default:
+        break;
+    }
+    switch (error.status) {
+      case 400:
+        return sendIssues(req, res, toValidationIssues(error.errors ?? [{ path: "/body", message: error.message ?? "invalid request" }], req));
+      case 404:
+        return sendApiError(res, new ApiError("NOT_FOUND", "No such route"));
+      case 405:
+        return sendApiError(res, new ApiError("METHOD_NOT_ALLOWED", `Method ${req.method} is not allowed here`, error.headers?.Allow ? { headers: { Allow: error.headers.Allow } } : {}));
+      case 413:
+        return sendApiError(res, new ApiError("PAYLOAD_TOO_LARGE", "The request body is too large"));
+      case 415:
+        return sendApiError(res, new ApiError("UNSUPPORTED_MEDIA_TYPE", `Unsupported content type ${JSON.stringify(req.headers["content-type"] ?? "none")}: send the media type the operation declares`));
+      default:
+        break;
+    }
+  }
+  logError(error, req);
+  sendApiError(res, new ApiError("INTERNAL_ERROR", "Internal error"));
+}
+
+const DATABASE_RETRY_AFTER_SECONDS = 30;

@@ -1,0 +1,41 @@
+// Bearer authentication for protected operations: passport-http-bearer extracts the token, jose
+// (through the TokenService) verifies it, and the roles rule of the contract is applied.
+import type { NextFunction, Request, Response } from "express";
+import { Passport } from "passport";
+import { Strategy as BearerStrategy } from "passport-http-bearer";
+import { ApiError } from "./errors.ts";
+import { ALLOWED_ROLES, TokenRejected, type Principal, type TokenService } from "../auth/tokens.ts";
+
+const CHALLENGE = 'Bearer realm="integrator-api"';
+
+/** Authenticates the request and enforces the role rule; answers 401/403 envelopes itself. */
+export function requireBearer(tokens: TokenService): (req: Request, res: Response, next: NextFunction) => void {
+  const passport = new Passport();
+  passport.use(
+    new BearerStrategy((token, done) => {
+      tokens.verify(token).then(
+        (principal) => done(null, principal),
+        (error: unknown) => (error instanceof TokenRejected ? done(null, false, "invalid_token") : done(error)),
+      );
+    }),
+  );
+  return (req, res, next) => {
+    passport.authenticate("bearer", { session: false }, (error: unknown, principal: Principal | false | undefined) => {
+      if (error) return next(error);
+      if (!principal) {
+        const presented = /^bearer\s+\S/i.test(req.headers.authorization ?? "");
+        const challenge = presented ? `${CHALLENGE}, error="invalid_token"` : CHALLENGE;
+        return next(
+          new ApiError("UNAUTHORIZED", presented ? "The bearer token is invalid or expired" : "A bearer token is required", {
+            headers: { "WWW-Authenticate": challenge },
+          }),
+        );
+      }
+      if (!principal.roles.some((role) => (ALLOWED_ROLES as readonly string[]).includes(role))) {
+        return next(new ApiError("FORBIDDEN", "The token's roles do not allow this operation (client_admin or platform_admin required)"));
+      }
+      req.user = principal;
+      next();
+    })(req, res, next);
+  };
+}

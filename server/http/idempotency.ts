@@ -1,0 +1,117 @@
+// Idempotency-Key semantics for intake and partner switch (spec: "Idempotency rules"; decisions §4).
+// The key is held by a PostgreSQL advisory transaction lock for the whole call, so a concurrent
+// duplicate sees IDEMPOTENCY_IN_PROGRESS and a crash releases it; the remembered response is written
+// in the same transaction as the work it describes, so both exist or neither does.
+import type { Knex } from "knex";
+import { canonicalJsonHash } from "../canonical-json.ts";
+import { ApiError } from "./errors.ts";
+
+export interface IdempotencyScope {
+  tenantId: string;
+  subject: string;
+  /** The operation the key belongs to: keys of different routes never meet. */
+  route: string;
+  key: string;
+}
+
+export interface IdempotentResponse<B> {
+  status: number;
+  body: B;
+}
+
+export interface IdempotentOutcome<B> extends IdempotentResponse<B> {
+  replayed: boolean;
+}
+
+export const REPLAY_HEADER = "Idempotent-Replayed";
+
+/** Fingerprint of a request: canonical JSON (key order does not matter) of the body and the tenant it acts on. */
+export function requestFingerprint(body: unknown, effectiveTenantId: string): string {
+  return canonicalJsonHash({ body: body ?? null, tenant_id: effectiveTenantId });
+}
+
+/** The text whose 64-bit hash is the advisory lock of a key (JSON keeps the parts unambiguous). */
+export function idempotencyLockKey(scope: IdempotencyScope): string {
+  return JSON.stringify([scope.tenantId, scope.subject, scope.route, scope.key]);
+}
+
+/**
+ * Runs `work` in a transaction. Without a scope every call does the work. With one, the first
+ * successful (2xx) response is remembered for ttlHours and replayed for the same fingerprint;
+ * a different fingerprint is IDEMPOTENCY_KEY_MISMATCH; a call while another holds the key is
+ * IDEMPOTENCY_IN_PROGRESS. Errors thrown by `work` roll everything back and are not remembered.
+ */
+export async function runIdempotent<B>(
+  db: Knex,
+  scope: IdempotencyScope | undefined,
+  fingerprint: string,
+  ttlHours: number,
+  work: (trx: Knex.Transaction) => Promise<IdempotentResponse<B>>,
+): Promise<IdempotentOutcome<B>> {
+  if (!scope) {
+    const response = await db.transaction(work);
+    return { ...response, replayed: false };
+  }
+  const where = { tenant_id: scope.tenantId, subject: scope.subject, route: scope.route, idempotency_key: scope.key };
+  const replayOrMismatch = (remembered: RememberedResponse<B>): IdempotentOutcome<B> => {
+    if (remembered.fingerprint !== fingerprint) {
+      throw new ApiError("IDEMPOTENCY_KEY_MISMATCH", "This Idempotency-Key was used with a different request body");
+    }
+    return { status: remembered.status_code, body: remembered.response_body, replayed: true };
+  };
+  // A finished first call is answered without the lock, so concurrent replays never see IN_PROGRESS.
+  const finished = await findRemembered<B>(db, where);
+  if (finished && !finished.expired) return replayOrMismatch(finished);
+
+  return db.transaction(async (trx) => {
+    const { rows } = await trx.raw<{ rows: { locked: boolean }[] }>("select pg_try_advisory_xact_lock(hashtextextended(?, 0)) as locked", [idempotencyLockKey(scope)]);
+    if (!rows[0]?.locked) {
+      throw new ApiError("IDEMPOTENCY_IN_PROGRESS", "A request with this Idempotency-Key is still being processed; retry shortly", { headers: { "Retry-After": "1" } });
+    }
+    // Under the lock: the first call may have committed between the look-up above and the lock.
+    const remembered = await findRemembered<B>(trx, where);
+    if (remembered && !remembered.expired) return replayOrMismatch(remembered);
+    if (remembered) await trx("integrator.idempotency_keys").where(where).delete();
+    const response = await work(trx);
+    if (response.status >= 200 && response.status < 300) {
+      await trx("integrator.idempotency_keys").insert({
+        ...where,
+        fingerprint,
+        status_code: response.status,
+        response_body: JSON.stringify(response.body),
+        expires_at: trx.raw("now() + ?::float8 * interval '1 hour'", [ttlHours]),
+      });
+    }
+    return { ...response, replayed: false };
+  });
+}
+
+interface RememberedResponse<B> {
+  fingerprint: string;
+  status_code: number;
+  response_body: B;
+  expired: boolean;
+}
+
+function findRemembered<B>(db: Knex, where: Record<string, string>): Promise<RememberedResponse<B> | undefined> {
+  return db("integrator.idempotency_keys").where(where).first("fingerprint", "status_code", "response_body", db.raw("expires_at <= now() as expired"));
+}
+
+/** Deletes expired keys in bounded batches; returns how many went. Run by the purge job. */
+export async function purgeExpiredKeys(db: Knex, batchSize = 5000): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const { rowCount } = await db.raw<{ rowCount: number }>(
+      `delete from integrator.idempotency_keys where ctid in (
+         select ctid from integrator.idempotency_keys where expires_at <= now() limit ?)`,
+      [batchSize],
+    );
+    total += rowCount;
+    if (rowCount < batchSize) return total;
+  }
+}
+
+/** The response headers of an outcome: `Idempotent-Replayed: true` on replays. */
+export function replayHeaders(outcome: { replayed: boolean }): Record<string, string> {
+  return outcome.replayed ? { [REPLAY_HEADER]: "true" } : {};
+}

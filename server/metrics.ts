@@ -1,0 +1,199 @@
+// Prometheus metrics (prom-client), served as text on METRICS_PORT by a small HTTP server of its own,
+// never on the API port. Request durations, shed and rate-limited requests and webhook delivery
+// outcomes are counted where they happen; the database pool and the job queue are read at scrape time.
+import http from "node:http";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { poolStatistics } from "../db/database.ts";
+import type { Services } from "./services.ts";
+
+/** Metrics recorded anywhere in this process; every metrics server serves them. */
+export const processRegistry = new Registry();
+
+const requestDuration = new Histogram({
+  name: "integrator_http_request_duration_seconds",
+  help: "Duration of API requests, by operationId (unmatched for unknown routes), method and status.",
+  labelNames: ["operation_id", "method", "status"] as const,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [processRegistry],
+});
+
+const shedRequests = new Counter({
+  name: "integrator_http_requests_shed_total",
+  help: "Requests refused with 503 because the process was overloaded, by reason (event_loop_delay, db_pool_pending).",
+  labelNames: ["reason"] as const,
+  registers: [processRegistry],
+});
+
+const rateLimitedRequests = new Counter({
+  name: "integrator_http_requests_rate_limited_total",
+  help: "Requests refused with 429 by a rate limit, by scope (principal, address, unauthenticated, probe).",
+  labelNames: ["scope"] as const,
+  registers: [processRegistry],
+});
+
+export type DeliveryOutcome = "delivered" | "retrying" | "failed";
+
+const deliveryOutcomes = new Counter({
+  name: "integrator_webhook_delivery_outcomes_total",
+  help: "Webhook delivery attempts by outcome: delivered (2xx), retrying (failed, another attempt queued), failed (no attempts left, or the subscription was deactivated).",
+  labelNames: ["outcome"] as const,
+  registers: [processRegistry],
+});
+for (const outcome of ["delivered", "retrying", "failed"] as const) deliveryOutcomes.inc({ outcome }, 0);
+
+for (const reason of ["event_loop_delay", "db_pool_pending"] as const) shedRequests.inc({ reason }, 0);
+for (const scope of ["principal", "address", "unauthenticated", "probe"] as const) rateLimitedRequests.inc({ scope }, 0);
+
+export function observeRequest(operationId: string, method: string, status: number | "aborted", seconds: number): void {
+  requestDuration.observe({ operation_id: operationId, method, status: String(status) }, seconds);
+}
+
+export function recordShedRequest(reason: "event_loop_delay" | "db_pool_pending"): void {
+  shedRequests.inc({ reason });
+}
+
+export function recordRateLimited(scope: "principal" | "address" | "unauthenticated" | "probe"): void {
+  rateLimitedRequests.inc({ scope });
+}
+
+/** For the webhook delivery task: call once per attempt with its outcome. */
+export function recordDeliveryOutcome(outcome: DeliveryOutcome): void {
+  deliveryOutcomes.inc({ outcome });
+}
+
+const SCRAPE_QUERY_TIMEOUT_MS = 2000;
+
+interface QueueRow {
+  due: number;
+  scheduled: number;
+  running: number;
+  failed: number;
+  oldest_due_seconds: number | null;
+}
+
+/** Gauges read at scrape time from one service's database pool and job queue. */
+function scrapeRegistry(services: Services): { registry: Registry; refresh(): Promise<void> } {
+  const registry = new Registry();
+  const pool = new Gauge({
+    name: "integrator_db_pool_connections",
+    help: "Connections of the database pool, by state (used, free).",
+    labelNames: ["state"] as const,
+    registers: [registry],
+  });
+  const pending = new Gauge({
+    name: "integrator_db_pool_pending_acquires",
+    help: "Requests waiting for a connection from the database pool.",
+    registers: [registry],
+  });
+  const queue = new Gauge({
+    name: "integrator_job_queue_depth",
+    help: "graphile-worker jobs by state: due (runnable now), scheduled (future run_at), running (locked), failed (no attempts left).",
+    labelNames: ["state"] as const,
+    registers: [registry],
+  });
+  const oldestDue = new Gauge({
+    name: "integrator_job_queue_oldest_due_seconds",
+    help: "Age of the oldest job that is due and not yet picked up (0 when none is waiting).",
+    registers: [registry],
+  });
+  const scrapeErrors = new Gauge({
+    name: "integrator_job_queue_scrape_error",
+    help: "1 when the job queue could not be read at this scrape (the queue gauges are then absent).",
+    registers: [registry],
+  });
+
+  return {
+    registry,
+    async refresh() {
+      const stats = poolStatistics(services.db);
+      if (stats) {
+        pool.set({ state: "used" }, stats.used);
+        pool.set({ state: "free" }, stats.free);
+        pending.set(stats.pendingAcquires);
+      }
+      queue.reset();
+      oldestDue.reset();
+      try {
+        // One pass over the (normally short) jobs table; completed jobs are deleted by graphile-worker.
+        const query = services.db.raw<{ rows: QueueRow[] }>(`
+          select
+            count(*) filter (where is_available and run_at <= now())::int as due,
+            count(*) filter (where is_available and run_at > now())::int as scheduled,
+            count(*) filter (where locked_at is not null)::int as running,
+            count(*) filter (where attempts >= max_attempts)::int as failed,
+            extract(epoch from now() - min(run_at) filter (where is_available and run_at <= now()))::float8 as oldest_due_seconds
+          from graphile_worker._private_jobs
+        `);
+        const result = await Promise.race([
+          query,
+          new Promise<never>((_, reject) => setTimeout(() => reject(new Error("job queue query timed out")), SCRAPE_QUERY_TIMEOUT_MS).unref()),
+        ]);
+        const row = result.rows[0];
+        if (!row) throw new Error("job queue query returned no row");
+        for (const state of ["due", "scheduled", "running", "failed"] as const) queue.set({ state }, row[state]);
+        oldestDue.set(Math.max(0, row.oldest_due_seconds ?? 0));
+        scrapeErrors.set(0);
+      } catch (error) {
+        scrapeErrors.set(1);
+        services.logger.warn({ err: error }, "metrics: the job queue could not be read");
+      }
+    },
+  };
+}
+
+export interface MetricsServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+let defaultMetricsStarted = false;
+
+/** Serves GET /metrics (Prometheus text format) on its own port; port 0 picks a free one. */
+export async function startMetricsServer(services: Services, options: { port: number; host?: string }): Promise<MetricsServer> {
+  if (!defaultMetricsStarted) {
+    collectDefaultMetrics({ register: processRegistry });
+    defaultMetricsStarted = true;
+  }
+  const scrape = scrapeRegistry(services);
+  const server = http.createServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0];
+    if (path !== "/metrics") {
+      res.writeHead(404, { "Content-Type": "text/plain" }).end("Not found: metrics are at /metrics\n");
+      return;
+    }
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      res.writeHead(405, { Allow: "GET, HEAD", "Content-Type": "text/plain" }).end("Method not allowed\n");
+      return;
+    }
+    scrape
+      .refresh()
+      .then(() => Registry.merge([processRegistry, scrape.registry]).metrics())
+      .then(
+        (text) => {
+          res.writeHead(200, { "Content-Type": processRegistry.contentType, "Cache-Control": "no-store" });
+          res.end(req.method === "HEAD" ? undefined : text);
+        },
+        (error: unknown) => {
+          services.logger.error({ err: error }, "metrics: scrape failed");
+          res.writeHead(500, { "Content-Type": "text/plain" }).end("Scrape failed\n");
+        },
+      );
+  });
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  return {
+    port: typeof address === "object" && address ? address.port : options.port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

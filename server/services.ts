@@ -1,0 +1,15 @@
+// What handlers, the worker and the admin CLI share: built once per process by main.ts (or a test).
+import type { Config } from "./config.ts";
+import type { Database } from "../db/database.ts";
+import type { SecretBox } from "./secrets.ts";
+import type { TokenService } from "./auth/tokens.ts";
+import type { Logger } from "./logger.ts";
+
+export interface Services {
+  config: Config;
+  db: Database;
+  box: SecretBox;
+  tokens: TokenService;
+  version: string;
+  logger: Logger;
+}

@@ -1,0 +1,183 @@
+// One HTTPS POST of a webhook delivery, with the send-time SSRF rule of decisions §5: the host is
+// resolved once, every address is checked against the blocked ranges, and the connection goes to a
+// checked address (no second lookup). Redirects are never followed; the whole attempt — resolution,
+// connect, TLS and response headers — runs under one timeout; at most a few KiB of the answer are read.
+import dns from "node:dns";
+import fs from "node:fs";
+import https from "node:https";
+import net from "node:net";
+import tls from "node:tls";
+import { checkWebhookUrl, isBlockedAddress, parseIpLiteral } from "../server/url-safety.ts";
+import type { Config } from "../server/config.ts";
+
+const MAX_RESPONSE_BYTES = 4096;
+const MAX_ERROR_LENGTH = 500;
+
+export interface SendSettings {
+  timeoutMs: number;
+  allowPrivateTargets: boolean;
+  /** Fixed answers instead of DNS, by lowercase host name (tests only). */
+  resolve: Record<string, string>;
+  /** Node's default roots plus WEBHOOK_CA_FILE, built once (parsing ~150 roots per connection is slow); undefined means the defaults. */
+  secureContext: tls.SecureContext | undefined;
+}
+
+export type SendOutcome =
+  | { delivered: true; responseCode: number }
+  | { delivered: false; responseCode: number | null; errorMessage: string };
+
+export interface WebhookRequest {
+  url: string;
+  body: string;
+  headers: Record<string, string>;
+}
+
+/** The send settings from the configuration; reads WEBHOOK_CA_FILE once. */
+export function sendSettings(webhooks: Config["webhooks"]): SendSettings {
+  return {
+    timeoutMs: webhooks.timeoutMs,
+    allowPrivateTargets: webhooks.allowPrivateTargets,
+    resolve: webhooks.resolve,
+    secureContext: webhooks.caFile ? tls.createSecureContext({ ca: [...tls.rootCertificates, fs.readFileSync(webhooks.caFile, "utf8")] }) : undefined,
+  };
+}
+
+class AttemptFailed extends Error {
+  override name = "AttemptFailed";
+}
+
+function failed(errorMessage: string, responseCode: number | null = null): SendOutcome {
+  return { delivered: false, responseCode, errorMessage: errorMessage.slice(0, MAX_ERROR_LENGTH) };
+}
+
+async function resolveHost(host: string, settings: SendSettings): Promise<dns.LookupAddress[]> {
+  const literal = parseIpLiteral(host);
+  if (literal !== undefined) return [{ address: literal, family: net.isIP(literal) }];
+  const fixed = settings.resolve[host.toLowerCase().replace(/\.$/, "")];
+  if (fixed !== undefined) return [{ address: fixed, family: net.isIP(fixed) }];
+  try {
+    return await dns.promises.lookup(host, { all: true, verbatim: true });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new AttemptFailed(code === "ENOTFOUND" || code === "ENODATA" ? `Host ${host} was not found (DNS)` : `DNS lookup of ${host} failed (${code ?? "error"})`);
+  }
+}
+
+// Error messages name the failure, never an address or anything secret (they are shown to the tenant).
+function describeError(error: unknown): string {
+  if (error instanceof AttemptFailed) return error.message;
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  switch (code) {
+    case "ECONNREFUSED":
+      return "Connection refused";
+    case "ECONNRESET":
+      return "Connection reset by the receiver";
+    case "EHOSTUNREACH":
+    case "ENETUNREACH":
+      return "Receiver unreachable";
+    case "EPIPE":
+      return "Connection closed by the receiver while sending";
+    case "ETIMEDOUT":
+      return "Connection timed out";
+    case "HPE_INVALID_CONSTANT":
+    case "HPE_INVALID_STATUS":
+    case "HPE_INVALID_HEADER_TOKEN":
+      return "The receiver's answer is not valid HTTP";
+    default:
+      break;
+  }
+  if (typeof code === "string" && /^(ERR_TLS_|ERR_SSL_|UNABLE_TO_|CERT_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_|ERR_TLS_CERT)/.test(code)) return `TLS handshake failed (${code})`;
+  return `Request failed (${code ?? (error instanceof Error ? error.name : "unknown error")})`;
+}
+
+/**
+ * Sends one attempt. Never throws: every failure (URL rule, resolution, blocked address, connection,
+ * TLS, timeout, non-2xx answer) is a failed outcome with a message for the delivery log.
+ */
+export async function sendWebhook(request: WebhookRequest, settings: SendSettings, shutdown?: AbortSignal): Promise<SendOutcome> {
+  const verdict = checkWebhookUrl(request.url);
+  if (!verdict.ok) return failed(`The subscription URL breaks a URL rule: ${verdict.message}`);
+  const { url, host } = verdict;
+  const deadline = Date.now() + settings.timeoutMs;
+  const abort = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(new AttemptFailed(`Timed out after ${settings.timeoutMs} ms`));
+      abort.abort();
+    }, settings.timeoutMs);
+    // A worker shutting down cuts the attempt short; it is recorded as failed and retried.
+    shutdown?.addEventListener(
+      "abort",
+      () => {
+        reject(new AttemptFailed("Aborted: the worker is shutting down"));
+        abort.abort();
+      },
+      { once: true },
+    );
+  });
+  try {
+    const addresses = await Promise.race([resolveHost(host, settings), timedOut]);
+    if (addresses.length === 0) return failed(`Host ${host} has no addresses`);
+    if (!settings.allowPrivateTargets && addresses.some((entry) => isBlockedAddress(entry.address))) {
+      return failed(`Host ${host} resolves to a private, loopback, link-local or reserved address; not connecting`);
+    }
+    return await Promise.race([post(url, host, addresses, request, settings, abort.signal, deadline), timedOut]);
+  } catch (error) {
+    return failed(describeError(error));
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function outcomeOf(status: number): SendOutcome {
+  if (status >= 200 && status < 300) return { delivered: true, responseCode: status };
+  if (status >= 300 && status < 400) return failed(`Redirect (HTTP ${status}) not followed`, status);
+  return failed(`HTTP ${status} response`, status);
+}
+
+function post(url: URL, host: string, addresses: dns.LookupAddress[], request: WebhookRequest, settings: SendSettings, signal: AbortSignal, deadline: number): Promise<SendOutcome> {
+  // Every address handed to the socket was checked above; Node asks for all of them when it races
+  // IPv4 and IPv6 (autoSelectFamily), otherwise for one.
+  const pinned: net.LookupFunction = (_hostname, options, callback) => {
+    const [first] = addresses;
+    if (options.all) callback(null, addresses);
+    else if (first) callback(null, first.address, first.family);
+    else callback(new Error("no address"), "", 0);
+  };
+  const isLiteral = parseIpLiteral(host) !== undefined;
+  return new Promise<SendOutcome>((resolve, reject) => {
+    const req = https.request(
+      url,
+      {
+        method: "POST",
+        headers: { ...request.headers, "Content-Length": String(Buffer.byteLength(request.body)) },
+        lookup: pinned,
+        // SNI and the certificate check use the subscription's host name (not for IP literals).
+        ...(isLiteral ? {} : { servername: host }),
+        ...(settings.secureContext ? { secureContext: settings.secureContext } : {}),
+        agent: false,
+        signal,
+      },
+      (res) => {
+        // The status decides; the answer's content is not kept. Read at most a few KiB of it so a
+        // well-behaved receiver can finish cleanly, then close, and never past the deadline.
+        resolve(outcomeOf(res.statusCode ?? 0));
+        let received = 0;
+        const drainTimer = setTimeout(() => req.destroy(), Math.max(0, deadline - Date.now()));
+        drainTimer.unref();
+        res.on("data", (chunk: Buffer) => {
+          received += chunk.length;
+          if (received >= MAX_RESPONSE_BYTES) req.destroy();
+        });
+        res.on("error", () => undefined);
+        res.on("close", () => {
+          clearTimeout(drainTimer);
+          req.destroy();
+        });
+      },
+    );
+    req.on("error", reject);
+    req.end(request.body);
+  });
+}
