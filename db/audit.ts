@@ -38,7 +38,23 @@ export async function recordAudit(db: Knex, entry: AuditEntry): Promise<void> {
 export async function listAudit(db: Knex, tenantId: string, action?: string): Promise<AuditRecord[]> {
   const rows = await db("integrator.audit_actions")
     .where({ tenant_id: tenantId, ...(action ? { action } : {}) })
-    .orderBy([{ column: "created_at", order: "asc" }, { column: "id", order: "asc" }])
-    .select("id", "action", "tenant_id", "actor", "resource_type", "resource_id", "request_id", "details", "created_at");
-  return rows.map((row: Omit<AuditRecord, "created_at"> & { created_at: Date }) => ({ ...row, created_at: row.created_at.toISOString() }));
+    .orderBy([
+      { column: "created_at", order: "asc" },
+      { column: "id", order: "asc" },
+    ])
+    .select(
+      "id",
+      "action",
+      "tenant_id",
+      "actor",
+      "resource_type",
+      "resource_id",
+      "request_id",
+      "details",
+      "created_at",
+    );
+  return rows.map((row: Omit<AuditRecord, "created_at"> & { created_at: Date }) => ({
+    ...row,
+    created_at: row.created_at.toISOString(),
+  }));
 }

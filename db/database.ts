@@ -31,20 +31,35 @@ export interface PoolStatistics {
 
 /** The knex (tarn) pool's counters; undefined before the pool exists or after it is destroyed. */
 export function poolStatistics(db: Database): PoolStatistics | undefined {
-  const pool = db.client.pool as Partial<{ numUsed(): number; numFree(): number; numPendingAcquires(): number }> | undefined;
-  if (!pool || typeof pool.numUsed !== "function" || typeof pool.numFree !== "function" || typeof pool.numPendingAcquires !== "function") return undefined;
+  const pool = db.client.pool as
+    Partial<{ numUsed(): number; numFree(): number; numPendingAcquires(): number }> | undefined;
+  if (
+    !pool ||
+    typeof pool.numUsed !== "function" ||
+    typeof pool.numFree !== "function" ||
+    typeof pool.numPendingAcquires !== "function"
+  )
+    return undefined;
   return { used: pool.numUsed(), free: pool.numFree(), pendingAcquires: pool.numPendingAcquires() };
 }
 
 export async function migrate(db: Database): Promise<string[]> {
   await db.raw("create schema if not exists integrator");
-  const [, applied] = (await db.migrate.latest({ migrationSource, schemaName: "integrator", tableName: "knex_migrations" })) as [number, string[]];
+  const [, applied] = (await db.migrate.latest({
+    migrationSource,
+    schemaName: "integrator",
+    tableName: "knex_migrations",
+  })) as [number, string[]];
   return applied;
 }
 
 /** Names of the migrations this code knows that the database has not applied yet. */
 export async function pendingMigrations(db: Database): Promise<string[]> {
-  const [, pending] = (await db.migrate.list({ migrationSource, schemaName: "integrator", tableName: "knex_migrations" })) as [unknown[], { file: string }[]];
+  const [, pending] = (await db.migrate.list({
+    migrationSource,
+    schemaName: "integrator",
+    tableName: "knex_migrations",
+  })) as [unknown[], { file: string }[]];
   return pending.map((entry) => entry.file);
 }
 
@@ -80,7 +95,12 @@ function runningPostmaster(databaseDir: string): boolean {
  * Starts (or reuses, when another process of ours already runs it) the embedded PostgreSQL whose data
  * lives under dataDir, and makes sure the database `name` exists.
  */
-export async function startEmbeddedPostgres(options: { dataDir: string; port: number; database?: string; onLog?: (line: string) => void }): Promise<EmbeddedServer> {
+export async function startEmbeddedPostgres(options: {
+  dataDir: string;
+  port: number;
+  database?: string;
+  onLog?: (line: string) => void;
+}): Promise<EmbeddedServer> {
   const database = options.database ?? "integrator";
   fs.mkdirSync(options.dataDir, { recursive: true });
   // PostgreSQL runs as the unprivileged user "postgres" (it refuses root): it must be able to reach the data directory.
@@ -111,7 +131,9 @@ export async function startEmbeddedPostgres(options: { dataDir: string; port: nu
       await server.initialise();
     }
     await server.start().catch((error: unknown) => {
-      throw new Error(`The embedded PostgreSQL did not start (port ${options.port}, data ${databaseDir})${error instanceof Error ? `: ${error.message}` : ""}`);
+      throw new Error(
+        `The embedded PostgreSQL did not start (port ${options.port}, data ${databaseDir})${error instanceof Error ? `: ${error.message}` : ""}`,
+      );
     });
     owned = true;
   }
@@ -128,8 +150,22 @@ export async function startEmbeddedPostgres(options: { dataDir: string; port: nu
 
 // Node socket errors, PostgreSQL's connection-exception class (08), shutdown and overload states, and the
 // pool giving up: the database is not there, as opposed to a query that failed.
-const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN", "EPIPE", "57P01", "57P02", "57P03", "53300"]);
-const UNREACHABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Knex: Timeout acquiring a connection/i;
+const UNREACHABLE_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EPIPE",
+  "57P01",
+  "57P02",
+  "57P03",
+  "53300",
+]);
+const UNREACHABLE_MESSAGES =
+  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Knex: Timeout acquiring a connection/i;
 
 /** True when `error` says the database cannot be reached (rather than that a statement failed). */
 export function isDatabaseUnavailable(error: unknown): boolean {

@@ -51,7 +51,15 @@ export function isEventKind(value: unknown): value is EventKind {
  * deliveries. The database rejects an unknown kind and data that does not match the kind's fields
  * (unknown, missing or mistyped fields) with an error, which rolls the caller's transaction back.
  */
-export async function emitEvent<K extends EventKind>(db: Knex | Knex.Transaction, tenantId: string, kind: K, data: EventDataByKind[K]): Promise<number> {
-  const result = await db.raw<{ rows: { deliveries: number }[] }>("select integrator.emit_event(?::uuid, ?, ?::jsonb) as deliveries", [tenantId, kind, JSON.stringify(data)]);
+export async function emitEvent<K extends EventKind>(
+  db: Knex | Knex.Transaction,
+  tenantId: string,
+  kind: K,
+  data: EventDataByKind[K],
+): Promise<number> {
+  const result = await db.raw<{ rows: { deliveries: number }[] }>(
+    "select integrator.emit_event(?::uuid, ?, ?::jsonb) as deliveries",
+    [tenantId, kind, JSON.stringify(data)],
+  );
   return result.rows[0]?.deliveries ?? 0;
 }

@@ -22,8 +22,30 @@ export interface NewSubmission {
   requestId: string;
 }
 
-const SUBMISSION_COLUMNS = ["id", "tenant_id", "external_reference", "module", "tier", "item_count", "accepted_count", "failed_count", "status", "created_by", "created_at"];
-const ITEM_COLUMNS = ["id", "submission_id", "document_id", "filename", "file_size", "mime_type", "item_metadata", "status", "error_message"];
+const SUBMISSION_COLUMNS = [
+  "id",
+  "tenant_id",
+  "external_reference",
+  "module",
+  "tier",
+  "item_count",
+  "accepted_count",
+  "failed_count",
+  "status",
+  "created_by",
+  "created_at",
+];
+const ITEM_COLUMNS = [
+  "id",
+  "submission_id",
+  "document_id",
+  "filename",
+  "file_size",
+  "mime_type",
+  "item_metadata",
+  "status",
+  "error_message",
+];
 
 function toSubmission(row: Omit<SubmissionRow, "created_at"> & { created_at: Date }): SubmissionRow {
   return { ...row, created_at: row.created_at.toISOString() };
@@ -40,7 +62,12 @@ export interface SubmissionAudit {
  * Writes the submission, its items and its audit action in ONE statement (data-modifying CTEs):
  * a single round trip on the hot path, and atomic even outside a transaction.
  */
-export async function insertSubmission(db: Knex, submission: NewSubmission, items: NewItem[], audit: SubmissionAudit): Promise<SubmissionRow> {
+export async function insertSubmission(
+  db: Knex,
+  submission: NewSubmission,
+  items: NewItem[],
+  audit: SubmissionAudit,
+): Promise<SubmissionRow> {
   const itemRecords = items.map((item, position) => ({ ...item, position }));
   const { rows } = await db.raw<{ rows: (Omit<SubmissionRow, "created_at"> & { created_at: Date })[] }>(
     `with submission as (
@@ -81,19 +108,36 @@ export async function insertSubmission(db: Knex, submission: NewSubmission, item
   return toSubmission(rows[0] as Omit<SubmissionRow, "created_at"> & { created_at: Date });
 }
 
-export async function findSubmission(db: Knex, tenantId: string, submissionId: string): Promise<{ submission: SubmissionRow; items: ItemRow[] } | undefined> {
-  const row = await db("integrator.intake_submissions").where({ tenant_id: tenantId, id: submissionId }).first(SUBMISSION_COLUMNS);
+export async function findSubmission(
+  db: Knex,
+  tenantId: string,
+  submissionId: string,
+): Promise<{ submission: SubmissionRow; items: ItemRow[] } | undefined> {
+  const row = await db("integrator.intake_submissions")
+    .where({ tenant_id: tenantId, id: submissionId })
+    .first(SUBMISSION_COLUMNS);
   if (!row) return undefined;
-  const items: ItemRow[] = await db("integrator.intake_items").where({ tenant_id: tenantId, submission_id: submissionId }).orderBy("position").select(ITEM_COLUMNS);
+  const items: ItemRow[] = await db("integrator.intake_items")
+    .where({ tenant_id: tenantId, submission_id: submissionId })
+    .orderBy("position")
+    .select(ITEM_COLUMNS);
   return { submission: toSubmission(row), items };
 }
 
 /** An item by id alone, for operator commands, locked for the update that follows. */
 export async function lockItem(db: Knex, itemId: string): Promise<(ItemRow & { tenant_id: string }) | undefined> {
-  return db("integrator.intake_items").where({ id: itemId }).forUpdate().first([...ITEM_COLUMNS, "tenant_id"]);
+  return db("integrator.intake_items")
+    .where({ id: itemId })
+    .forUpdate()
+    .first([...ITEM_COLUMNS, "tenant_id"]);
 }
 
-export async function updateItem(db: Knex, tenantId: string, itemId: string, changes: Partial<Pick<ItemRow, "document_id" | "status" | "error_message">>): Promise<ItemRow> {
+export async function updateItem(
+  db: Knex,
+  tenantId: string,
+  itemId: string,
+  changes: Partial<Pick<ItemRow, "document_id" | "status" | "error_message">>,
+): Promise<ItemRow> {
   const [row] = await db("integrator.intake_items")
     .where({ tenant_id: tenantId, id: itemId })
     .update({ ...changes, updated_at: db.fn.now() })
@@ -102,7 +146,10 @@ export async function updateItem(db: Knex, tenantId: string, itemId: string, cha
 }
 
 export async function itemStatuses(db: Knex, tenantId: string, submissionId: string): Promise<ItemStatus[]> {
-  const rows: { status: ItemStatus }[] = await db("integrator.intake_items").where({ tenant_id: tenantId, submission_id: submissionId }).orderBy("position").select("status");
+  const rows: { status: ItemStatus }[] = await db("integrator.intake_items")
+    .where({ tenant_id: tenantId, submission_id: submissionId })
+    .orderBy("position")
+    .select("status");
   return rows.map((row) => row.status);
 }
 
@@ -114,7 +161,12 @@ export async function updateSubmissionTotals(
 ): Promise<SubmissionRow> {
   const [row] = await db("integrator.intake_submissions")
     .where({ tenant_id: tenantId, id: submissionId })
-    .update({ status: totals.status, accepted_count: totals.acceptedCount, failed_count: totals.failedCount, updated_at: db.fn.now() })
+    .update({
+      status: totals.status,
+      accepted_count: totals.acceptedCount,
+      failed_count: totals.failedCount,
+      updated_at: db.fn.now(),
+    })
     .returning(SUBMISSION_COLUMNS);
   return toSubmission(row);
 }

@@ -54,12 +54,17 @@ export async function insertPartner(db: Knex, partner: NewPartner): Promise<Part
 }
 
 export async function findPartner(db: Knex, partnerKey: string): Promise<PartnerRecord | undefined> {
-  const row = (await db("integrator.partners").where({ partner_key: partnerKey }).first(PARTNER_COLUMNS)) as Timestamped<PartnerRecord> | undefined;
+  const row = (await db("integrator.partners").where({ partner_key: partnerKey }).first(PARTNER_COLUMNS)) as
+    Timestamped<PartnerRecord> | undefined;
   return row && toPartner(row);
 }
 
 /** The partner and whether `tenantId` is entitled to it, in one round trip; no tenant means not entitled. */
-export async function findPartnerAccess(db: Knex, partnerKey: string, tenantId: string | undefined): Promise<PartnerAccess | undefined> {
+export async function findPartnerAccess(
+  db: Knex,
+  partnerKey: string,
+  tenantId: string | undefined,
+): Promise<PartnerAccess | undefined> {
   const { rows } = await db.raw<{ rows: Timestamped<PartnerAccess>[] }>(
     `select ${PARTNER_COLUMNS.map((column) => `p.${column}`).join(", ")}, p.callback_secret_encrypted,
             exists (select 1 from integrator.partner_entitlements e where e.tenant_id = ?::uuid and e.partner_key = p.partner_key) as entitled
@@ -73,12 +78,23 @@ export async function findPartnerAccess(db: Knex, partnerKey: string, tenantId: 
 
 /** Entitles the tenant to the partner; true when it was not entitled before. */
 export async function entitleTenant(db: Knex, tenantId: string, partnerKey: string): Promise<boolean> {
-  const rows = await db("integrator.partner_entitlements").insert({ tenant_id: tenantId, partner_key: partnerKey }).onConflict(["tenant_id", "partner_key"]).ignore().returning("tenant_id");
+  const rows = await db("integrator.partner_entitlements")
+    .insert({ tenant_id: tenantId, partner_key: partnerKey })
+    .onConflict(["tenant_id", "partner_key"])
+    .ignore()
+    .returning("tenant_id");
   return rows.length > 0;
 }
 
-export async function setPartnerStatus(db: Knex, partnerKey: string, status: PartnerStatus): Promise<PartnerRecord | undefined> {
-  const rows = await db("integrator.partners").where({ partner_key: partnerKey }).update({ status, updated_at: db.fn.now() }).returning(PARTNER_COLUMNS);
+export async function setPartnerStatus(
+  db: Knex,
+  partnerKey: string,
+  status: PartnerStatus,
+): Promise<PartnerRecord | undefined> {
+  const rows = await db("integrator.partners")
+    .where({ partner_key: partnerKey })
+    .update({ status, updated_at: db.fn.now() })
+    .returning(PARTNER_COLUMNS);
   const row = rows[0] as Timestamped<PartnerRecord> | undefined;
   return row && toPartner(row);
 }
@@ -126,7 +142,10 @@ export interface NewPartnerCallback {
  * Stores the callback unless the same event (tenant, partner, event key) was stored before. A concurrent
  * twin waits on the unique index and then finds the first one's row.
  */
-export async function insertCallbackOnce(db: Knex, callback: NewPartnerCallback): Promise<{ id: string; duplicate: boolean }> {
+export async function insertCallbackOnce(
+  db: Knex,
+  callback: NewPartnerCallback,
+): Promise<{ id: string; duplicate: boolean }> {
   const inserted = await db("integrator.partner_callbacks")
     .insert({
       tenant_id: callback.tenantId,

@@ -9,11 +9,17 @@ export interface StoredSigningKey {
 }
 
 export async function activeSigningKeys(db: Knex): Promise<StoredSigningKey[]> {
-  return db("integrator.signing_keys").whereNull("retired_at").orderBy("created_at", "desc").select("kid", "algorithm", "public_jwk", "private_jwk_encrypted");
+  return db("integrator.signing_keys")
+    .whereNull("retired_at")
+    .orderBy("created_at", "desc")
+    .select("kid", "algorithm", "public_jwk", "private_jwk_encrypted");
 }
 
 /** Inserts the key unless another process created one first (serialised by an advisory lock). */
-export async function createSigningKeyOnce(db: Knex, make: () => Promise<StoredSigningKey>): Promise<StoredSigningKey[]> {
+export async function createSigningKeyOnce(
+  db: Knex,
+  make: () => Promise<StoredSigningKey>,
+): Promise<StoredSigningKey[]> {
   return db.transaction(async (trx) => {
     await trx.raw("select pg_advisory_xact_lock(hashtext('integrator.signing_keys'))");
     const existing = await activeSigningKeys(trx);

@@ -27,8 +27,6 @@ const JOB_MAX_ATTEMPTS = 10;
 
 export const DEACTIVATED_MESSAGE = "Subscription deactivated; the delivery was not sent";
 
-
-
 interface SubscriptionRow {
   tenant_id: string;
   id: string;
@@ -53,10 +51,29 @@ interface DeliveryRow {
 }
 
 const SUBSCRIPTION_COLUMNS = ["tenant_id", "id", "url", "events", "is_active", "created_by", "created_at"];
-const DELIVERY_COLUMNS = ["id", "subscription_id", "event_type", "payload", "status", "attempts", "last_attempt_at", "response_code", "error_message", "created_at"];
+const DELIVERY_COLUMNS = [
+  "id",
+  "subscription_id",
+  "event_type",
+  "payload",
+  "status",
+  "attempts",
+  "last_attempt_at",
+  "response_code",
+  "error_message",
+  "created_at",
+];
 
 function subscriptionView(row: SubscriptionRow): SubscriptionView {
-  return { id: row.id, tenant_id: row.tenant_id, url: row.url, events: row.events, is_active: row.is_active, created_by: row.created_by, created_at: row.created_at.toISOString() };
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    url: row.url,
+    events: row.events,
+    is_active: row.is_active,
+    created_by: row.created_by,
+    created_at: row.created_at.toISOString(),
+  };
 }
 
 function deliveryView(row: DeliveryRow): DeliveryView {
@@ -79,13 +96,22 @@ export async function createSubscription(
   input: { tenantId: string; url: string; events: EventSelector[]; secretSealed: string; createdBy: string },
 ): Promise<SubscriptionView> {
   const [row] = await db("integrator.webhook_subscriptions")
-    .insert({ tenant_id: input.tenantId, url: input.url, events: input.events, secret_encrypted: input.secretSealed, created_by: input.createdBy })
+    .insert({
+      tenant_id: input.tenantId,
+      url: input.url,
+      events: input.events,
+      secret_encrypted: input.secretSealed,
+      created_by: input.createdBy,
+    })
     .returning(SUBSCRIPTION_COLUMNS);
   return subscriptionView(row as SubscriptionRow);
 }
 
 export async function listActiveSubscriptions(db: Knex, tenantId: string): Promise<SubscriptionView[]> {
-  const rows = await db("integrator.webhook_subscriptions").where({ tenant_id: tenantId, is_active: true }).orderBy([{ column: "created_at" }, { column: "id" }]).select(SUBSCRIPTION_COLUMNS);
+  const rows = await db("integrator.webhook_subscriptions")
+    .where({ tenant_id: tenantId, is_active: true })
+    .orderBy([{ column: "created_at" }, { column: "id" }])
+    .select(SUBSCRIPTION_COLUMNS);
   return (rows as SubscriptionRow[]).map(subscriptionView);
 }
 
@@ -109,7 +135,11 @@ export async function deactivateSubscription(db: Knex, tenantId: string, subscri
 }
 
 /** The tenant's newest deliveries (created_at, then id, descending) and the count of all of them. */
-export async function listDeliveries(db: Knex, tenantId: string, limit: number): Promise<{ deliveries: DeliveryView[]; total: number }> {
+export async function listDeliveries(
+  db: Knex,
+  tenantId: string,
+  limit: number,
+): Promise<{ deliveries: DeliveryView[]; total: number }> {
   const [rows, counted] = await Promise.all([
     db("integrator.webhook_deliveries")
       .where({ tenant_id: tenantId })
@@ -137,7 +167,11 @@ export interface DeliveryToSend {
   secret_encrypted: string;
 }
 
-export async function findDeliveryToSend(db: Knex, tenantId: string, deliveryId: string): Promise<DeliveryToSend | undefined> {
+export async function findDeliveryToSend(
+  db: Knex,
+  tenantId: string,
+  deliveryId: string,
+): Promise<DeliveryToSend | undefined> {
   return db("integrator.webhook_deliveries as d")
     .join("integrator.webhook_subscriptions as s", function joinSubscription() {
       this.on("s.tenant_id", "=", "d.tenant_id").andOn("s.id", "=", "d.subscription_id");
@@ -209,7 +243,12 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<b
 }
 
 /** Ends a pending delivery as failed without an attempt (its subscription is inactive). */
-export async function failWithoutAttempt(db: Knex, tenantId: string, deliveryId: string, message: string): Promise<boolean> {
+export async function failWithoutAttempt(
+  db: Knex,
+  tenantId: string,
+  deliveryId: string,
+  message: string,
+): Promise<boolean> {
   const updated = await db("integrator.webhook_deliveries")
     .where({ tenant_id: tenantId, id: deliveryId, status: "pending" })
     .update({ status: "failed", error_message: message.slice(0, 500), updated_at: db.fn.now() })

@@ -16,15 +16,22 @@ async function main(): Promise<number> {
     const usage = Object.entries(adminCommands)
       .map(([commandName, spec]) => `  ${commandName} ${spec.usage}`)
       .join("\n");
-    process.stderr.write(`${name ? `Unknown command "${name}".\n` : ""}Usage: npm run admin -- <command> [--flags]\n${usage}\n`);
+    process.stderr.write(
+      `${name ? `Unknown command "${name}".\n` : ""}Usage: npm run admin -- <command> [--flags]\n${usage}\n`,
+    );
     return 2;
   }
   let flags: Record<string, string | undefined>;
   try {
     const options = Object.fromEntries(command.flags.map((flag) => [flag, { type: "string" as const }]));
-    flags = parseArgs({ args: rest, options, strict: true, allowPositionals: false }).values as Record<string, string | undefined>;
+    flags = parseArgs({ args: rest, options, strict: true, allowPositionals: false }).values as Record<
+      string,
+      string | undefined
+    >;
   } catch (error) {
-    process.stderr.write(`${JSON.stringify({ error: error instanceof Error ? error.message : String(error), usage: `${name} ${command.usage}` })}\n`);
+    process.stderr.write(
+      `${JSON.stringify({ error: error instanceof Error ? error.message : String(error), usage: `${name} ${command.usage}` })}\n`,
+    );
     return 2;
   }
   const config = loadConfig();
@@ -33,13 +40,19 @@ async function main(): Promise<number> {
   try {
     await migrateAll(database.db, database.url);
     // stdout carries the command's JSON; anything the services log goes to stderr.
-    services = await buildServices(config, database.db, createLogger({ level: config.logLevel, destination: pino.destination({ dest: 2, sync: true }) }));
+    services = await buildServices(
+      config,
+      database.db,
+      createLogger({ level: config.logLevel, destination: pino.destination({ dest: 2, sync: true }) }),
+    );
     const result = await command.run(services, flags);
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     return 0;
   } catch (error) {
     const known = error instanceof UsageError || error instanceof ConfigError;
-    process.stderr.write(`${JSON.stringify({ error: error instanceof Error ? error.message : String(error), ...(known ? { usage: `${name} ${command.usage}` } : {}) })}\n`);
+    process.stderr.write(
+      `${JSON.stringify({ error: error instanceof Error ? error.message : String(error), ...(known ? { usage: `${name} ${command.usage}` } : {}) })}\n`,
+    );
     return known ? 2 : 1;
   } finally {
     await database.close();

@@ -38,16 +38,21 @@ async function listen(app: http.RequestListener): Promise<{ url: string; close: 
   const address = server.address();
   return {
     url: `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
 async function load(scenario: Record<string, unknown>): Promise<Figures> {
   const loader = path.join(path.dirname(new URL(import.meta.url).pathname), "bench", "load.ts");
-  const { stdout } = await run(process.execPath, [loader, JSON.stringify({ connections: CONNECTIONS, duration: DURATION, ...scenario })], { maxBuffer: 1 << 20 });
+  const { stdout } = await run(
+    process.execPath,
+    [loader, JSON.stringify({ connections: CONNECTIONS, duration: DURATION, ...scenario })],
+    { maxBuffer: 1 << 20 },
+  );
   return JSON.parse(stdout) as Figures;
 }
 
@@ -60,35 +65,82 @@ await admin.end();
 const databaseUrl = withDatabase(postgres.adminUrl, "integrator_bench");
 
 // One principal sends every request: lift its rate limit (600 a minute by default) unless the environment sets one.
-const config = loadConfig({ RATE_LIMIT_PER_MINUTE: "1000000", ...process.env, NODE_ENV: "production", DATABASE_URL: databaseUrl, ENCRYPTION_KEY: randomBytes(32).toString("hex"), LOG_LEVEL: "info" });
+const config = loadConfig({
+  RATE_LIMIT_PER_MINUTE: "1000000",
+  ...process.env,
+  NODE_ENV: "production",
+  DATABASE_URL: databaseUrl,
+  ENCRYPTION_KEY: randomBytes(32).toString("hex"),
+  LOG_LEVEL: "info",
+});
 const db = createDatabase(databaseUrl, config.dbPoolMax);
 await migrateAll(db, databaseUrl);
 // Logged as in production (one JSON line per request, redaction included), into /dev/null.
-const services = await buildServices(config, db, createLogger({ level: config.logLevel, destination: pino.destination({ dest: "/dev/null", sync: false }) }));
+const services = await buildServices(
+  config,
+  db,
+  createLogger({ level: config.logLevel, destination: pino.destination({ dest: "/dev/null", sync: false }) }),
+);
 const tenant = await createTenant(db, "Bench tenant");
-const { token } = await services.tokens.issue({ subject: "bench", tenantId: tenant.id, roles: ["client_admin"], expiresInSeconds: 3600 });
+const { token } = await services.tokens.issue({
+  subject: "bench",
+  tenantId: tenant.id,
+  roles: ["client_admin"],
+  expiresInSeconds: 3600,
+});
 const api = await listen(await createApp(services, { handlers }));
 
 // The yardstick: the least an HTTP endpoint that stores a row can do.
 const pool = new pg.Pool({ connectionString: databaseUrl, max: config.dbPoolMax });
-await pool.query("create table if not exists bench_minimal (id uuid primary key default gen_random_uuid(), body jsonb not null, created_at timestamptz not null default now())");
+await pool.query(
+  "create table if not exists bench_minimal (id uuid primary key default gen_random_uuid(), body jsonb not null, created_at timestamptz not null default now())",
+);
 const minimalApp = express();
 minimalApp.use(express.json());
 minimalApp.post("/insert", async (req, res) => {
-  const { rows } = await pool.query("insert into bench_minimal (body) values ($1) returning id, created_at", [req.body]);
+  const { rows } = await pool.query("insert into bench_minimal (body) values ($1) returning id, created_at", [
+    req.body,
+  ]);
   res.status(201).json(rows[0]);
 });
 const minimal = await listen(minimalApp);
 
-const single = JSON.stringify({ filename: "contract.pdf", file_size: 48213, mime_type: "application/pdf", external_reference: "bench", item_metadata: { matter: "A-1" } });
-const batch = JSON.stringify({ items: Array.from({ length: 100 }, (_, i) => ({ filename: `doc-${i}.pdf`, file_size: 1000 + i, mime_type: "application/pdf" })), external_reference: "bench-batch" });
+const single = JSON.stringify({
+  filename: "contract.pdf",
+  file_size: 48213,
+  mime_type: "application/pdf",
+  external_reference: "bench",
+  item_metadata: { matter: "A-1" },
+});
+const batch = JSON.stringify({
+  items: Array.from({ length: 100 }, (_, i) => ({
+    filename: `doc-${i}.pdf`,
+    file_size: 1000 + i,
+    mime_type: "application/pdf",
+  })),
+  external_reference: "bench-batch",
+});
 const auth = { Authorization: `Bearer ${token}`, "Content-Type": "application/json" };
 
 const scenarios: [string, Record<string, unknown>][] = [
-  ["minimal express + pg insert (yardstick)", { url: `${minimal.url}/insert`, method: "POST", headers: { "Content-Type": "application/json" }, body: single }],
+  [
+    "minimal express + pg insert (yardstick)",
+    { url: `${minimal.url}/insert`, method: "POST", headers: { "Content-Type": "application/json" }, body: single },
+  ],
   ["submit, no Idempotency-Key", { url: `${api.url}/v1/intake/submit`, method: "POST", headers: auth, body: single }],
-  ["submit, fresh Idempotency-Key each", { url: `${api.url}/v1/intake/submit`, method: "POST", headers: auth, body: single, uniqueIdempotencyKey: true }],
-  ["submit, replay of one Idempotency-Key", { url: `${api.url}/v1/intake/submit`, method: "POST", headers: { ...auth, "Idempotency-Key": "bench-replay" }, body: single }],
+  [
+    "submit, fresh Idempotency-Key each",
+    { url: `${api.url}/v1/intake/submit`, method: "POST", headers: auth, body: single, uniqueIdempotencyKey: true },
+  ],
+  [
+    "submit, replay of one Idempotency-Key",
+    {
+      url: `${api.url}/v1/intake/submit`,
+      method: "POST",
+      headers: { ...auth, "Idempotency-Key": "bench-replay" },
+      body: single,
+    },
+  ],
   ["batch of 100 items", { url: `${api.url}/v1/intake/batch`, method: "POST", headers: auth, body: batch }],
 ];
 
@@ -108,7 +160,10 @@ const lines = [
   "",
   "| Scenario | req/s | p50 ms | p99 ms | vs yardstick | non-2xx |",
   "|---|---:|---:|---:|---:|---:|",
-  ...results.map(([name, f]) => `| ${name} | ${f.requestsPerSecond.toFixed(0)} | ${f.p50} | ${f.p99} | ${(f.requestsPerSecond / yardstick).toFixed(2)}× | ${f.non2xx + f.errors} |`),
+  ...results.map(
+    ([name, f]) =>
+      `| ${name} | ${f.requestsPerSecond.toFixed(0)} | ${f.p50} | ${f.p99} | ${(f.requestsPerSecond / yardstick).toFixed(2)}× | ${f.non2xx + f.errors} |`,
+  ),
 ];
 process.stdout.write(`${lines.join("\n")}\n`);
 

@@ -29,13 +29,13 @@ const NOOP_JOBS = 5000;
 const EMITTERS = 4;
 const DEADLINE_SECONDS = 180;
 
-
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
 }
 
-const ms = (value: number): string => (Number.isNaN(value) ? "–" : value < 10 ? `${value.toFixed(1)} ms` : `${Math.round(value)} ms`);
+const ms = (value: number): string =>
+  Number.isNaN(value) ? "–" : value < 10 ? `${value.toFixed(1)} ms` : `${Math.round(value)} ms`;
 
 async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
   const deadline = Date.now() + DEADLINE_SECONDS * 1000;
@@ -53,7 +53,16 @@ function machine(): string {
 }
 
 function intakeData(submissionId: string): EventDataByKind["intake.submitted"] {
-  return { submission_id: submissionId, external_reference: null, module: "bench", tier: null, status: "received", item_count: 1, accepted_count: 1, failed_count: 0 };
+  return {
+    submission_id: submissionId,
+    external_reference: null,
+    module: "bench",
+    tier: null,
+    status: "received",
+    item_count: 1,
+    accepted_count: 1,
+    failed_count: 0,
+  };
 }
 
 interface Row {
@@ -69,7 +78,11 @@ interface Row {
 async function main(): Promise<void> {
   const tempDir = fs.mkdtempSync(path.join(os.tmpdir(), "integrator-bench-"));
   const ca = makeTestCa();
-  const postgres = await startEmbeddedPostgres({ dataDir: tempDir, port: await freePort(), database: "integrator_bench" });
+  const postgres = await startEmbeddedPostgres({
+    dataDir: tempDir,
+    port: await freePort(),
+    database: "integrator_bench",
+  });
   const db = createDatabase(postgres.url, 20, "integrator-bench");
   let services: Services | undefined;
   const stops: (() => Promise<void>)[] = [];
@@ -95,19 +108,15 @@ async function main(): Promise<void> {
     const emittedAt = new Map<string, number>();
     const latencies: number[] = [];
     let received = 0;
-    const receiver = await startReceiver(
-      ca,
-      () => ({ status: 204 }),
-      {
-        keepRecords: false,
-        onRequest: (request) => {
-          const event = JSON.parse(request.rawBody.toString("utf8")) as { data: { submission_id: string } };
-          const sentAt = emittedAt.get(event.data.submission_id);
-          if (sentAt !== undefined) latencies.push(request.receivedAt - sentAt);
-          received++;
-        },
+    const receiver = await startReceiver(ca, () => ({ status: 204 }), {
+      keepRecords: false,
+      onRequest: (request) => {
+        const event = JSON.parse(request.rawBody.toString("utf8")) as { data: { submission_id: string } };
+        const sentAt = emittedAt.get(event.data.submission_id);
+        if (sentAt !== undefined) latencies.push(request.receivedAt - sentAt);
+        received++;
       },
-    );
+    });
     stops.push(() => receiver.close());
 
     let noopsDone = 0;
@@ -135,7 +144,13 @@ async function main(): Promise<void> {
       const tenant = await createTenant(db, `bench ${fanOut}`);
       const sealed = services.box.seal(`whsec_${randomBytes(32).toString("base64url")}`);
       for (let i = 0; i < fanOut; i++) {
-        await createSubscription(db, { tenantId: tenant.id, url: receiver.url(`/fan-out-${fanOut}/${i}`), events: ["intake.submitted"], secretSealed: sealed, createdBy: "bench" });
+        await createSubscription(db, {
+          tenantId: tenant.id,
+          url: receiver.url(`/fan-out-${fanOut}/${i}`),
+          events: ["intake.submitted"],
+          secretSealed: sealed,
+          createdBy: "bench",
+        });
       }
       const emit = async () => {
         const submissionId = crypto.randomUUID();
@@ -172,15 +187,36 @@ async function main(): Promise<void> {
       }
       const paced = [...latencies].sort((a, b) => a - b);
       // The receiver sees a request before the worker records its outcome: let the records catch up.
-      const pendingLeft = async () => Number((await db("integrator.webhook_deliveries").where({ tenant_id: tenant.id, status: "pending" }).count<{ count: number }[]>("* as count"))[0]?.count ?? 0);
+      const pendingLeft = async () =>
+        Number(
+          (
+            await db("integrator.webhook_deliveries")
+              .where({ tenant_id: tenant.id, status: "pending" })
+              .count<{ count: number }[]>("* as count")
+          )[0]?.count ?? 0,
+        );
       await until(async () => (await pendingLeft()) === 0, "the last outcomes to be recorded").catch(() => undefined);
-      const failed = await db("integrator.webhook_deliveries").where({ tenant_id: tenant.id }).whereNot({ status: "delivered" }).count<{ count: number }[]>("* as count");
+      const failed = await db("integrator.webhook_deliveries")
+        .where({ tenant_id: tenant.id })
+        .whereNot({ status: "delivered" })
+        .count<{ count: number }[]>("* as count");
       if (Number(failed[0]?.count ?? 0) > 0) {
-        const reasons = await db("integrator.webhook_deliveries").where({ tenant_id: tenant.id }).whereNot({ status: "delivered" }).select("status", "attempts", "error_message");
-        process.stderr.write(`warning: ${failed[0]?.count} deliveries at fan-out ${fanOut} are not delivered: ${JSON.stringify(reasons)}\n`);
+        const reasons = await db("integrator.webhook_deliveries")
+          .where({ tenant_id: tenant.id })
+          .whereNot({ status: "delivered" })
+          .select("status", "attempts", "error_message");
+        process.stderr.write(
+          `warning: ${failed[0]?.count} deliveries at fan-out ${fanOut} are not delivered: ${JSON.stringify(reasons)}\n`,
+        );
       }
-      const retried = await db("integrator.webhook_deliveries").where({ tenant_id: tenant.id }).where("attempts", ">", 1).select("status", "attempts", "error_message");
-      if (retried.length > 0) process.stderr.write(`note: ${retried.length} deliveries needed more than one attempt: ${JSON.stringify(retried.slice(0, 5))}\n`);
+      const retried = await db("integrator.webhook_deliveries")
+        .where({ tenant_id: tenant.id })
+        .where("attempts", ">", 1)
+        .select("status", "attempts", "error_message");
+      if (retried.length > 0)
+        process.stderr.write(
+          `note: ${retried.length} deliveries needed more than one attempt: ${JSON.stringify(retried.slice(0, 5))}\n`,
+        );
       rows.push({ fanOut, events, deliveries: events * fanOut, perSecond, burst, paced, pacedEvents });
       process.stderr.write(`fan-out ${fanOut}: ${perSecond.toFixed(0)} deliveries/s\n`);
     }
@@ -192,12 +228,16 @@ async function main(): Promise<void> {
       "",
       "| Matching subscriptions per event | Events | Deliveries | Deliveries/s | Burst latency p50 | Burst latency p99 | One event at a time: p50 | One event at a time: p99 |",
       "|---:|---:|---:|---:|---:|---:|---:|---:|",
-      ...rows.map((row) =>
-        `| ${row.fanOut} | ${row.events} | ${row.deliveries} | ${row.perSecond.toFixed(0)} | ${ms(percentile(row.burst, 50))} | ${ms(percentile(row.burst, 99))} | ${ms(percentile(row.paced, 50))} | ${ms(percentile(row.paced, 99))} (${row.pacedEvents} events) |`,
+      ...rows.map(
+        (row) =>
+          `| ${row.fanOut} | ${row.events} | ${row.deliveries} | ${row.perSecond.toFixed(0)} | ${ms(percentile(row.burst, 50))} | ${ms(percentile(row.burst, 99))} | ${ms(percentile(row.paced, 50))} | ${ms(percentile(row.paced, 99))} (${row.pacedEvents} events) |`,
       ),
       "",
       `graphile-worker no-op jobs, same worker and run: ${noopPerSecond.toFixed(0)} jobs/s (${NOOP_JOBS} jobs queued at once).`,
-      `The benchmark process (worker, receiver and emitters) used ${(busy * 100).toFixed(0)}% of one CPU during the webhook runs; load average at the end: ${os.loadavg().map((load) => load.toFixed(2)).join(", ")}.`,
+      `The benchmark process (worker, receiver and emitters) used ${(busy * 100).toFixed(0)}% of one CPU during the webhook runs; load average at the end: ${os
+        .loadavg()
+        .map((load) => load.toFixed(2))
+        .join(", ")}.`,
     ];
     process.stdout.write(`${lines.join("\n")}\n`);
   } finally {

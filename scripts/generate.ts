@@ -23,9 +23,11 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 function readDocument(text: string): Record<string, unknown> {
   const parsed = YAML.parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   const problems = [...parsed.errors, ...parsed.warnings];
-  if (problems.length > 0) throw new Error(`${SOURCE} is not valid YAML:\n${problems.map((problem) => problem.message).join("\n")}`);
+  if (problems.length > 0)
+    throw new Error(`${SOURCE} is not valid YAML:\n${problems.map((problem) => problem.message).join("\n")}`);
   const document: unknown = parsed.toJS({ maxAliasCount: -1 });
-  if (!isRecord(document) || document.openapi !== "3.1.0") throw new Error(`${SOURCE} must be an OpenAPI 3.1.0 document`);
+  if (!isRecord(document) || document.openapi !== "3.1.0")
+    throw new Error(`${SOURCE} must be an OpenAPI 3.1.0 document`);
   return document;
 }
 
@@ -52,7 +54,8 @@ function checkReferences(document: Record<string, unknown>): void {
     for (const [key, value] of Object.entries(node)) visit(value, `${at}/${key}`);
   };
   visit(document, "#");
-  if (unresolved.length > 0) throw new Error(`${SOURCE} has $refs that are not local or do not resolve:\n${unresolved.join("\n")}`);
+  if (unresolved.length > 0)
+    throw new Error(`${SOURCE} has $refs that are not local or do not resolve:\n${unresolved.join("\n")}`);
 }
 
 async function render(): Promise<Map<string, string>> {

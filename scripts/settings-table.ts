@@ -4,7 +4,8 @@ import { SETTINGS } from "../server/config.ts";
 
 export function settingsTable(): string {
   const rows = Object.entries(SETTINGS).map(([name, spec]) => {
-    const fallback = spec.fallback === undefined ? "" : spec.fallback.length > 40 ? "(see description)" : `\`${spec.fallback}\``;
+    const fallback =
+      spec.fallback === undefined ? "" : spec.fallback.length > 40 ? "(see description)" : `\`${spec.fallback}\``;
     return `| \`${name}\` | ${fallback} | ${spec.description.replace(/\|/g, "\\|")} |`;
   });
   return ["| Variable | Default | Meaning |", "|---|---|---|", ...rows].join("\n");

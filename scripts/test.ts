@@ -26,7 +26,15 @@ async function main(): Promise<number> {
   await db.destroy();
 
   const tapArgs = process.argv.slice(2);
-  const tapBin = path.join(path.dirname(new URL(import.meta.url).pathname), "..", "node_modules", "tap", "dist", "esm", "run.mjs");
+  const tapBin = path.join(
+    path.dirname(new URL(import.meta.url).pathname),
+    "..",
+    "node_modules",
+    "tap",
+    "dist",
+    "esm",
+    "run.mjs",
+  );
   const output: string[] = [];
   const code = await new Promise<number>((resolve) => {
     const child = spawn(process.execPath, [tapBin, ...tapArgs], {
@@ -41,7 +49,10 @@ async function main(): Promise<number> {
   });
 
   const cleanup = new pg.Client({ connectionString: adminUrl });
-  await cleanup.connect().then(() => cleanup.query(`drop database if exists ${TEMPLATE}`)).catch(() => undefined);
+  await cleanup
+    .connect()
+    .then(() => cleanup.query(`drop database if exists ${TEMPLATE}`))
+    .catch(() => undefined);
   await cleanup.end().catch(() => undefined);
   await postgres.stop();
 

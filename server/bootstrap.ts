@@ -10,7 +10,9 @@ import type { Services } from "./services.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { migrateWorkerSchema } from "../worker/runner.ts";
 
-export const VERSION: string = (JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
+export const VERSION: string = (
+  JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }
+).version;
 
 export interface DatabaseHandle {
   url: string;
@@ -19,10 +21,17 @@ export interface DatabaseHandle {
   close(): Promise<void>;
 }
 
-export async function openDatabase(config: Config, options: { applicationName?: string; onLog?: (line: string) => void } = {}): Promise<DatabaseHandle> {
+export async function openDatabase(
+  config: Config,
+  options: { applicationName?: string; onLog?: (line: string) => void } = {},
+): Promise<DatabaseHandle> {
   const embedded = config.databaseUrl
     ? undefined
-    : await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPgPort, ...(options.onLog ? { onLog: options.onLog } : {}) });
+    : await startEmbeddedPostgres({
+        dataDir: config.dataDir,
+        port: config.embeddedPgPort,
+        ...(options.onLog ? { onLog: options.onLog } : {}),
+      });
   const url = config.databaseUrl ?? (embedded as EmbeddedServer).url;
   const db = createDatabase(url, config.dbPoolMax, options.applicationName);
   return {
@@ -50,7 +59,11 @@ export async function migrateAll(db: Database, url: string): Promise<void> {
   }
 }
 
-export async function buildServices(config: Config, db: Database, logger: Logger = createLogger({ level: config.logLevel })): Promise<Services> {
+export async function buildServices(
+  config: Config,
+  db: Database,
+  logger: Logger = createLogger({ level: config.logLevel }),
+): Promise<Services> {
   const box = createSecretBox(loadEncryptionKey(config.encryptionKey, config.dataDir));
   const tokens = await createTokenService(db, box, config);
   return { config, db, box, tokens, version: VERSION, logger };

@@ -13,9 +13,11 @@ const text: Parser<string> = (raw) => raw;
 
 function integer(min: number, max: number): Parser<number> {
   return (raw, name) => {
-    if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+    if (!/^-?\d+$/.test(raw.trim()))
+      throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
     const value = Number(raw.trim());
-    if (value < min || value > max) throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got ${value}`);
+    if (value < min || value > max)
+      throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got ${value}`);
     return value;
   };
 }
@@ -23,7 +25,8 @@ function integer(min: number, max: number): Parser<number> {
 function decimal(min: number, max: number): Parser<number> {
   return (raw, name) => {
     const value = Number(raw.trim());
-    if (!/^\d+(\.\d+)?$/.test(raw.trim()) || value < min || value > max) throw new ConfigError(`${name} must be a number from ${min} to ${max}, got "${raw}"`);
+    if (!/^\d+(\.\d+)?$/.test(raw.trim()) || value < min || value > max)
+      throw new ConfigError(`${name} must be a number from ${min} to ${max}, got "${raw}"`);
     return value;
   };
 }
@@ -79,7 +82,8 @@ const resolveMap: Parser<Record<string, string>> = (raw, name) => {
 };
 
 const nodeEnv: Parser<string> = (raw, name) => {
-  if (!["development", "production", "test"].includes(raw)) throw new ConfigError(`${name} must be development, production or test, got "${raw}"`);
+  if (!["development", "production", "test"].includes(raw))
+    throw new ConfigError(`${name} must be development, production or test, got "${raw}"`);
   return raw;
 };
 
@@ -94,16 +98,22 @@ const trustProxy: Parser<boolean | number | string[]> = (raw, name) => {
   if (["false", "no", "off", "0"].includes(value)) return false;
   if (/^\d+$/.test(value)) {
     const hops = Number(value);
-    if (hops > 10) throw new ConfigError(`${name} must be false, a hop count from 1 to 10, or addresses and CIDR ranges, got "${raw}"`);
+    if (hops > 10)
+      throw new ConfigError(
+        `${name} must be false, a hop count from 1 to 10, or addresses and CIDR ranges, got "${raw}"`,
+      );
     return hops;
   }
   const entries = list(raw, name);
   for (const entry of entries) {
     if (["loopback", "linklocal", "uniquelocal"].includes(entry)) continue;
     const [address, bits, extra] = entry.split("/");
-    const validBits = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (isIP(address ?? "") === 6 ? 128 : 32));
+    const validBits =
+      bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (isIP(address ?? "") === 6 ? 128 : 32));
     if (!address || isIP(address) === 0 || !validBits || extra !== undefined) {
-      throw new ConfigError(`${name} must be false, a hop count from 1 to 10, or addresses and CIDR ranges (or loopback, linklocal, uniquelocal), got "${entry}"`);
+      throw new ConfigError(
+        `${name} must be false, a hop count from 1 to 10, or addresses and CIDR ranges (or loopback, linklocal, uniquelocal), got "${entry}"`,
+      );
     }
   }
   return entries;
@@ -123,7 +133,11 @@ interface Setting<T> {
   description: string;
 }
 
-function setting<T, F extends string | undefined>(parse: Parser<T>, fallback: F, description: string): Setting<T> & { fallback: F } {
+function setting<T, F extends string | undefined>(
+  parse: Parser<T>,
+  fallback: F,
+  description: string,
+): Setting<T> & { fallback: F } {
   return { parse, fallback, description } as Setting<T> & { fallback: F };
 }
 
@@ -147,56 +161,158 @@ export const DEFAULT_MIME_TYPES = [
 
 /** Every environment variable the service reads. */
 export const SETTINGS = {
-  NODE_ENV: setting(nodeEnv, "development", "development, production or test. production refuses the demo seed and the generated encryption key, and serves no API description."),
+  NODE_ENV: setting(
+    nodeEnv,
+    "development",
+    "development, production or test. production refuses the demo seed and the generated encryption key, and serves no API description.",
+  ),
   PORT: setting(integer(0, 65535), "8080", "HTTP port of the API."),
-  PUBLIC_BASE_URL: setting(url, undefined, "Public base URL: the token issuer and the base of generated links. Default http://localhost:$PORT."),
-  DATABASE_URL: setting(postgresUrl, undefined, "PostgreSQL 14+ connection URL. Unset: an embedded PostgreSQL is started with its data under DATA_DIR."),
+  PUBLIC_BASE_URL: setting(
+    url,
+    undefined,
+    "Public base URL: the token issuer and the base of generated links. Default http://localhost:$PORT.",
+  ),
+  DATABASE_URL: setting(
+    postgresUrl,
+    undefined,
+    "PostgreSQL 14+ connection URL. Unset: an embedded PostgreSQL is started with its data under DATA_DIR.",
+  ),
   DATA_DIR: setting(text, ".data", "Directory for the embedded PostgreSQL and the generated encryption key."),
   EMBEDDED_PG_PORT: setting(integer(1, 65535), "54329", "Port of the embedded PostgreSQL (loopback only)."),
   DB_POOL_MAX: setting(integer(1, 500), "10", "Largest number of connections in the API's database pool."),
-  ENCRYPTION_KEY: setting(encryptionKey, undefined, "32-byte key (64 hex characters or base64) for secrets at rest. Required in production; otherwise generated into DATA_DIR when unset."),
+  ENCRYPTION_KEY: setting(
+    encryptionKey,
+    undefined,
+    "32-byte key (64 hex characters or base64) for secrets at rest. Required in production; otherwise generated into DATA_DIR when unset.",
+  ),
   LOG_LEVEL: setting(logLevel, "info", "fatal, error, warn, info, debug, trace or silent."),
   ACCESS_TOKEN_TTL_SECONDS: setting(integer(60, 86400), "900", "Lifetime of tokens issued by POST /token."),
-  AUTH_AUDIENCE_SELF: setting(text, "integrator-api", "Audience of the tokens this service issues and accepts from itself."),
+  AUTH_AUDIENCE_SELF: setting(
+    text,
+    "integrator-api",
+    "Audience of the tokens this service issues and accepts from itself.",
+  ),
   AUTH_JWKS_URL: setting(url, undefined, "JWKS URL of an external identity provider whose tokens are also accepted."),
-  AUTH_ISSUER: setting(text, undefined, "Issuer (iss) of the external identity provider's tokens. Required with AUTH_JWKS_URL."),
+  AUTH_ISSUER: setting(
+    text,
+    undefined,
+    "Issuer (iss) of the external identity provider's tokens. Required with AUTH_JWKS_URL.",
+  ),
   AUTH_AUDIENCE: setting(text, undefined, "Audience (aud) the external identity provider's tokens must carry."),
-  AUTH_TENANT_CLAIM: setting(text, "tenant_id", "Claim of an external token holding the tenant id (dotted paths allowed)."),
-  AUTH_ROLES_CLAIM: setting(text, "roles", "Claim of an external token holding the roles array (dotted paths allowed, e.g. realm_access.roles)."),
-  API_IDEMPOTENCY_TTL_HOURS: setting(decimal(0.0001, 24 * 365), "24", "Hours an Idempotency-Key is remembered (fractions allowed)."),
-  INTAKE_ALLOWED_MIME_TYPES: setting(list, DEFAULT_MIME_TYPES.join(","), "Comma-separated MIME types intake accepts; others are rejected per item."),
-  INTAKE_MAX_FILE_SIZE_BYTES: setting(integer(1, Number.MAX_SAFE_INTEGER), String(100 * 1024 * 1024), "Largest file_size intake accepts; larger items are rejected per item."),
+  AUTH_TENANT_CLAIM: setting(
+    text,
+    "tenant_id",
+    "Claim of an external token holding the tenant id (dotted paths allowed).",
+  ),
+  AUTH_ROLES_CLAIM: setting(
+    text,
+    "roles",
+    "Claim of an external token holding the roles array (dotted paths allowed, e.g. realm_access.roles).",
+  ),
+  API_IDEMPOTENCY_TTL_HOURS: setting(
+    decimal(0.0001, 24 * 365),
+    "24",
+    "Hours an Idempotency-Key is remembered (fractions allowed).",
+  ),
+  INTAKE_ALLOWED_MIME_TYPES: setting(
+    list,
+    DEFAULT_MIME_TYPES.join(","),
+    "Comma-separated MIME types intake accepts; others are rejected per item.",
+  ),
+  INTAKE_MAX_FILE_SIZE_BYTES: setting(
+    integer(1, Number.MAX_SAFE_INTEGER),
+    String(100 * 1024 * 1024),
+    "Largest file_size intake accepts; larger items are rejected per item.",
+  ),
   MAX_DELIVERY_ATTEMPTS: setting(integer(1, 25), "3", "Attempts per webhook delivery before it is failed."),
-  WEBHOOK_RETRY_BASE_SECONDS: setting(integer(0, 86400), "10", "Delay before the first retry; retry n waits base x 6^(n-1), capped at 10 hours."),
+  WEBHOOK_RETRY_BASE_SECONDS: setting(
+    integer(0, 86400),
+    "10",
+    "Delay before the first retry; retry n waits base x 6^(n-1), capped at 10 hours.",
+  ),
   WEBHOOK_TIMEOUT_MS: setting(integer(100, 120000), "10000", "Timeout of one webhook delivery attempt."),
-  WEBHOOK_ALLOW_PRIVATE_TARGETS: setting(boolean, "false", "Tests only: let deliveries connect to private and loopback addresses."),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: setting(
+    boolean,
+    "false",
+    "Tests only: let deliveries connect to private and loopback addresses.",
+  ),
   WEBHOOK_RESOLVE: setting(resolveMap, undefined, "Tests only: fixed DNS answers for deliveries, host=ip,host2=ip."),
   WEBHOOK_CA_FILE: setting(text, undefined, "Tests only: PEM file of an extra CA trusted for deliveries."),
   WORKER_CONCURRENCY: setting(integer(1, 100), "5", "Jobs the worker runs at once."),
-  HEALTH_WORKER_STALE_SECONDS: setting(integer(5, 86400), "60", "A worker not seen for this long makes health degraded."),
+  HEALTH_WORKER_STALE_SECONDS: setting(
+    integer(5, 86400),
+    "60",
+    "A worker not seen for this long makes health degraded.",
+  ),
   HEALTH_QUEUE_LAG_SECONDS: setting(integer(5, 86400), "300", "A due job waiting this long makes health degraded."),
-  RATE_LIMIT_PER_MINUTE: setting(integer(1, 1_000_000), "600", "Requests per minute per principal (token subject and tenant) on protected routes."),
+  RATE_LIMIT_PER_MINUTE: setting(
+    integer(1, 1_000_000),
+    "600",
+    "Requests per minute per principal (token subject and tenant) on protected routes.",
+  ),
   RATE_LIMIT_ANON_PER_MINUTE: setting(
     integer(1, 1_000_000),
     "120",
     "Requests per minute per client address on open routes (token, callbacks, JWKS, unknown routes) and for requests to protected routes answered 401 or 403.",
   ),
-  RATE_LIMIT_PROBE_PER_MINUTE: setting(integer(1, 1_000_000), "600", "Requests per minute per client address to /v1/health and /v1/readyz, counted apart from the other open routes."),
-  RATE_LIMIT_STORE: setting(rateLimitStore, "memory", "memory (per process) or postgres (counters in integrator.rate_limits, shared by every replica)."),
-  TRUST_PROXY: setting(trustProxy, "false", "Proxies whose X-Forwarded-For names the client address: false, a hop count, or addresses and CIDR ranges (express trust proxy)."),
-  LOAD_SHED_EVENT_LOOP_DELAY_MS: setting(integer(0, 60_000), "500", "Event-loop delay above which new requests (probes excepted) are refused with 503; 0 turns this check off."),
-  LOAD_SHED_DB_PENDING_ACQUIRES: setting(integer(0, 100_000), "50", "Requests waiting for a database connection above which new requests (probes excepted) are refused with 503; 0 turns this check off."),
-  METRICS_PORT: setting(integer(0, 65535), "0", "Port of the Prometheus /metrics endpoint (its own HTTP server); 0 disables it."),
-  METRICS_HOST: setting(text, "127.0.0.1", "Address the /metrics server listens on; it has no authentication, so loopback unless a scraper elsewhere needs it (e.g. 0.0.0.0 in a container)."),
-  SHUTDOWN_TIMEOUT_MS: setting(integer(0, 600_000), "25000", "On SIGTERM or SIGINT, how long in-flight requests and jobs may take to finish before they are cut off."),
-  VALIDATE_RESPONSES: setting(boolean, undefined, "Validate every response against the document (default true when NODE_ENV=test)."),
-  SEED_DEMO: setting(boolean, "true", "Seed a demo tenant on the first start of an empty embedded database (never in production)."),
+  RATE_LIMIT_PROBE_PER_MINUTE: setting(
+    integer(1, 1_000_000),
+    "600",
+    "Requests per minute per client address to /v1/health and /v1/readyz, counted apart from the other open routes.",
+  ),
+  RATE_LIMIT_STORE: setting(
+    rateLimitStore,
+    "memory",
+    "memory (per process) or postgres (counters in integrator.rate_limits, shared by every replica).",
+  ),
+  TRUST_PROXY: setting(
+    trustProxy,
+    "false",
+    "Proxies whose X-Forwarded-For names the client address: false, a hop count, or addresses and CIDR ranges (express trust proxy).",
+  ),
+  LOAD_SHED_EVENT_LOOP_DELAY_MS: setting(
+    integer(0, 60_000),
+    "500",
+    "Event-loop delay above which new requests (probes excepted) are refused with 503; 0 turns this check off.",
+  ),
+  LOAD_SHED_DB_PENDING_ACQUIRES: setting(
+    integer(0, 100_000),
+    "50",
+    "Requests waiting for a database connection above which new requests (probes excepted) are refused with 503; 0 turns this check off.",
+  ),
+  METRICS_PORT: setting(
+    integer(0, 65535),
+    "0",
+    "Port of the Prometheus /metrics endpoint (its own HTTP server); 0 disables it.",
+  ),
+  METRICS_HOST: setting(
+    text,
+    "127.0.0.1",
+    "Address the /metrics server listens on; it has no authentication, so loopback unless a scraper elsewhere needs it (e.g. 0.0.0.0 in a container).",
+  ),
+  SHUTDOWN_TIMEOUT_MS: setting(
+    integer(0, 600_000),
+    "25000",
+    "On SIGTERM or SIGINT, how long in-flight requests and jobs may take to finish before they are cut off.",
+  ),
+  VALIDATE_RESPONSES: setting(
+    boolean,
+    undefined,
+    "Validate every response against the document (default true when NODE_ENV=test).",
+  ),
+  SEED_DEMO: setting(
+    boolean,
+    "true",
+    "Seed a demo tenant on the first start of an empty embedded database (never in production).",
+  ),
 } satisfies Record<string, Setting<unknown>>;
 
 type Settings = typeof SETTINGS;
 type ValueOf<S> = S extends Setting<infer T> ? T : never;
 type Parsed = {
-  [K in keyof Settings]: Settings[K] extends { fallback: string } ? ValueOf<Settings[K]> : ValueOf<Settings[K]> | undefined;
+  [K in keyof Settings]: Settings[K] extends { fallback: string }
+    ? ValueOf<Settings[K]>
+    : ValueOf<Settings[K]> | undefined;
 };
 
 export interface Config {
@@ -212,7 +328,9 @@ export interface Config {
   logLevel: string;
   accessTokenTtlSeconds: number;
   selfAudience: string;
-  externalAuth: { jwksUrl: string; issuer: string; audience: string | undefined; tenantClaim: string; rolesClaim: string } | undefined;
+  externalAuth:
+    | { jwksUrl: string; issuer: string; audience: string | undefined; tenantClaim: string; rolesClaim: string }
+    | undefined;
   idempotencyTtlHours: number;
   intake: { allowedMimeTypes: string[]; maxFileSizeBytes: number };
   webhooks: {
@@ -248,7 +366,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (v.AUTH_JWKS_URL && !v.AUTH_ISSUER) throw new ConfigError("AUTH_ISSUER is required when AUTH_JWKS_URL is set");
   if (isProduction && !v.ENCRYPTION_KEY) throw new ConfigError("ENCRYPTION_KEY is required when NODE_ENV=production");
   if (isProduction && (v.WEBHOOK_ALLOW_PRIVATE_TARGETS || v.WEBHOOK_RESOLVE || v.WEBHOOK_CA_FILE)) {
-    throw new ConfigError("WEBHOOK_ALLOW_PRIVATE_TARGETS, WEBHOOK_RESOLVE and WEBHOOK_CA_FILE are for tests and refused when NODE_ENV=production");
+    throw new ConfigError(
+      "WEBHOOK_ALLOW_PRIVATE_TARGETS, WEBHOOK_RESOLVE and WEBHOOK_CA_FILE are for tests and refused when NODE_ENV=production",
+    );
   }
   return {
     nodeEnv: v.NODE_ENV,
@@ -273,7 +393,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         }
       : undefined,
     idempotencyTtlHours: v.API_IDEMPOTENCY_TTL_HOURS,
-    intake: { allowedMimeTypes: v.INTAKE_ALLOWED_MIME_TYPES.map((type) => type.toLowerCase()), maxFileSizeBytes: v.INTAKE_MAX_FILE_SIZE_BYTES },
+    intake: {
+      allowedMimeTypes: v.INTAKE_ALLOWED_MIME_TYPES.map((type) => type.toLowerCase()),
+      maxFileSizeBytes: v.INTAKE_MAX_FILE_SIZE_BYTES,
+    },
     webhooks: {
       maxAttempts: v.MAX_DELIVERY_ATTEMPTS,
       retryBaseSeconds: v.WEBHOOK_RETRY_BASE_SECONDS,
@@ -291,7 +414,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       store: v.RATE_LIMIT_STORE,
     },
     trustProxy: v.TRUST_PROXY,
-    loadShedding: { eventLoopDelayMs: v.LOAD_SHED_EVENT_LOOP_DELAY_MS, dbPendingAcquires: v.LOAD_SHED_DB_PENDING_ACQUIRES },
+    loadShedding: {
+      eventLoopDelayMs: v.LOAD_SHED_EVENT_LOOP_DELAY_MS,
+      dbPendingAcquires: v.LOAD_SHED_DB_PENDING_ACQUIRES,
+    },
     metricsPort: v.METRICS_PORT,
     metricsHost: v.METRICS_HOST,
     shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS,

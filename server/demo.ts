@@ -18,7 +18,17 @@ export async function seedDemoTenant(services: Services): Promise<{ username: st
 export async function demoCurlLine(services: Services, baseUrl: string): Promise<string | undefined> {
   const user = await findUserByUsername(services.db, DEMO_USERNAME);
   if (!user) return undefined;
-  const { token } = await services.tokens.issue({ subject: user.id, tenantId: user.tenant_id, roles: user.roles, expiresInSeconds: 86400 });
-  const body = JSON.stringify({ filename: "contract.pdf", file_size: 48213, mime_type: "application/pdf", external_reference: "demo-1" });
+  const { token } = await services.tokens.issue({
+    subject: user.id,
+    tenantId: user.tenant_id,
+    roles: user.roles,
+    expiresInSeconds: 86400,
+  });
+  const body = JSON.stringify({
+    filename: "contract.pdf",
+    file_size: 48213,
+    mime_type: "application/pdf",
+    external_reference: "demo-1",
+  });
   return `curl -s -X POST ${baseUrl}/v1/intake/submit -H 'Authorization: Bearer ${token}' -H 'Content-Type: application/json' -d '${body}'`;
 }

@@ -27,7 +27,8 @@ interface Visit {
 // depth² (100 000 levels took minutes).
 function pathOf(visit: Visit, root: (string | number)[]): (string | number)[] {
   const keys: (string | number)[] = [];
-  for (let current: Visit | undefined = visit; current?.key !== undefined; current = current.parent) keys.push(current.key);
+  for (let current: Visit | undefined = visit; current?.key !== undefined; current = current.parent)
+    keys.push(current.key);
   return [...root, ...keys.reverse()];
 }
 
@@ -41,7 +42,8 @@ export function unstorableTextPaths(value: unknown, root: (string | number)[], l
     if (typeof current === "string") {
       if (UNSTORABLE.test(current)) found.push(pathOf(visit, root));
     } else if (Array.isArray(current)) {
-      for (let index = current.length - 1; index >= 0; index--) stack.push({ value: current[index], parent: visit, key: index });
+      for (let index = current.length - 1; index >= 0; index--)
+        stack.push({ value: current[index], parent: visit, key: index });
     } else if (current !== null && typeof current === "object") {
       for (const [key, child] of Object.entries(current as Record<string, unknown>)) {
         if (UNSTORABLE.test(key)) found.push(pathOf({ value: child, parent: visit, key }, root));

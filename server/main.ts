@@ -9,7 +9,8 @@ import { createLogger } from "./logger.ts";
 function parseRole(argv: string[]): Role {
   const flag = argv.find((arg) => arg.startsWith("--role="));
   const role = flag ? flag.slice("--role=".length) : "all";
-  if (role !== "all" && role !== "api" && role !== "worker") throw new ConfigError(`--role must be all, api or worker, got "${role}"`);
+  if (role !== "all" && role !== "api" && role !== "worker")
+    throw new ConfigError(`--role must be all, api or worker, got "${role}"`);
   return role;
 }
 
@@ -69,16 +70,23 @@ async function main(): Promise<void> {
   const { services, database, port } = running;
   const databaseKind = database.embedded ? "embedded" : "DATABASE_URL";
   if (port !== undefined) {
-    logger.info({ role, port, metrics_port: running.metricsPort, database: databaseKind, version: services.version }, `Integrator API ${services.version} listening on http://localhost:${port}`);
+    logger.info(
+      { role, port, metrics_port: running.metricsPort, database: databaseKind, version: services.version },
+      `Integrator API ${services.version} listening on http://localhost:${port}`,
+    );
     if (database.embedded && config.seedDemo && !signalled) {
       const seeded = await seedDemoTenant(services);
       // The demo hints are for a person at a terminal: plain text, not log lines.
-      if (seeded) process.stdout.write(`Seeded a demo tenant. Demo user: ${seeded.username} / ${seeded.password} (shown once)\n`);
+      if (seeded)
+        process.stdout.write(`Seeded a demo tenant. Demo user: ${seeded.username} / ${seeded.password} (shown once)\n`);
       const curl = await demoCurlLine(services, `http://localhost:${port}`);
       if (curl) process.stdout.write(`Try it:\n${curl}\n`);
     }
   } else {
-    logger.info({ role, metrics_port: running.metricsPort, database: databaseKind, version: services.version }, `Integrator worker ${services.version} running`);
+    logger.info(
+      { role, metrics_port: running.metricsPort, database: databaseKind, version: services.version },
+      `Integrator worker ${services.version} running`,
+    );
   }
   if (signalled) stopAndExit(running, signalled);
 }

@@ -42,7 +42,8 @@ const deliveryOutcomes = new Counter({
 for (const outcome of ["delivered", "retrying", "failed"] as const) deliveryOutcomes.inc({ outcome }, 0);
 
 for (const reason of ["event_loop_delay", "db_pool_pending"] as const) shedRequests.inc({ reason }, 0);
-for (const scope of ["principal", "address", "unauthenticated", "probe"] as const) rateLimitedRequests.inc({ scope }, 0);
+for (const scope of ["principal", "address", "unauthenticated", "probe"] as const)
+  rateLimitedRequests.inc({ scope }, 0);
 
 export function observeRequest(operationId: string, method: string, status: number | "aborted", seconds: number): void {
   requestDuration.observe({ operation_id: operationId, method, status: String(status) }, seconds);
@@ -126,7 +127,9 @@ function scrapeRegistry(services: Services): { registry: Registry; refresh(): Pr
         `);
         const result = await Promise.race([
           query,
-          new Promise<never>((_, reject) => setTimeout(() => reject(new Error("job queue query timed out")), SCRAPE_QUERY_TIMEOUT_MS).unref()),
+          new Promise<never>((_, reject) =>
+            setTimeout(() => reject(new Error("job queue query timed out")), SCRAPE_QUERY_TIMEOUT_MS).unref(),
+          ),
         ]);
         const row = result.rows[0];
         if (!row) throw new Error("job queue query returned no row");
@@ -149,7 +152,10 @@ export interface MetricsServer {
 let defaultMetricsStarted = false;
 
 /** Serves GET /metrics (Prometheus text format) on its own port; port 0 picks a free one. */
-export async function startMetricsServer(services: Services, options: { port: number; host?: string }): Promise<MetricsServer> {
+export async function startMetricsServer(
+  services: Services,
+  options: { port: number; host?: string },
+): Promise<MetricsServer> {
   if (!defaultMetricsStarted) {
     collectDefaultMetrics({ register: processRegistry });
     defaultMetricsStarted = true;

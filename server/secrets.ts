@@ -32,11 +32,17 @@ export function createSecretBox(key: Buffer): SecretBox {
       const iv = randomBytes(12);
       const cipher = createCipheriv("aes-256-gcm", key, iv);
       const ciphertext = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()]);
-      return ["v1", iv.toString("base64url"), cipher.getAuthTag().toString("base64url"), ciphertext.toString("base64url")].join(".");
+      return [
+        "v1",
+        iv.toString("base64url"),
+        cipher.getAuthTag().toString("base64url"),
+        ciphertext.toString("base64url"),
+      ].join(".");
     },
     open(sealed) {
       const [version, iv, tag, ciphertext] = sealed.split(".");
-      if (version !== "v1" || !iv || !tag || ciphertext === undefined) throw new Error("Sealed secret has an unknown format");
+      if (version !== "v1" || !iv || !tag || ciphertext === undefined)
+        throw new Error("Sealed secret has an unknown format");
       const decipher = createDecipheriv("aes-256-gcm", key, Buffer.from(iv, "base64url"));
       decipher.setAuthTag(Buffer.from(tag, "base64url"));
       return Buffer.concat([decipher.update(Buffer.from(ciphertext, "base64url")), decipher.final()]).toString("utf8");

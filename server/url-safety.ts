@@ -102,8 +102,7 @@ export function parseIpLiteral(host: string): string | undefined {
 }
 
 export type UrlVerdict =
-  | { ok: true; url: URL; host: string; port: number }
-  | { ok: false; rule: string; message: string };
+  { ok: true; url: URL; host: string; port: number } | { ok: false; rule: string; message: string };
 
 function reject(rule: string, message: string): UrlVerdict {
   return { ok: false, rule, message };

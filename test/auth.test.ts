@@ -30,12 +30,19 @@ t.test("bearer tokens", async (t) => {
   });
 
   t.test("a non-Bearer authorization scheme is 401", async (t) => {
-    const res = await server.request(PROTECTED, { headers: { Authorization: `Basic ${Buffer.from("a:b").toString("base64")}` } });
+    const res = await server.request(PROTECTED, {
+      headers: { Authorization: `Basic ${Buffer.from("a:b").toString("base64")}` },
+    });
     t.equal(res.status, 401);
   });
 
   t.test("an expired token is 401", async (t) => {
-    const { token } = await server.services.tokens.issue({ subject: "s", tenantId: tenant.tenantId, roles: ["client_admin"], expiresInSeconds: -120 });
+    const { token } = await server.services.tokens.issue({
+      subject: "s",
+      tenantId: tenant.tenantId,
+      roles: ["client_admin"],
+      expiresInSeconds: -120,
+    });
     const res = await server.request(PROTECTED, { token });
     t.equal(res.status, 401);
   });
@@ -56,7 +63,12 @@ t.test("bearer tokens", async (t) => {
   });
 
   t.test("a token for another audience is 401", async (t) => {
-    const { token } = await server.services.tokens.issue({ subject: "s", tenantId: tenant.tenantId, roles: ["client_admin"], audience: "some-partner" });
+    const { token } = await server.services.tokens.issue({
+      subject: "s",
+      tenantId: tenant.tenantId,
+      roles: ["client_admin"],
+      audience: "some-partner",
+    });
     t.equal((await server.request(PROTECTED, { token })).status, 401);
   });
 
@@ -94,7 +106,11 @@ t.test("POST /token", async (t) => {
   const user = await createTestUser(server.services, tenant.tenantId, ["client_admin"]);
   const client = await createClient(server.services.db, { tenantId: tenant.tenantId, roles: ["client_admin"] });
   const form = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
-    server.request("/token", { method: "POST", body: new URLSearchParams(fields).toString(), headers: { "Content-Type": "application/x-www-form-urlencoded", ...headers } });
+    server.request("/token", {
+      method: "POST",
+      body: new URLSearchParams(fields).toString(),
+      headers: { "Content-Type": "application/x-www-form-urlencoded", ...headers },
+    });
 
   t.test("the password grant issues a bearer token that the API accepts", async (t) => {
     const res = await form({ grant_type: "password", username: user.username, password: user.password });
@@ -135,7 +151,11 @@ t.test("POST /token", async (t) => {
   });
 
   t.test("client_credentials with the secret in the form issues a token", async (t) => {
-    const res = await form({ grant_type: "client_credentials", client_id: client.client_id, client_secret: client.client_secret });
+    const res = await form({
+      grant_type: "client_credentials",
+      client_id: client.client_id,
+      client_secret: client.client_secret,
+    });
     t.equal(res.status, 200);
     const principal = await server.services.tokens.verify((await res.json()).access_token);
     t.equal(principal.subject, client.client_id);
@@ -159,13 +179,20 @@ t.test("POST /token", async (t) => {
 
   t.test("client credentials in both the form and Basic is 400 invalid_request", async (t) => {
     const basic = Buffer.from(`${client.client_id}:${client.client_secret}`).toString("base64");
-    const res = await form({ grant_type: "client_credentials", client_id: client.client_id, client_secret: client.client_secret }, { Authorization: `Basic ${basic}` });
+    const res = await form(
+      { grant_type: "client_credentials", client_id: client.client_id, client_secret: client.client_secret },
+      { Authorization: `Basic ${basic}` },
+    );
     t.equal(res.status, 400);
     t.equal((await res.json()).error, "invalid_request");
   });
 
   t.test("a repeated form field is 400 invalid_request, not a validation list", async (t) => {
-    const res = await server.request("/token", { method: "POST", body: "grant_type=password&grant_type=client_credentials", headers: { "Content-Type": "application/x-www-form-urlencoded" } });
+    const res = await server.request("/token", {
+      method: "POST",
+      body: "grant_type=password&grant_type=client_credentials",
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+    });
     t.equal(res.status, 400);
     t.equal((await res.json()).error, "invalid_request");
   });
@@ -181,7 +208,10 @@ t.test("GET /.well-known/jwks.json lets anyone verify the service's tokens", asy
   const server = await startTestServer(t);
   const tenant = await createTestTenant(server.services);
   const keys = createRemoteJWKSet(new URL(`${server.baseUrl}/.well-known/jwks.json`));
-  const { payload } = await jwtVerify(tenant.token, keys, { issuer: server.services.tokens.issuer, audience: "integrator-api" });
+  const { payload } = await jwtVerify(tenant.token, keys, {
+    issuer: server.services.tokens.issuer,
+    audience: "integrator-api",
+  });
   t.equal(payload.tenant_id, tenant.tenantId);
   const jwks = await (await server.request("/.well-known/jwks.json")).json();
   t.notOk(JSON.stringify(jwks).includes('"d"'), "no private key material is published");
@@ -219,7 +249,18 @@ t.test("tokens of an external identity provider are accepted through the AUTH_* 
       .sign(privateKey);
 
   const accepted = await server.request(PROTECTED, { token: await sign("integrator", ["client_admin"]) });
-  t.notOk([401, 403].includes(accepted.status), `an IdP token with the roles claim at a dotted path is accepted (status ${accepted.status})`);
-  t.equal((await server.request(PROTECTED, { token: await sign("someone-else", ["client_admin"]) })).status, 401, "wrong audience is 401");
-  t.equal((await server.request(PROTECTED, { token: await sign("integrator", ["auditor"]) })).status, 403, "roles are enforced for IdP tokens too");
+  t.notOk(
+    [401, 403].includes(accepted.status),
+    `an IdP token with the roles claim at a dotted path is accepted (status ${accepted.status})`,
+  );
+  t.equal(
+    (await server.request(PROTECTED, { token: await sign("someone-else", ["client_admin"]) })).status,
+    401,
+    "wrong audience is 401",
+  );
+  t.equal(
+    (await server.request(PROTECTED, { token: await sign("integrator", ["auditor"]) })).status,
+    403,
+    "roles are enforced for IdP tokens too",
+  );
 });

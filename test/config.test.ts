@@ -13,7 +13,11 @@ t.test("defaults apply when nothing is set", async (t) => {
   t.equal(config.accessTokenTtlSeconds, 900);
   t.equal(config.databaseUrl, undefined);
   t.equal(config.validateResponses, false);
-  t.equal(config.metricsHost, "127.0.0.1", "the unauthenticated /metrics server stays on loopback unless told otherwise");
+  t.equal(
+    config.metricsHost,
+    "127.0.0.1",
+    "the unauthenticated /metrics server stays on loopback unless told otherwise",
+  );
 });
 
 t.test("PUBLIC_BASE_URL defaults from PORT", async (t) => {
@@ -45,7 +49,10 @@ t.test("a bad value names the variable and what it expects", async (t) => {
 });
 
 t.test("test-only delivery settings are refused in production", async (t) => {
-  t.throws(() => loadConfig({ NODE_ENV: "production", ENCRYPTION_KEY: "a".repeat(64), WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" }), ConfigError);
+  t.throws(
+    () => loadConfig({ NODE_ENV: "production", ENCRYPTION_KEY: "a".repeat(64), WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" }),
+    ConfigError,
+  );
 });
 
 t.test("operations settings: defaults and accepted forms", async (t) => {
@@ -56,21 +63,30 @@ t.test("operations settings: defaults and accepted forms", async (t) => {
   t.equal(config.shutdownTimeoutMs, 25000);
   t.equal(config.trustProxy, false);
   t.equal(loadConfig({ TRUST_PROXY: "2" }).trustProxy, 2);
-  t.same(loadConfig({ TRUST_PROXY: "loopback, 10.0.0.0/8, fd00::/8" }).trustProxy, ["loopback", "10.0.0.0/8", "fd00::/8"]);
+  t.same(loadConfig({ TRUST_PROXY: "loopback, 10.0.0.0/8, fd00::/8" }).trustProxy, [
+    "loopback",
+    "10.0.0.0/8",
+    "fd00::/8",
+  ]);
   t.equal(loadConfig({ RATE_LIMIT_STORE: "postgres" }).rateLimit.store, "postgres");
 });
 
 t.test("the service refuses to start with a bad setting: exit code 1 and a message naming the variable", async (t) => {
   const main = path.join(import.meta.dirname, "..", "server", "main.ts");
-  const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, [main], { env: { PATH: process.env.PATH ?? "", PORT: "eighty" }, stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")));
-    child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString("utf8")));
-    child.once("error", reject);
-    child.once("close", (exitCode) => resolve({ code: exitCode, stdout: out, stderr: err }));
-  });
+  const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
+    (resolve, reject) => {
+      const child = spawn(process.execPath, [main], {
+        env: { PATH: process.env.PATH ?? "", PORT: "eighty" },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let out = "";
+      let err = "";
+      child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")));
+      child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString("utf8")));
+      child.once("error", reject);
+      child.once("close", (exitCode) => resolve({ code: exitCode, stdout: out, stderr: err }));
+    },
+  );
   t.equal(code, 1);
   t.match(stderr, /^Configuration error: PORT must be a whole number from 0 to 65535, got "eighty"$/m);
   t.equal(stdout, "", "nothing started, nothing logged");

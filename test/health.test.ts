@@ -10,7 +10,6 @@ import { startWorker } from "../worker/runner.ts";
 import { createDatabase, startEmbeddedPostgres } from "../db/database.ts";
 import { migrateAll } from "../server/bootstrap.ts";
 
-
 /** Polls until the probe answers `status`, for at most `seconds`: no fixed sleeps. */
 async function waitForStatus(url: string, status: number, seconds: number): Promise<Response> {
   const answered = async () => {
@@ -56,7 +55,9 @@ t.test("a due job waiting longer than HEALTH_QUEUE_LAG_SECONDS makes health degr
   await worker.stop();
   // A worker is "seen" (heartbeat) but a job for a task nobody runs has been due for ten minutes.
   await server.services.db.raw("insert into integrator.worker_heartbeats (worker_id) values ('probe-test')");
-  await server.services.db.raw("select graphile_worker.add_job('nobody_runs_this', '{}'::json, run_at => now() - interval '10 minutes')");
+  await server.services.db.raw(
+    "select graphile_worker.add_job('nobody_runs_this', '{}'::json, run_at => now() - interval '10 minutes')",
+  );
   const body = await (await server.request("/v1/health")).json();
   t.equal(body.checks.worker.status, "degraded");
   t.ok(body.checks.worker.oldest_due_job_age_seconds >= 590);
@@ -97,5 +98,9 @@ t.test("readyz answers 503 while the database is stopped and 200 again once it i
   t.equal((await health.json()).status, "unhealthy");
 
   postgres = await startEmbeddedPostgres({ dataDir, port });
-  t.equal((await waitForStatus(`${server.baseUrl}/v1/readyz`, 200, 60)).status, 200, "200 again once the database is back");
+  t.equal(
+    (await waitForStatus(`${server.baseUrl}/v1/readyz`, 200, 60)).status,
+    200,
+    "200 again once the database is back",
+  );
 });

@@ -11,12 +11,21 @@ t.test("hostile bodies", async (t) => {
   });
   const tenant = await createTestTenant(server.services);
   const raw = (path: string, body: string, headers: Record<string, string> = {}) =>
-    server.request(path, { method: "POST", token: tenant.token, body, headers: { "Content-Type": "application/json", ...headers } });
+    server.request(path, {
+      method: "POST",
+      token: tenant.token,
+      body,
+      headers: { "Content-Type": "application/json", ...headers },
+    });
 
   t.test("deeply nested item_metadata is a 422, not a stack overflow", async (t) => {
     const depth = 100_000;
     const nested = `${"[".repeat(depth)}${"]".repeat(depth)}`;
-    const res = await raw("/v1/intake/submit", `{"filename":"a.pdf","file_size":1,"mime_type":"application/pdf","item_metadata":{"x":${nested}}}`, { "Idempotency-Key": "deep" });
+    const res = await raw(
+      "/v1/intake/submit",
+      `{"filename":"a.pdf","file_size":1,"mime_type":"application/pdf","item_metadata":{"x":${nested}}}`,
+      { "Idempotency-Key": "deep" },
+    );
     t.ok([413, 422].includes(res.status), `answered ${res.status}`);
     t.equal(server.errors.length, 0, "no unexpected error was logged");
   });
@@ -29,7 +38,13 @@ t.test("hostile bodies", async (t) => {
   });
 
   t.test("prototype-pollution keys are plain data", async (t) => {
-    const res = await raw("/v1/intake/submit", JSON.stringify({ ...pdf, item_metadata: JSON.parse('{"__proto__":{"polluted":true},"constructor":{"prototype":{"x":1}}}') }));
+    const res = await raw(
+      "/v1/intake/submit",
+      JSON.stringify({
+        ...pdf,
+        item_metadata: JSON.parse('{"__proto__":{"polluted":true},"constructor":{"prototype":{"x":1}}}'),
+      }),
+    );
     t.equal(res.status, 201);
     t.equal(({} as Record<string, unknown>).polluted, undefined);
   });
@@ -42,11 +57,21 @@ t.test("hostile bodies", async (t) => {
       t.same(issue.loc, ["body", "filename"]);
       t.equal(issue.type, "value_error");
     }
-    const inMetadata = await raw("/v1/intake/batch", JSON.stringify({ items: [{ ...pdf, item_metadata: { ["k\u0000"]: 1, note: ["ok", "a\u0000b"] } }] }));
+    const inMetadata = await raw(
+      "/v1/intake/batch",
+      JSON.stringify({ items: [{ ...pdf, item_metadata: { ["k\u0000"]: 1, note: ["ok", "a\u0000b"] } }] }),
+    );
     t.equal(inMetadata.status, 422);
     const locs = (await inMetadata.json()).detail.map((issue: { loc: unknown[] }) => JSON.stringify(issue.loc)).sort();
-    t.same(locs, [JSON.stringify(["body", "items", 0, "item_metadata", "k\u0000"]), JSON.stringify(["body", "items", 0, "item_metadata", "note", 1])]);
-    t.equal((await raw("/v1/intake/submit", JSON.stringify({ ...pdf, filename: "emoji-\ud83d\ude00.pdf" }))).status, 201, "a paired surrogate (emoji) is fine");
+    t.same(locs, [
+      JSON.stringify(["body", "items", 0, "item_metadata", "k\u0000"]),
+      JSON.stringify(["body", "items", 0, "item_metadata", "note", 1]),
+    ]);
+    t.equal(
+      (await raw("/v1/intake/submit", JSON.stringify({ ...pdf, filename: "emoji-\ud83d\ude00.pdf" }))).status,
+      201,
+      "a paired surrogate (emoji) is fine",
+    );
     t.equal(server.errors.length, 0, JSON.stringify(server.errors.map(String)));
   });
 
@@ -55,7 +80,10 @@ t.test("hostile bodies", async (t) => {
       const res = await raw("/v1/intake/submit", JSON.stringify({ ...pdf, file_size }));
       t.equal(res.status, 422, `${file_size} answered ${res.status}`);
     }
-    const overflow = await raw("/v1/intake/submit", `{"filename":"a.pdf","file_size":1e400,"mime_type":"application/pdf"}`);
+    const overflow = await raw(
+      "/v1/intake/submit",
+      `{"filename":"a.pdf","file_size":1e400,"mime_type":"application/pdf"}`,
+    );
     t.equal(overflow.status, 422, `1e400 (Infinity) answered ${overflow.status}`);
     t.equal(server.errors.length, 0, JSON.stringify(server.errors.map(String)));
   });

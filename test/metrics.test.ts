@@ -25,23 +25,61 @@ t.test("GET /metrics on METRICS_PORT after some requests", async (t) => {
   await (await server.request("/.well-known/jwks.json")).arrayBuffer();
   await (await server.request("/.well-known/jwks.json")).arrayBuffer();
   await (await server.request("/v1/intake/submissions/x")).arrayBuffer();
-  await (await server.request("/v1/intake/submit", { method: "POST", token: tenant.token, json: { filename: "a.pdf", file_size: 1, mime_type: "application/pdf" } })).arrayBuffer();
+  await (
+    await server.request("/v1/intake/submit", {
+      method: "POST",
+      token: tenant.token,
+      json: { filename: "a.pdf", file_size: 1, mime_type: "application/pdf" },
+    })
+  ).arrayBuffer();
   await (await server.request("/v1/no-such-route")).arrayBuffer();
   // A job nobody runs, due for ten minutes.
-  await server.services.db.raw("select graphile_worker.add_job('nobody_runs_this', '{}'::json, run_at => now() - interval '10 minutes')");
-  await server.services.db.raw("select graphile_worker.add_job('nobody_runs_this', '{}'::json, run_at => now() + interval '1 hour')");
+  await server.services.db.raw(
+    "select graphile_worker.add_job('nobody_runs_this', '{}'::json, run_at => now() - interval '10 minutes')",
+  );
+  await server.services.db.raw(
+    "select graphile_worker.add_job('nobody_runs_this', '{}'::json, run_at => now() + interval '1 hour')",
+  );
   recordDeliveryOutcome("delivered");
   recordDeliveryOutcome("delivered");
   recordDeliveryOutcome("retrying");
   recordDeliveryOutcome("failed");
 
   const text = await scrape();
-  t.equal(sample(text, 'integrator_http_request_duration_seconds_count{operation_id="getJwks",method="GET",status="200"}'), 2, "request histogram by operationId, method and status");
-  t.equal(sample(text, 'integrator_http_request_duration_seconds_count{operation_id="getIntakeSubmission",method="GET",status="401"}'), 1);
-  t.equal(sample(text, 'integrator_http_request_duration_seconds_count{operation_id="submitIntake",method="POST",status="201"}'), 1);
-  t.equal(sample(text, 'integrator_http_request_duration_seconds_count{operation_id="unmatched",method="GET",status="404"}'), 1, "unknown routes share one label value");
-  t.ok((sample(text, 'integrator_http_request_duration_seconds_sum{operation_id="submitIntake",method="POST",status="201"}') ?? 0) > 0);
-  t.match(text, /integrator_http_request_duration_seconds_bucket\{le="0.1",operation_id="getJwks",method="GET",status="200"\} \d/);
+  t.equal(
+    sample(text, 'integrator_http_request_duration_seconds_count{operation_id="getJwks",method="GET",status="200"}'),
+    2,
+    "request histogram by operationId, method and status",
+  );
+  t.equal(
+    sample(
+      text,
+      'integrator_http_request_duration_seconds_count{operation_id="getIntakeSubmission",method="GET",status="401"}',
+    ),
+    1,
+  );
+  t.equal(
+    sample(
+      text,
+      'integrator_http_request_duration_seconds_count{operation_id="submitIntake",method="POST",status="201"}',
+    ),
+    1,
+  );
+  t.equal(
+    sample(text, 'integrator_http_request_duration_seconds_count{operation_id="unmatched",method="GET",status="404"}'),
+    1,
+    "unknown routes share one label value",
+  );
+  t.ok(
+    (sample(
+      text,
+      'integrator_http_request_duration_seconds_sum{operation_id="submitIntake",method="POST",status="201"}',
+    ) ?? 0) > 0,
+  );
+  t.match(
+    text,
+    /integrator_http_request_duration_seconds_bucket\{le="0.1",operation_id="getJwks",method="GET",status="200"\} \d/,
+  );
 
   t.type(sample(text, 'integrator_db_pool_connections{state="used"}'), "number", "pool: used");
   t.type(sample(text, 'integrator_db_pool_connections{state="free"}'), "number", "pool: free");
@@ -62,7 +100,13 @@ t.test("GET /metrics on METRICS_PORT after some requests", async (t) => {
 
   t.test("the counts go on between scrapes", async (t) => {
     await (await server.request("/.well-known/jwks.json")).arrayBuffer();
-    t.equal(sample(await scrape(), 'integrator_http_request_duration_seconds_count{operation_id="getJwks",method="GET",status="200"}'), 3);
+    t.equal(
+      sample(
+        await scrape(),
+        'integrator_http_request_duration_seconds_count{operation_id="getJwks",method="GET",status="200"}',
+      ),
+      3,
+    );
   });
 
   t.test("only /metrics is served there, and /metrics is not served on the API port", async (t) => {

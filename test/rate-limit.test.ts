@@ -6,7 +6,12 @@ import t, { type Test } from "tap";
 import { addressKey } from "../server/http/rate-limit.ts";
 import { createTestTenant, startTestServer, type TestServer } from "./helpers/server.ts";
 
-const limits = (perMinute: number, anonPerMinute: number, probePerMinute: number, extra: Record<string, string> = {}) => ({
+const limits = (
+  perMinute: number,
+  anonPerMinute: number,
+  probePerMinute: number,
+  extra: Record<string, string> = {},
+) => ({
   RATE_LIMIT_PER_MINUTE: String(perMinute),
   RATE_LIMIT_ANON_PER_MINUTE: String(anonPerMinute),
   RATE_LIMIT_PROBE_PER_MINUTE: String(probePerMinute),
@@ -17,7 +22,11 @@ const limits = (perMinute: number, anonPerMinute: number, probePerMinute: number
 const poll = (server: TestServer, token: string) => server.request(`/v1/intake/submissions/${randomUUID()}`, { token });
 
 const tokenRequest = (server: TestServer) =>
-  server.request("/token", { method: "POST", body: "grant_type=password&username=nobody&password=wrong", headers: { "Content-Type": "application/x-www-form-urlencoded" } });
+  server.request("/token", {
+    method: "POST",
+    body: "grant_type=password&username=nobody&password=wrong",
+    headers: { "Content-Type": "application/x-www-form-urlencoded" },
+  });
 
 async function assertRateLimited(t: Test, res: Response, limit: number, scope: string): Promise<void> {
   t.equal(res.status, 429);
@@ -26,30 +35,40 @@ async function assertRateLimited(t: Test, res: Response, limit: number, scope: s
   t.same(body.error.details, { scope, limit, window_seconds: 60 });
   t.equal(body.request_id, res.headers.get("x-request-id"));
   const retryAfter = Number(res.headers.get("retry-after"));
-  t.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter} is whole seconds within the window`);
+  t.ok(
+    Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60,
+    `Retry-After ${retryAfter} is whole seconds within the window`,
+  );
   t.equal(res.headers.get("ratelimit-limit"), String(limit));
   t.equal(res.headers.get("ratelimit-remaining"), "0");
   t.ok(Number(res.headers.get("ratelimit-reset")) >= 1);
 }
 
-t.test("a principal past RATE_LIMIT_PER_MINUTE is answered 429 RATE_LIMITED with Retry-After and RateLimit-*", async (t) => {
-  const server = await startTestServer(t, { env: limits(3, 100, 100) });
-  const tenant = await createTestTenant(server.services);
-  for (let i = 0; i < 3; i++) {
-    const res = await poll(server, tenant.token);
-    t.equal(res.status, 404, `request ${i + 1} is served`);
-    t.equal(res.headers.get("ratelimit-limit"), "3");
-    t.equal(res.headers.get("ratelimit-remaining"), String(2 - i));
-    const reset = Number(res.headers.get("ratelimit-reset"));
-    t.ok(reset >= 1 && reset <= 60);
-  }
-  await assertRateLimited(t, await poll(server, tenant.token), 3, "principal");
-});
+t.test(
+  "a principal past RATE_LIMIT_PER_MINUTE is answered 429 RATE_LIMITED with Retry-After and RateLimit-*",
+  async (t) => {
+    const server = await startTestServer(t, { env: limits(3, 100, 100) });
+    const tenant = await createTestTenant(server.services);
+    for (let i = 0; i < 3; i++) {
+      const res = await poll(server, tenant.token);
+      t.equal(res.status, 404, `request ${i + 1} is served`);
+      t.equal(res.headers.get("ratelimit-limit"), "3");
+      t.equal(res.headers.get("ratelimit-remaining"), String(2 - i));
+      const reset = Number(res.headers.get("ratelimit-reset"));
+      t.ok(reset >= 1 && reset <= 60);
+    }
+    await assertRateLimited(t, await poll(server, tenant.token), 3, "principal");
+  },
+);
 
 t.test("successful responses carry the RateLimit-* headers", async (t) => {
   const server = await startTestServer(t, { env: limits(5, 100, 100) });
   const tenant = await createTestTenant(server.services);
-  const res = await server.request("/v1/intake/submit", { method: "POST", token: tenant.token, json: { filename: "a.pdf", file_size: 1, mime_type: "application/pdf" } });
+  const res = await server.request("/v1/intake/submit", {
+    method: "POST",
+    token: tenant.token,
+    json: { filename: "a.pdf", file_size: 1, mime_type: "application/pdf" },
+  });
   t.equal(res.status, 201);
   t.equal(res.headers.get("ratelimit-limit"), "5");
   t.equal(res.headers.get("ratelimit-remaining"), "4");
@@ -59,12 +78,20 @@ t.test("each principal (subject within tenant) has its own count", async (t) => 
   const server = await startTestServer(t, { env: limits(2, 100, 100) });
   const first = await createTestTenant(server.services);
   const second = await createTestTenant(server.services);
-  const { token: sameTenantOtherSubject } = await server.services.tokens.issue({ subject: "another-user", tenantId: first.tenantId, roles: ["client_admin"] });
+  const { token: sameTenantOtherSubject } = await server.services.tokens.issue({
+    subject: "another-user",
+    tenantId: first.tenantId,
+    roles: ["client_admin"],
+  });
   await poll(server, first.token);
   await poll(server, first.token);
   t.equal((await poll(server, first.token)).status, 429);
   t.equal((await poll(server, second.token)).status, 404, "another tenant's principal is still served");
-  t.equal((await poll(server, sameTenantOtherSubject)).status, 404, "another subject of the same tenant is still served");
+  t.equal(
+    (await poll(server, sameTenantOtherSubject)).status,
+    404,
+    "another subject of the same tenant is still served",
+  );
 });
 
 t.test("open routes are limited per client address (RATE_LIMIT_ANON_PER_MINUTE)", async (t) => {
@@ -79,31 +106,45 @@ t.test("open routes are limited per client address (RATE_LIMIT_ANON_PER_MINUTE)"
   t.equal((await server.request("/v1/nothing-here")).status, 429, "unknown routes count against the address too");
 });
 
-t.test("requests answered 401 or 403 count against the address; once over, the address is refused before its token is looked at", async (t) => {
-  const server = await startTestServer(t, { env: limits(100, 3, 100) });
-  const tenant = await createTestTenant(server.services);
-  const viewer = await createTestTenant(server.services, ["viewer"]);
-  t.equal((await poll(server, "not-a-token")).status, 401);
-  t.equal((await server.request("/v1/intake/submissions/x")).status, 401, "no token at all counts too");
-  t.equal((await poll(server, viewer.token)).status, 403, "so does a token whose roles are not allowed");
-  await assertRateLimited(t, await poll(server, "still-not-a-token"), 3, "unauthenticated");
-  // Token guessing gains nothing from speed: even a valid token is refused from this address now.
-  await assertRateLimited(t, await poll(server, tenant.token), 3, "unauthenticated");
-  t.equal((await tokenRequest(server)).status, 400, "the open routes' count is separate: the token endpoint still answers");
-});
+t.test(
+  "requests answered 401 or 403 count against the address; once over, the address is refused before its token is looked at",
+  async (t) => {
+    const server = await startTestServer(t, { env: limits(100, 3, 100) });
+    const tenant = await createTestTenant(server.services);
+    const viewer = await createTestTenant(server.services, ["viewer"]);
+    t.equal((await poll(server, "not-a-token")).status, 401);
+    t.equal((await server.request("/v1/intake/submissions/x")).status, 401, "no token at all counts too");
+    t.equal((await poll(server, viewer.token)).status, 403, "so does a token whose roles are not allowed");
+    await assertRateLimited(t, await poll(server, "still-not-a-token"), 3, "unauthenticated");
+    // Token guessing gains nothing from speed: even a valid token is refused from this address now.
+    await assertRateLimited(t, await poll(server, tenant.token), 3, "unauthenticated");
+    t.equal(
+      (await tokenRequest(server)).status,
+      400,
+      "the open routes' count is separate: the token endpoint still answers",
+    );
+  },
+);
 
-t.test("probes have their own bucket: a busy address leaves readiness answering, and probes cannot exhaust the others", async (t) => {
-  const server = await startTestServer(t, { env: limits(100, 2, 3) });
-  await tokenRequest(server);
-  await tokenRequest(server);
-  t.equal((await tokenRequest(server)).status, 429, "the address is over its open-route limit");
-  const health = await server.request("/v1/health");
-  t.equal(health.status, 200, "health still answers");
-  t.equal(health.headers.get("ratelimit-limit"), "3");
-  t.equal((await server.request("/v1/readyz")).status, 503, "readyz still answers with its report (no worker here, so degraded)");
-  t.equal((await server.request("/v1/health")).status, 200);
-  await assertRateLimited(t, await server.request("/v1/readyz"), 3, "probe");
-});
+t.test(
+  "probes have their own bucket: a busy address leaves readiness answering, and probes cannot exhaust the others",
+  async (t) => {
+    const server = await startTestServer(t, { env: limits(100, 2, 3) });
+    await tokenRequest(server);
+    await tokenRequest(server);
+    t.equal((await tokenRequest(server)).status, 429, "the address is over its open-route limit");
+    const health = await server.request("/v1/health");
+    t.equal(health.status, 200, "health still answers");
+    t.equal(health.headers.get("ratelimit-limit"), "3");
+    t.equal(
+      (await server.request("/v1/readyz")).status,
+      503,
+      "readyz still answers with its report (no worker here, so degraded)",
+    );
+    t.equal((await server.request("/v1/health")).status, 200);
+    await assertRateLimited(t, await server.request("/v1/readyz"), 3, "probe");
+  },
+);
 
 t.test("RATE_LIMIT_STORE=postgres shares one count between replicas", async (t) => {
   const first = await startTestServer(t, { env: limits(4, 100, 100, { RATE_LIMIT_STORE: "postgres" }) });
@@ -120,7 +161,9 @@ t.test("RATE_LIMIT_STORE=postgres shares one count between replicas", async (t) 
   t.equal(fourth.headers.get("ratelimit-remaining"), "0", "the second replica saw the first one's requests");
   await assertRateLimited(t, await poll(first, tenant.token), 4, "principal");
   await assertRateLimited(t, await poll(second, tenant.token), 4, "principal");
-  const rows = await first.services.db("integrator.rate_limits").where("key", `rl:principal:${tenant.tenantId}:${tenant.subject}`);
+  const rows = await first.services
+    .db("integrator.rate_limits")
+    .where("key", `rl:principal:${tenant.tenantId}:${tenant.subject}`);
   t.equal(rows.length, 1, "the counter lives in integrator.rate_limits");
   t.ok(rows[0].points >= 5);
 });
@@ -146,7 +189,8 @@ t.test("client address keys: IPv4 as is, IPv4-mapped IPv6 as IPv4, other IPv6 by
 
 t.test("TRUST_PROXY makes X-Forwarded-For the client address; without it the header is ignored", async (t) => {
   const trusting = await startTestServer(t, { env: limits(100, 1, 100, { TRUST_PROXY: "loopback" }) });
-  const forwarded = (server: TestServer, address: string) => server.request("/.well-known/jwks.json", { headers: { "X-Forwarded-For": address } });
+  const forwarded = (server: TestServer, address: string) =>
+    server.request("/.well-known/jwks.json", { headers: { "X-Forwarded-For": address } });
   t.equal((await forwarded(trusting, "198.51.100.1")).status, 200);
   t.equal((await forwarded(trusting, "198.51.100.1")).status, 429);
   t.equal((await forwarded(trusting, "198.51.100.2")).status, 200, "another client behind the proxy has its own count");

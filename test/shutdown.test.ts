@@ -33,10 +33,17 @@ function tempDir(t: Test, prefix: string): string {
   return dir;
 }
 
-
 /** Polls `check` until it gives a value; throws naming `what` when `seconds` pass first. */
-async function waitFor<T>(what: string, check: () => T | undefined | Promise<T | undefined>, seconds: number): Promise<T> {
-  const value = await pollUntil(async () => check(), (candidate) => candidate !== undefined, { seconds });
+async function waitFor<T>(
+  what: string,
+  check: () => T | undefined | Promise<T | undefined>,
+  seconds: number,
+): Promise<T> {
+  const value = await pollUntil(
+    async () => check(),
+    (candidate) => candidate !== undefined,
+    { seconds },
+  );
   if (value === undefined) throw new Error(`timed out waiting for ${what}`);
   return value;
 }
@@ -53,7 +60,9 @@ async function startMain(t: Test, env: Record<string, string>, seconds = 60): Pr
   let err = "";
   child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")));
   child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString("utf8")));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal })),
+  );
   let gone = false;
   void exited.then(() => (gone = true));
   t.teardown(async () => {
@@ -97,92 +106,128 @@ function logLines(stdout: string): { msg?: string; status?: number; operationId?
     .map((line) => JSON.parse(line) as { msg?: string; status?: number; operationId?: string });
 }
 
-t.test("SIGTERM with a request in flight: it completes, new connections are refused, the worker stops, exit 0", async (t) => {
-  const databaseUrl = await createTestDatabase(t);
-  const db = createDatabase(databaseUrl, 2);
-  t.teardown(() => db.destroy());
-  const tenant = await createTenant(db, "Shutdown tenant");
-  const password = randomBytes(12).toString("base64url");
-  await createUser(db, { tenantId: tenant.id, username: "shutdown-user", password, roles: ["client_admin"] });
+t.test(
+  "SIGTERM with a request in flight: it completes, new connections are refused, the worker stops, exit 0",
+  async (t) => {
+    const databaseUrl = await createTestDatabase(t);
+    const db = createDatabase(databaseUrl, 2);
+    t.teardown(() => db.destroy());
+    const tenant = await createTenant(db, "Shutdown tenant");
+    const password = randomBytes(12).toString("base64url");
+    await createUser(db, { tenantId: tenant.id, username: "shutdown-user", password, roles: ["client_admin"] });
 
-  const service = await startMain(t, {
-    NODE_ENV: "test",
-    DATABASE_URL: databaseUrl,
-    ENCRYPTION_KEY: randomBytes(32).toString("hex"),
-    DATA_DIR: tempDir(t, "integrator-shutdown-"),
-    PORT: "0",
-    LOG_LEVEL: "info",
-    SHUTDOWN_TIMEOUT_MS: "15000",
-  });
-  t.equal((await db("integrator.worker_heartbeats").count({ n: "*" }))[0]?.n, 1, "the worker (role all) is running");
-
-  // The request is in flight once the server has read its headers: it answers Expect: 100-continue then.
-  const form = new URLSearchParams({ grant_type: "password", username: "shutdown-user", password }).toString();
-  const request = http.request({
-    host: "127.0.0.1",
-    port: service.port,
-    method: "POST",
-    path: "/token",
-    headers: { "Content-Type": "application/x-www-form-urlencoded", "Content-Length": Buffer.byteLength(form), Expect: "100-continue" },
-  });
-  const response = new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>((resolve, reject) => {
-    request.once("response", (res) => {
-      let body = "";
-      res.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")));
-      res.once("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    const service = await startMain(t, {
+      NODE_ENV: "test",
+      DATABASE_URL: databaseUrl,
+      ENCRYPTION_KEY: randomBytes(32).toString("hex"),
+      DATA_DIR: tempDir(t, "integrator-shutdown-"),
+      PORT: "0",
+      LOG_LEVEL: "info",
+      SHUTDOWN_TIMEOUT_MS: "15000",
     });
-    request.once("error", reject);
-  });
-  await new Promise<void>((resolve) => request.once("continue", resolve));
-  request.write(form.slice(0, 10));
+    t.equal((await db("integrator.worker_heartbeats").count({ n: "*" }))[0]?.n, 1, "the worker (role all) is running");
 
-  service.child.kill("SIGTERM");
-  await waitFor("new connections to be refused", async () => ((await connectionRefused(service.port)) ? true : undefined), 10);
-  t.pass("new connections are refused while the request is in flight");
+    // The request is in flight once the server has read its headers: it answers Expect: 100-continue then.
+    const form = new URLSearchParams({ grant_type: "password", username: "shutdown-user", password }).toString();
+    const request = http.request({
+      host: "127.0.0.1",
+      port: service.port,
+      method: "POST",
+      path: "/token",
+      headers: {
+        "Content-Type": "application/x-www-form-urlencoded",
+        "Content-Length": Buffer.byteLength(form),
+        Expect: "100-continue",
+      },
+    });
+    const response = new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>(
+      (resolve, reject) => {
+        request.once("response", (res) => {
+          let body = "";
+          res.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")));
+          res.once("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+        });
+        request.once("error", reject);
+      },
+    );
+    await new Promise<void>((resolve) => request.once("continue", resolve));
+    request.write(form.slice(0, 10));
 
-  request.end(form.slice(10));
-  const finished = await response;
-  t.equal(finished.status, 200, "the in-flight request completed");
-  t.equal((JSON.parse(finished.body) as { token_type?: string }).token_type, "bearer");
-  t.equal(finished.headers.connection, "close", "its connection is closed after the response");
+    service.child.kill("SIGTERM");
+    await waitFor(
+      "new connections to be refused",
+      async () => ((await connectionRefused(service.port)) ? true : undefined),
+      10,
+    );
+    t.pass("new connections are refused while the request is in flight");
 
-  const { code, signal } = await service.exited;
-  t.equal(code, 0, "exit code 0");
-  t.equal(signal, null);
-  const lines = logLines(service.stdout());
-  t.ok(lines.some((line) => line.operationId === "issueToken" && line.status === 200), "the request's log line");
-  t.ok(lines.some((line) => line.msg === "shutdown complete"), "shutdown complete logged");
-  t.equal((await db("integrator.worker_heartbeats").count({ n: "*" }))[0]?.n, 0, "the worker stopped and removed its heartbeat");
-});
+    request.end(form.slice(10));
+    const finished = await response;
+    t.equal(finished.status, 200, "the in-flight request completed");
+    t.equal((JSON.parse(finished.body) as { token_type?: string }).token_type, "bearer");
+    t.equal(finished.headers.connection, "close", "its connection is closed after the response");
 
-t.test("SIGINT on the embedded database: the demo curl line works, then the database is stopped cleanly and the exit is 0", async (t) => {
-  const dataDir = tempDir(t, "integrator-embedded-");
-  const pgPort = await freePort();
-  const service = await startMain(
-    t,
-    { NODE_ENV: "development", DATA_DIR: dataDir, EMBEDDED_PG_PORT: String(pgPort), PORT: "0", LOG_LEVEL: "info", SHUTDOWN_TIMEOUT_MS: "10000" },
-    120,
-  );
-  const curl = await waitFor("the demo curl line", () => /^curl .*$/m.exec(service.stdout())?.[0], 30);
-  t.match(service.stdout(), /^Try it:$/m, "the human-readable hint is printed as plain text");
-  const token = /Bearer ([^']+)'/.exec(curl)?.[1];
-  const body = /-d '([^']+)'/.exec(curl)?.[1];
-  t.ok(token && body);
-  const res = await fetch(`http://127.0.0.1:${service.port}/v1/intake/submit`, {
-    method: "POST",
-    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
-    body,
-  });
-  t.equal(res.status, 201, "the printed curl line works");
-  t.ok(fs.existsSync(path.join(dataDir, "pg", "postmaster.pid")), "the embedded PostgreSQL runs");
+    const { code, signal } = await service.exited;
+    t.equal(code, 0, "exit code 0");
+    t.equal(signal, null);
+    const lines = logLines(service.stdout());
+    t.ok(
+      lines.some((line) => line.operationId === "issueToken" && line.status === 200),
+      "the request's log line",
+    );
+    t.ok(
+      lines.some((line) => line.msg === "shutdown complete"),
+      "shutdown complete logged",
+    );
+    t.equal(
+      (await db("integrator.worker_heartbeats").count({ n: "*" }))[0]?.n,
+      0,
+      "the worker stopped and removed its heartbeat",
+    );
+  },
+);
 
-  service.child.kill("SIGINT");
-  const { code } = await service.exited;
-  t.equal(code, 0, "exit code 0");
-  t.notOk(fs.existsSync(path.join(dataDir, "pg", "postmaster.pid")), "PostgreSQL shut down cleanly (no postmaster.pid left)");
-  t.ok(await connectionRefused(pgPort), "nothing listens on the database port any more");
-  t.ok(logLines(service.stdout()).some((line) => line.msg === "shutdown complete"));
-});
+t.test(
+  "SIGINT on the embedded database: the demo curl line works, then the database is stopped cleanly and the exit is 0",
+  async (t) => {
+    const dataDir = tempDir(t, "integrator-embedded-");
+    const pgPort = await freePort();
+    const service = await startMain(
+      t,
+      {
+        NODE_ENV: "development",
+        DATA_DIR: dataDir,
+        EMBEDDED_PG_PORT: String(pgPort),
+        PORT: "0",
+        LOG_LEVEL: "info",
+        SHUTDOWN_TIMEOUT_MS: "10000",
+      },
+      120,
+    );
+    const curl = await waitFor("the demo curl line", () => /^curl .*$/m.exec(service.stdout())?.[0], 30);
+    t.match(service.stdout(), /^Try it:$/m, "the human-readable hint is printed as plain text");
+    const token = /Bearer ([^']+)'/.exec(curl)?.[1];
+    const body = /-d '([^']+)'/.exec(curl)?.[1];
+    t.ok(token && body);
+    const res = await fetch(`http://127.0.0.1:${service.port}/v1/intake/submit`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+      body,
+    });
+    t.equal(res.status, 201, "the printed curl line works");
+    t.ok(fs.existsSync(path.join(dataDir, "pg", "postmaster.pid")), "the embedded PostgreSQL runs");
+
+    service.child.kill("SIGINT");
+    const { code } = await service.exited;
+    t.equal(code, 0, "exit code 0");
+    t.notOk(
+      fs.existsSync(path.join(dataDir, "pg", "postmaster.pid")),
+      "PostgreSQL shut down cleanly (no postmaster.pid left)",
+    );
+    t.ok(await connectionRefused(pgPort), "nothing listens on the database port any more");
+    t.ok(logLines(service.stdout()).some((line) => line.msg === "shutdown complete"));
+  },
+);
 
 t.test("a request still running at SHUTDOWN_TIMEOUT_MS is cut off and the stop reports it", async (t) => {
   const databaseUrl = await createTestDatabase(t);
@@ -202,7 +247,9 @@ t.test("a request still running at SHUTDOWN_TIMEOUT_MS is cut off and the stop r
   // Headers promise a body that never comes.
   const socket = net.connect(running.port, "127.0.0.1");
   await new Promise<void>((resolve) => socket.once("connect", resolve));
-  socket.write("POST /token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n");
+  socket.write(
+    "POST /token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n",
+  );
   await new Promise<void>((resolve) => socket.once("data", () => resolve()));
   const socketClosed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
   socket.on("error", () => undefined);

@@ -20,9 +20,15 @@ t.test("hmac: partner callback signature over both canonical serialisations", as
     payload: { event: "case.updated", event_id: "evt_1", note: "Zürich 日本 😀", n: 42, ok: false },
   };
   // Python: hmac.new(b"whsec_test", json.dumps(body, sort_keys=True, separators=(",", ":")).encode(), sha256)
-  t.equal(hmacSha256Hex("whsec_test", canonicalJson(body, { asciiOnly: true })), "80edeee0763395355390ec11fd9a83451ccc1f84a5009b3f790529c2c15f792a");
+  t.equal(
+    hmacSha256Hex("whsec_test", canonicalJson(body, { asciiOnly: true })),
+    "80edeee0763395355390ec11fd9a83451ccc1f84a5009b3f790529c2c15f792a",
+  );
   // ... and with ensure_ascii=False (strings are signed as UTF-8)
-  t.equal(hmacSha256Hex("whsec_test", canonicalJson(body)), "d1ecaea99fc11ef424229f9f92001bf6bb709450aa1bd2b849320110e24b6a85");
+  t.equal(
+    hmacSha256Hex("whsec_test", canonicalJson(body)),
+    "d1ecaea99fc11ef424229f9f92001bf6bb709450aa1bd2b849320110e24b6a85",
+  );
 });
 
 t.test("compare: equal digests match, any changed digit does not", async (t) => {

@@ -14,7 +14,11 @@ function expectRule(t: Test, cases: string[], rule: string): void {
 }
 
 t.test("invalid_url: the URL must parse as an absolute URL", async (t) => {
-  expectRule(t, ["", "not a url", "/relative/path", "hooks.example.com/x", "https://", "https://exa mple.com/", "https://[::1/"], "invalid_url");
+  expectRule(
+    t,
+    ["", "not a url", "/relative/path", "hooks.example.com/x", "https://", "https://exa mple.com/", "https://[::1/"],
+    "invalid_url",
+  );
   const verdict = checkWebhookUrl("nope");
   t.same(verdict, { ok: false, rule: "invalid_url", message: "URL must be a valid absolute URL" });
 });
@@ -22,11 +26,22 @@ t.test("invalid_url: the URL must parse as an absolute URL", async (t) => {
 t.test("scheme: only https is accepted, and it is checked before everything after it", async (t) => {
   expectRule(
     t,
-    ["http://hooks.example.com/x", "ftp://hooks.example.com/", "wss://hooks.example.com/", "javascript:alert(1)", "file:///etc/passwd", "data:text/plain,x"],
+    [
+      "http://hooks.example.com/x",
+      "ftp://hooks.example.com/",
+      "wss://hooks.example.com/",
+      "javascript:alert(1)",
+      "file:///etc/passwd",
+      "data:text/plain,x",
+    ],
     "scheme",
   );
   // Each of these also breaks a later rule; the scheme is reported first.
-  expectRule(t, ["http://10.0.0.1/", "http://user:pw@hooks.example.com/", "http://intranet/", "http://localhost/"], "scheme");
+  expectRule(
+    t,
+    ["http://10.0.0.1/", "http://user:pw@hooks.example.com/", "http://intranet/", "http://localhost/"],
+    "scheme",
+  );
   const verdict = checkWebhookUrl("http://10.0.0.1");
   t.equal(verdict.ok, false);
   if (!verdict.ok) t.equal(verdict.message, "URL scheme must be https");
@@ -36,7 +51,13 @@ t.test("scheme: only https is accepted, and it is checked before everything afte
 t.test("userinfo: no user name or password, checked before the host rules", async (t) => {
   expectRule(
     t,
-    ["https://user@hooks.example.com/", "https://user:pw@hooks.example.com/", "https://:pw@hooks.example.com/", "https://user@10.0.0.1/", "https://user@intranet/"],
+    [
+      "https://user@hooks.example.com/",
+      "https://user:pw@hooks.example.com/",
+      "https://:pw@hooks.example.com/",
+      "https://user@10.0.0.1/",
+      "https://user@intranet/",
+    ],
     "userinfo",
   );
   const verdict = checkWebhookUrl("https://a:b@hooks.example.com/");
@@ -107,7 +128,17 @@ t.test("blocked_address: private and reserved IPv6 literals, including IPv4-mapp
 });
 
 t.test("blocked_address: localhost names are loopback", async (t) => {
-  expectRule(t, ["https://localhost/", "https://LOCALHOST:8443/", "https://localhost./", "https://api.localhost/", "https://a.b.localhost./"], "blocked_address");
+  expectRule(
+    t,
+    [
+      "https://localhost/",
+      "https://LOCALHOST:8443/",
+      "https://localhost./",
+      "https://api.localhost/",
+      "https://a.b.localhost./",
+    ],
+    "blocked_address",
+  );
   const verdict = checkWebhookUrl("https://localhost/");
   if (!verdict.ok) t.match(verdict.message, /localhost/);
   t.equal(ruleOf("https://localhost.example.com/"), "ok", "only the name itself and its subdomains");
@@ -115,7 +146,11 @@ t.test("blocked_address: localhost names are loopback", async (t) => {
 });
 
 t.test("host_not_qualified: the host must contain a dot", async (t) => {
-  expectRule(t, ["https://intranet/", "https://intranet./", "https://intranet:8443/x", "https://a../", "https://.example/"], "host_not_qualified");
+  expectRule(
+    t,
+    ["https://intranet/", "https://intranet./", "https://intranet:8443/x", "https://a../", "https://.example/"],
+    "host_not_qualified",
+  );
   const verdict = checkWebhookUrl("https://intranet/");
   if (!verdict.ok) t.equal(verdict.message, "URL host must be a fully qualified domain name (contain a dot)");
   // A public IPv6 literal has no dot, so it fails this rule even though its range is allowed.
@@ -142,7 +177,17 @@ t.test("allowed: public names and public IPv4 literals pass, with host and port"
   }
   const explicitDefault = checkWebhookUrl("https://hooks.example.com:443/");
   if (explicitDefault.ok) t.equal(explicitDefault.port, 443);
-  expectRule(t, ["https://hooks.example.com./", "https://bücher.example/", "https://134744072/", "https://10.example.com/", "https://127.0.0.1.example.com/"], "ok");
+  expectRule(
+    t,
+    [
+      "https://hooks.example.com./",
+      "https://bücher.example/",
+      "https://134744072/",
+      "https://10.example.com/",
+      "https://127.0.0.1.example.com/",
+    ],
+    "ok",
+  );
 });
 
 t.test("parseIpLiteral: IP literals in normal form, names undefined", async (t) => {
@@ -185,7 +230,16 @@ t.test("isBlockedAddress: IPv4 special-purpose ranges", async (t) => {
     ["192.88.99.1", "6to4 relay anycast"],
   ];
   for (const [address, why] of blocked) t.equal(isBlockedAddress(address), true, `${address} ${why}`);
-  for (const address of ["8.8.8.8", "1.1.1.1", "93.184.215.14", "172.32.0.1", "100.128.0.1", "11.0.0.1", "223.255.255.254", "198.20.0.1"]) {
+  for (const address of [
+    "8.8.8.8",
+    "1.1.1.1",
+    "93.184.215.14",
+    "172.32.0.1",
+    "100.128.0.1",
+    "11.0.0.1",
+    "223.255.255.254",
+    "198.20.0.1",
+  ]) {
     t.equal(isBlockedAddress(address), false, `${address} is public`);
   }
 });
@@ -244,7 +298,25 @@ t.test("isBlockedAddress: IPv4 embedded in IPv6 is judged by the embedded addres
 });
 
 t.test("isBlockedAddress: unparseable or non-canonical input is blocked", async (t) => {
-  for (const input of ["", "localhost", "hooks.example.com", "127.1", "0x7f000001", "2130706433", "010.0.0.1", "8.8.8.8 ", " 8.8.8.8", "[::1]", "[2606:4700::1111]", "1.2.3.256", "1.2.3.4.5", "::g", "1::2::3", "::ffff:1.2.3", "2606:4700::1111%1"]) {
+  for (const input of [
+    "",
+    "localhost",
+    "hooks.example.com",
+    "127.1",
+    "0x7f000001",
+    "2130706433",
+    "010.0.0.1",
+    "8.8.8.8 ",
+    " 8.8.8.8",
+    "[::1]",
+    "[2606:4700::1111]",
+    "1.2.3.256",
+    "1.2.3.4.5",
+    "::g",
+    "1::2::3",
+    "::ffff:1.2.3",
+    "2606:4700::1111%1",
+  ]) {
     t.equal(isBlockedAddress(input), true, JSON.stringify(input));
   }
 });

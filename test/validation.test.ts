@@ -6,13 +6,30 @@ import { locFromPath, toValidationIssues } from "../server/http/validation.ts";
 const request = (body: unknown) => ({ body, query: {}, params: {}, headers: {} }) as unknown as Request;
 
 t.test("a non-boolean where a boolean is declared is bool_type", async (t) => {
-  const [issue] = toValidationIssues([{ path: "/body/flag", message: "must be boolean", errorCode: "type.openapi.validation" }], request({ flag: "yes" }));
+  const [issue] = toValidationIssues(
+    [{ path: "/body/flag", message: "must be boolean", errorCode: "type.openapi.validation" }],
+    request({ flag: "yes" }),
+  );
   t.same(issue, { loc: ["body", "flag"], msg: "Input should be a valid boolean", type: "bool_type", input: "yes" });
 });
 
 t.test("a missing field reports the enclosing object as input", async (t) => {
-  const [issue] = toValidationIssues([{ path: "/body/items/0/filename", message: "must have required property 'filename'", errorCode: "required.openapi.validation" }], request({ items: [{ file_size: 1 }] }));
-  t.same(issue, { loc: ["body", "items", 0, "filename"], msg: "Field required", type: "missing", input: { file_size: 1 } });
+  const [issue] = toValidationIssues(
+    [
+      {
+        path: "/body/items/0/filename",
+        message: "must have required property 'filename'",
+        errorCode: "required.openapi.validation",
+      },
+    ],
+    request({ items: [{ file_size: 1 }] }),
+  );
+  t.same(issue, {
+    loc: ["body", "items", 0, "filename"],
+    msg: "Field required",
+    type: "missing",
+    input: { file_size: 1 },
+  });
 });
 
 t.test("JSON pointer escapes are decoded in loc", async (t) => {

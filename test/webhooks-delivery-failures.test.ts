@@ -10,7 +10,10 @@ import { waitFor } from "./helpers/wait.ts";
 const ca = testCa(t);
 
 t.test("a receiver that does not answer within WEBHOOK_TIMEOUT_MS is a failed attempt", async (t) => {
-  const rig = await startWebhookRig(t, ca, { env: { WEBHOOK_TIMEOUT_MS: "400", MAX_DELIVERY_ATTEMPTS: "2" }, answer: () => "stall" });
+  const rig = await startWebhookRig(t, ca, {
+    env: { WEBHOOK_TIMEOUT_MS: "400", MAX_DELIVERY_ATTEMPTS: "2" },
+    answer: () => "stall",
+  });
   const { id } = await rig.subscribe(rig.receiver.url("/stall"));
   await rig.emitIntake();
   const delivery = await rig.finalDelivery(id);
@@ -18,55 +21,86 @@ t.test("a receiver that does not answer within WEBHOOK_TIMEOUT_MS is a failed at
   t.equal(rig.receiver.receivedAt("/stall").length, 2, "each attempt reached the receiver, which never answered");
 });
 
-t.test("a host that resolves to a private address is refused when private targets are not allowed, and no connection is made", async (t) => {
-  let connections = 0;
-  const rig = await startWebhookRig(t, ca, { env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: "false" } });
-  rig.receiver.onConnection(() => connections++);
-  const { id } = await rig.subscribe(rig.receiver.url("/private"));
-  await rig.emitIntake();
-  const delivery = await rig.finalDelivery(id);
-  t.match(delivery, { status: "failed", attempts: 3, response_code: null });
-  t.equal(delivery?.error_message, "Host hooks.test.example resolves to a private, loopback, link-local or reserved address; not connecting");
-  t.notMatch(delivery?.error_message, /127\.0\.0\.1/, "the address itself is not disclosed");
-  t.equal(rig.receiver.received.length, 0, "the receiver saw no request");
-  t.equal(connections, 0, "not even a connection");
-});
+t.test(
+  "a host that resolves to a private address is refused when private targets are not allowed, and no connection is made",
+  async (t) => {
+    let connections = 0;
+    const rig = await startWebhookRig(t, ca, { env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: "false" } });
+    rig.receiver.onConnection(() => connections++);
+    const { id } = await rig.subscribe(rig.receiver.url("/private"));
+    await rig.emitIntake();
+    const delivery = await rig.finalDelivery(id);
+    t.match(delivery, { status: "failed", attempts: 3, response_code: null });
+    t.equal(
+      delivery?.error_message,
+      "Host hooks.test.example resolves to a private, loopback, link-local or reserved address; not connecting",
+    );
+    t.notMatch(delivery?.error_message, /127\.0\.0\.1/, "the address itself is not disclosed");
+    t.equal(rig.receiver.received.length, 0, "the receiver saw no request");
+    t.equal(connections, 0, "not even a connection");
+  },
+);
 
-t.test("a certificate that no trusted CA vouches for is a failed attempt (without WEBHOOK_CA_FILE the test CA is not trusted)", async (t) => {
-  const rig = await startWebhookRig(t, ca, { env: { WEBHOOK_CA_FILE: "", MAX_DELIVERY_ATTEMPTS: "1" } });
-  const { id } = await rig.subscribe(rig.receiver.url("/untrusted"));
-  await rig.emitIntake();
-  const delivery = await rig.finalDelivery(id);
-  t.match(delivery, { status: "failed", attempts: 1, response_code: null, error_message: /^TLS handshake failed \(/ });
-  t.equal(rig.receiver.received.length, 0, "no request was sent over the untrusted connection");
-});
+t.test(
+  "a certificate that no trusted CA vouches for is a failed attempt (without WEBHOOK_CA_FILE the test CA is not trusted)",
+  async (t) => {
+    const rig = await startWebhookRig(t, ca, { env: { WEBHOOK_CA_FILE: "", MAX_DELIVERY_ATTEMPTS: "1" } });
+    const { id } = await rig.subscribe(rig.receiver.url("/untrusted"));
+    await rig.emitIntake();
+    const delivery = await rig.finalDelivery(id);
+    t.match(delivery, {
+      status: "failed",
+      attempts: 1,
+      response_code: null,
+      error_message: /^TLS handshake failed \(/,
+    });
+    t.equal(rig.receiver.received.length, 0, "no request was sent over the untrusted connection");
+  },
+);
 
 t.test("retry n waits WEBHOOK_RETRY_BASE_SECONDS × 6^(n−1) seconds, at most 10 hours", async (t) => {
-  t.same([1, 2, 3, 4].map((n) => retryDelaySeconds(n, 10)), [10, 60, 360, 2160], "default base 10 s: 10 s, 1 min, 6 min, 36 min");
+  t.same(
+    [1, 2, 3, 4].map((n) => retryDelaySeconds(n, 10)),
+    [10, 60, 360, 2160],
+    "default base 10 s: 10 s, 1 min, 6 min, 36 min",
+  );
   t.equal(retryDelaySeconds(5, 10), 12960);
   t.equal(retryDelaySeconds(6, 10), 36000, "capped at 10 hours");
   t.equal(retryDelaySeconds(25, 10), 36000);
   t.equal(retryDelaySeconds(3, 0), 0);
 });
 
-t.test("after every attempt the delivery records attempts, last_attempt_at, response_code and error_message, stays pending, and its next attempt is queued for base × 6^(n−1) later", async (t) => {
-  const rig = await startWebhookRig(t, ca, { env: { WEBHOOK_RETRY_BASE_SECONDS: "3600" }, answer: () => ({ status: 500 }) });
-  const { id } = await rig.subscribe(rig.receiver.url("/later"));
-  const before = Date.now();
-  await rig.emitIntake();
-  const delivery = await waitFor(
-    async () => (await rig.deliveries()).find((row) => row.subscription_id === id),
-    (row) => row !== undefined && row.attempts === 1,
-  );
-  t.match(delivery, { status: "pending", attempts: 1, response_code: 500, error_message: "HTTP 500 response" });
-  const attemptedAt = Date.parse(delivery?.last_attempt_at ?? "");
-  t.ok(attemptedAt >= before - 1000 && attemptedAt <= Date.now(), "last_attempt_at is the attempt's time");
-  const job = await waitFor(
-    async () => rig.server.services.db("graphile_worker.jobs").where({ key: deliveryJobKey(delivery?.id ?? "") }).first("run_at", "attempts", "locked_at"),
-    (row) => row !== undefined && row.locked_at === null,
-  );
-  const delaySeconds = (new Date(job?.run_at).getTime() - attemptedAt) / 1000;
-  t.ok(delaySeconds > 3590 && delaySeconds < 3610, `the retry is queued an hour after the attempt (${delaySeconds} s)`);
-  t.equal(job?.attempts, 0, "a fresh job, not graphile-worker's own retry of the first");
-  t.equal(rig.receiver.received.length, 1, "one attempt so far");
-});
+t.test(
+  "after every attempt the delivery records attempts, last_attempt_at, response_code and error_message, stays pending, and its next attempt is queued for base × 6^(n−1) later",
+  async (t) => {
+    const rig = await startWebhookRig(t, ca, {
+      env: { WEBHOOK_RETRY_BASE_SECONDS: "3600" },
+      answer: () => ({ status: 500 }),
+    });
+    const { id } = await rig.subscribe(rig.receiver.url("/later"));
+    const before = Date.now();
+    await rig.emitIntake();
+    const delivery = await waitFor(
+      async () => (await rig.deliveries()).find((row) => row.subscription_id === id),
+      (row) => row !== undefined && row.attempts === 1,
+    );
+    t.match(delivery, { status: "pending", attempts: 1, response_code: 500, error_message: "HTTP 500 response" });
+    const attemptedAt = Date.parse(delivery?.last_attempt_at ?? "");
+    t.ok(attemptedAt >= before - 1000 && attemptedAt <= Date.now(), "last_attempt_at is the attempt's time");
+    const job = await waitFor(
+      async () =>
+        rig.server.services
+          .db("graphile_worker.jobs")
+          .where({ key: deliveryJobKey(delivery?.id ?? "") })
+          .first("run_at", "attempts", "locked_at"),
+      (row) => row !== undefined && row.locked_at === null,
+    );
+    const delaySeconds = (new Date(job?.run_at).getTime() - attemptedAt) / 1000;
+    t.ok(
+      delaySeconds > 3590 && delaySeconds < 3610,
+      `the retry is queued an hour after the attempt (${delaySeconds} s)`,
+    );
+    t.equal(job?.attempts, 0, "a fresh job, not graphile-worker's own retry of the first");
+    t.equal(rig.receiver.received.length, 1, "one attempt so far");
+  },
+);

@@ -62,53 +62,80 @@ t.test("a delivery is one POST with the stored envelope as sorted-keys JSON and 
   t.equal(raw, canonicalJson(delivery.payload), "the body is the stored envelope, keys sorted, no whitespace");
   t.equal(raw, canonicalJson(JSON.parse(raw)), "already canonical");
   t.notMatch(raw, /\s/);
-  t.same(JSON.parse(raw), { event: "intake.submitted", tenant_id: rig.tenant.tenantId, timestamp: delivery.payload.timestamp, data });
+  t.same(JSON.parse(raw), {
+    event: "intake.submitted",
+    tenant_id: rig.tenant.tenantId,
+    timestamp: delivery.payload.timestamp,
+    data,
+  });
 });
 
-t.test("the signature is the hex HMAC-SHA256 of the raw body with the subscription's secret, and verifies as a receiver would", async (t) => {
-  const path = `/signed-${crypto.randomUUID()}`;
-  const { id, secret } = await rig.subscribe(rig.receiver.url(path));
-  await rig.emitIntake();
-  t.equal((await rig.finalDelivery(id))?.status, "delivered");
-  const [request] = rig.receiver.receivedAt(path);
-  if (!request) return t.fail("nothing received");
-  // What the README tells integrators to do: recompute over the bytes as received, compare in constant time.
-  const verify = (key: string) => {
-    const expected = createHmac("sha256", key).update(request.rawBody).digest();
-    const presented = Buffer.from(String(request.headers["x-service-review-signature"]), "hex");
-    return presented.length === expected.length && timingSafeEqual(presented, expected);
-  };
-  t.ok(verify(secret), "verifies with the secret returned at creation");
-  t.notOk(verify(`${secret}x`), "fails with another secret");
-  const other = await rig.subscribe(rig.receiver.url(`/other-${crypto.randomUUID()}`));
-  t.notOk(verify(other.secret), "each subscription signs with its own secret");
-});
+t.test(
+  "the signature is the hex HMAC-SHA256 of the raw body with the subscription's secret, and verifies as a receiver would",
+  async (t) => {
+    const path = `/signed-${crypto.randomUUID()}`;
+    const { id, secret } = await rig.subscribe(rig.receiver.url(path));
+    await rig.emitIntake();
+    t.equal((await rig.finalDelivery(id))?.status, "delivered");
+    const [request] = rig.receiver.receivedAt(path);
+    if (!request) return t.fail("nothing received");
+    // What the README tells integrators to do: recompute over the bytes as received, compare in constant time.
+    const verify = (key: string) => {
+      const expected = createHmac("sha256", key).update(request.rawBody).digest();
+      const presented = Buffer.from(String(request.headers["x-service-review-signature"]), "hex");
+      return presented.length === expected.length && timingSafeEqual(presented, expected);
+    };
+    t.ok(verify(secret), "verifies with the secret returned at creation");
+    t.notOk(verify(`${secret}x`), "fails with another secret");
+    const other = await rig.subscribe(rig.receiver.url(`/other-${crypto.randomUUID()}`));
+    t.notOk(verify(other.secret), "each subscription signs with its own secret");
+  },
+);
 
-t.test("the README's receiver-side verification example accepts a real delivery and rejects a tampered one", async (t) => {
-  const readme = fs.readFileSync(new URL("../README.md", import.meta.url), "utf8");
-  const source = /function signatureIsValid\(rawBody, header, secret\) \{[\s\S]*?\n\}/.exec(readme)?.[0];
-  if (!source) return t.fail("the README has no signatureIsValid example");
-  const signatureIsValid = new Function("createHmac", "timingSafeEqual", `${source}\nreturn signatureIsValid;`)(createHmac, timingSafeEqual) as (rawBody: Buffer, header: unknown, secret: string) => boolean;
-  const path = `/readme-${crypto.randomUUID()}`;
-  const { id, secret } = await rig.subscribe(rig.receiver.url(path));
-  await rig.emitIntake();
-  t.equal((await rig.finalDelivery(id))?.status, "delivered");
-  const [request] = rig.receiver.receivedAt(path);
-  if (!request) return t.fail("nothing received");
-  const header = request.headers["x-service-review-signature"];
-  t.ok(signatureIsValid(request.rawBody, header, secret), "a real delivery verifies");
-  t.notOk(signatureIsValid(Buffer.from(request.rawBody.toString("utf8").replace("order-4711", "order-4712")), header, secret), "a changed body does not");
-  t.notOk(signatureIsValid(request.rawBody, undefined, secret), "a missing header does not");
-});
+t.test(
+  "the README's receiver-side verification example accepts a real delivery and rejects a tampered one",
+  async (t) => {
+    const readme = fs.readFileSync(new URL("../README.md", import.meta.url), "utf8");
+    const source = /function signatureIsValid\(rawBody, header, secret\) \{[\s\S]*?\n\}/.exec(readme)?.[0];
+    if (!source) return t.fail("the README has no signatureIsValid example");
+    const signatureIsValid = new Function("createHmac", "timingSafeEqual", `${source}\nreturn signatureIsValid;`)(
+      createHmac,
+      timingSafeEqual,
+    ) as (rawBody: Buffer, header: unknown, secret: string) => boolean;
+    const path = `/readme-${crypto.randomUUID()}`;
+    const { id, secret } = await rig.subscribe(rig.receiver.url(path));
+    await rig.emitIntake();
+    t.equal((await rig.finalDelivery(id))?.status, "delivered");
+    const [request] = rig.receiver.receivedAt(path);
+    if (!request) return t.fail("nothing received");
+    const header = request.headers["x-service-review-signature"];
+    t.ok(signatureIsValid(request.rawBody, header, secret), "a real delivery verifies");
+    t.notOk(
+      signatureIsValid(
+        Buffer.from(request.rawBody.toString("utf8").replace("order-4711", "order-4712")),
+        header,
+        secret,
+      ),
+      "a changed body does not",
+    );
+    t.notOk(signatureIsValid(request.rawBody, undefined, secret), "a missing header does not");
+  },
+);
 
-t.test("the connection goes to the resolved and checked address: the host has no DNS record, yet its certificate name is verified and the delivery arrives", async (t) => {
-  await t.rejects(dns.promises.lookup(RECEIVER_HOST), "no DNS answer for the test host: a second lookup could not connect");
-  const path = `/pinned-${crypto.randomUUID()}`;
-  const { id } = await rig.subscribe(rig.receiver.url(path));
-  await rig.emitIntake();
-  t.equal((await rig.finalDelivery(id))?.status, "delivered");
-  t.equal(rig.receiver.receivedAt(path).length, 1);
-});
+t.test(
+  "the connection goes to the resolved and checked address: the host has no DNS record, yet its certificate name is verified and the delivery arrives",
+  async (t) => {
+    await t.rejects(
+      dns.promises.lookup(RECEIVER_HOST),
+      "no DNS answer for the test host: a second lookup could not connect",
+    );
+    const path = `/pinned-${crypto.randomUUID()}`;
+    const { id } = await rig.subscribe(rig.receiver.url(path));
+    await rig.emitIntake();
+    t.equal((await rig.finalDelivery(id))?.status, "delivered");
+    t.equal(rig.receiver.receivedAt(path).length, 1);
+  },
+);
 
 t.test("any 2xx answer marks the delivery delivered", async (t) => {
   const { id } = await rig.subscribe(rig.receiver.url(`/accepted-${crypto.randomUUID()}`));
@@ -116,34 +143,60 @@ t.test("any 2xx answer marks the delivery delivered", async (t) => {
   t.match(await rig.finalDelivery(id), { status: "delivered", attempts: 1, response_code: 202, error_message: null });
 });
 
-t.test("failed attempts are retried with the same delivery id: 500, 500, then 200 is delivered after 3 attempts", async (t) => {
-  const path = `/fail-twice-${crypto.randomUUID()}`;
-  const { id } = await rig.subscribe(rig.receiver.url(path));
-  await rig.emitIntake();
-  const delivery = await rig.finalDelivery(id);
-  t.match(delivery, { status: "delivered", attempts: 3, response_code: 200, error_message: null });
-  const received = rig.receiver.receivedAt(path);
-  t.equal(received.length, 3);
-  t.same(new Set(received.map((request) => request.headers["x-service-review-delivery"])), new Set([delivery?.id]), "one delivery id on every attempt");
-  t.equal(new Set(received.map((request) => request.rawBody.toString("utf8"))).size, 1, "the same body every time");
-  t.equal(new Set(received.map((request) => request.headers["x-service-review-signature"])).size, 1, "the same signature every time");
-});
+t.test(
+  "failed attempts are retried with the same delivery id: 500, 500, then 200 is delivered after 3 attempts",
+  async (t) => {
+    const path = `/fail-twice-${crypto.randomUUID()}`;
+    const { id } = await rig.subscribe(rig.receiver.url(path));
+    await rig.emitIntake();
+    const delivery = await rig.finalDelivery(id);
+    t.match(delivery, { status: "delivered", attempts: 3, response_code: 200, error_message: null });
+    const received = rig.receiver.receivedAt(path);
+    t.equal(received.length, 3);
+    t.same(
+      new Set(received.map((request) => request.headers["x-service-review-delivery"])),
+      new Set([delivery?.id]),
+      "one delivery id on every attempt",
+    );
+    t.equal(new Set(received.map((request) => request.rawBody.toString("utf8"))).size, 1, "the same body every time");
+    t.equal(
+      new Set(received.map((request) => request.headers["x-service-review-signature"])).size,
+      1,
+      "the same signature every time",
+    );
+  },
+);
 
-t.test("failures until the last attempt end failed after MAX_DELIVERY_ATTEMPTS attempts, with nothing left queued", async (t) => {
-  const path = `/always-503-${crypto.randomUUID()}`;
-  const { id } = await rig.subscribe(rig.receiver.url(path));
-  await rig.emitIntake();
-  const delivery = await rig.finalDelivery(id);
-  t.match(delivery, { status: "failed", attempts: 3, response_code: 503, error_message: "HTTP 503 response" });
-  t.equal(rig.receiver.receivedAt(path).length, 3);
-  t.equal(await rig.server.services.db("graphile_worker.jobs").where({ key: deliveryJobKey(delivery?.id ?? "") }).count<{ count: number }[]>("* as count").then((rows) => rows[0]?.count), 0);
-});
+t.test(
+  "failures until the last attempt end failed after MAX_DELIVERY_ATTEMPTS attempts, with nothing left queued",
+  async (t) => {
+    const path = `/always-503-${crypto.randomUUID()}`;
+    const { id } = await rig.subscribe(rig.receiver.url(path));
+    await rig.emitIntake();
+    const delivery = await rig.finalDelivery(id);
+    t.match(delivery, { status: "failed", attempts: 3, response_code: 503, error_message: "HTTP 503 response" });
+    t.equal(rig.receiver.receivedAt(path).length, 3);
+    t.equal(
+      await rig.server.services
+        .db("graphile_worker.jobs")
+        .where({ key: deliveryJobKey(delivery?.id ?? "") })
+        .count<{ count: number }[]>("* as count")
+        .then((rows) => rows[0]?.count),
+      0,
+    );
+  },
+);
 
 t.test("a redirect is a failed attempt and its Location is never followed", async (t) => {
   const path = `/redirect-${crypto.randomUUID()}`;
   const { id } = await rig.subscribe(rig.receiver.url(path));
   await rig.emitIntake();
-  t.match(await rig.finalDelivery(id), { status: "failed", attempts: 3, response_code: 302, error_message: "Redirect (HTTP 302) not followed" });
+  t.match(await rig.finalDelivery(id), {
+    status: "failed",
+    attempts: 3,
+    response_code: 302,
+    error_message: "Redirect (HTTP 302) not followed",
+  });
   t.equal(rig.receiver.receivedAt(path).length, 3);
   t.equal(rig.receiver.receivedAt("/followed").length, 0, "the Location was not requested");
 });
@@ -152,33 +205,57 @@ t.test("a refused connection is a failed attempt", async (t) => {
   const port = await closedPort();
   const { id } = await rig.subscribe(`https://${RECEIVER_HOST}:${port}/closed`);
   await rig.emitIntake();
-  t.match(await rig.finalDelivery(id), { status: "failed", attempts: 3, response_code: null, error_message: "Connection refused" });
+  t.match(await rig.finalDelivery(id), {
+    status: "failed",
+    attempts: 3,
+    response_code: null,
+    error_message: "Connection refused",
+  });
 });
 
-t.test("a delivery whose subscription is inactive when its job runs is failed with that reason and not sent", async (t) => {
-  const path = `/inactive-${crypto.randomUUID()}`;
-  const { id } = await rig.subscribe(rig.receiver.url(path));
-  // Deactivated after the event was queued (in the same transaction, so the job cannot run first),
-  // the way another platform service sharing the database might: only the worker can notice.
-  await rig.server.services.db.transaction(async (trx) => {
-    await emitEvent(trx, rig.tenant.tenantId, "scorecard.created", { scorecard_id: crypto.randomUUID() });
-    await trx("integrator.webhook_subscriptions").where({ tenant_id: rig.tenant.tenantId, id }).update({ is_active: false });
-  });
-  t.match(await rig.finalDelivery(id), { status: "failed", attempts: 0, response_code: null, error_message: /deactivated/ });
-  await rig.jobsDrained();
-  t.equal(rig.receiver.receivedAt(path).length, 0, "nothing was sent");
-});
+t.test(
+  "a delivery whose subscription is inactive when its job runs is failed with that reason and not sent",
+  async (t) => {
+    const path = `/inactive-${crypto.randomUUID()}`;
+    const { id } = await rig.subscribe(rig.receiver.url(path));
+    // Deactivated after the event was queued (in the same transaction, so the job cannot run first),
+    // the way another platform service sharing the database might: only the worker can notice.
+    await rig.server.services.db.transaction(async (trx) => {
+      await emitEvent(trx, rig.tenant.tenantId, "scorecard.created", { scorecard_id: crypto.randomUUID() });
+      await trx("integrator.webhook_subscriptions")
+        .where({ tenant_id: rig.tenant.tenantId, id })
+        .update({ is_active: false });
+    });
+    t.match(await rig.finalDelivery(id), {
+      status: "failed",
+      attempts: 0,
+      response_code: null,
+      error_message: /deactivated/,
+    });
+    await rig.jobsDrained();
+    t.equal(rig.receiver.receivedAt(path).length, 0, "nothing was sent");
+  },
+);
 
-t.test("a delivery whose subscription secret cannot be opened (another ENCRYPTION_KEY) is failed without sending", async (t) => {
-  const path = `/unreadable-${crypto.randomUUID()}`;
-  const { id } = await rig.subscribe(rig.receiver.url(path));
-  await rig.server.services.db.transaction(async (trx) => {
-    await trx("integrator.webhook_subscriptions").where({ tenant_id: rig.tenant.tenantId, id }).update({ secret_encrypted: "v1.AAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA.AAAA" });
-    await emitEvent(trx, rig.tenant.tenantId, "scorecard.created", { scorecard_id: crypto.randomUUID() });
-  });
-  t.match(await rig.finalDelivery(id), { status: "failed", attempts: 0, error_message: /signing secret could not be read/ });
-  t.equal(rig.receiver.receivedAt(path).length, 0);
-});
+t.test(
+  "a delivery whose subscription secret cannot be opened (another ENCRYPTION_KEY) is failed without sending",
+  async (t) => {
+    const path = `/unreadable-${crypto.randomUUID()}`;
+    const { id } = await rig.subscribe(rig.receiver.url(path));
+    await rig.server.services.db.transaction(async (trx) => {
+      await trx("integrator.webhook_subscriptions")
+        .where({ tenant_id: rig.tenant.tenantId, id })
+        .update({ secret_encrypted: "v1.AAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA.AAAA" });
+      await emitEvent(trx, rig.tenant.tenantId, "scorecard.created", { scorecard_id: crypto.randomUUID() });
+    });
+    t.match(await rig.finalDelivery(id), {
+      status: "failed",
+      attempts: 0,
+      error_message: /signing secret could not be read/,
+    });
+    t.equal(rig.receiver.receivedAt(path).length, 0);
+  },
+);
 
 t.test("a job whose delivery is already final does nothing", async (t) => {
   const path = `/final-${crypto.randomUUID()}`;
@@ -194,36 +271,71 @@ t.test("a job whose delivery is already final does nothing", async (t) => {
   ]);
   t.equal(await rig.jobsDrained(), 0, "the job ran and completed");
   t.equal(rig.receiver.receivedAt(path).length, 1, "not sent again");
-  t.match((await rig.deliveries()).find((row) => row.id === delivery.id), { status: "delivered", attempts: 1 });
+  t.match(
+    (await rig.deliveries()).find((row) => row.id === delivery.id),
+    { status: "delivered", attempts: 1 },
+  );
 });
 
-t.test("every received body is valid against the document's webhooks schema for its kind and carries no filename, item_metadata or document text", async (t) => {
-  const path = `/kinds-${crypto.randomUUID()}`;
-  await rig.subscribe(rig.receiver.url(path), ["*"]);
-  const id = () => crypto.randomUUID();
-  const data: Record<EventKind, Record<string, unknown>> = {
-    "document.status_changed": { document_id: id(), submission_id: id(), item_id: id(), status: "processing", previous_status: "uploaded" },
-    "document.uploaded": { document_id: id(), status: "uploaded" },
-    "document.completed": { document_id: id(), status: "completed" },
-    "adjudication.case_created": { case_id: id(), document_id: id(), status: "open" },
-    "adjudication.case_resolved": { case_id: id(), status: "resolved", outcome: "approved" },
-    "intake.submitted": { submission_id: id(), external_reference: "po-9", module: "claims", tier: null, status: "received", item_count: 1, accepted_count: 1, failed_count: 0 },
-    "intake.batch_submitted": { submission_id: id(), external_reference: null, module: null, tier: null, status: "rejected", item_count: 3, accepted_count: 0, failed_count: 3 },
-    "scorecard.created": { scorecard_id: id(), case_id: id() },
-  };
-  for (const kind of EVENT_KINDS) await emitEvent(rig.server.services.db, rig.tenant.tenantId, kind, data[kind] as never);
-  const received = await waitFor(
-    async () => rig.receiver.receivedAt(path),
-    (requests) => requests.length >= EVENT_KINDS.length,
-  );
-  t.equal(received.length, EVENT_KINDS.length);
-  for (const request of received) {
-    const body = JSON.parse(request.rawBody.toString("utf8")) as { event: string };
-    t.equal(request.headers["x-service-review-event"], body.event);
-    t.same(webhookSchemaErrors(body.event, body), [], `${body.event} matches the document`);
-    t.notMatch(request.rawBody.toString("utf8"), /filename|item_metadata|file_size|mime_type/, `${body.event} carries identifiers and status only`);
-  }
-});
+t.test(
+  "every received body is valid against the document's webhooks schema for its kind and carries no filename, item_metadata or document text",
+  async (t) => {
+    const path = `/kinds-${crypto.randomUUID()}`;
+    await rig.subscribe(rig.receiver.url(path), ["*"]);
+    const id = () => crypto.randomUUID();
+    const data: Record<EventKind, Record<string, unknown>> = {
+      "document.status_changed": {
+        document_id: id(),
+        submission_id: id(),
+        item_id: id(),
+        status: "processing",
+        previous_status: "uploaded",
+      },
+      "document.uploaded": { document_id: id(), status: "uploaded" },
+      "document.completed": { document_id: id(), status: "completed" },
+      "adjudication.case_created": { case_id: id(), document_id: id(), status: "open" },
+      "adjudication.case_resolved": { case_id: id(), status: "resolved", outcome: "approved" },
+      "intake.submitted": {
+        submission_id: id(),
+        external_reference: "po-9",
+        module: "claims",
+        tier: null,
+        status: "received",
+        item_count: 1,
+        accepted_count: 1,
+        failed_count: 0,
+      },
+      "intake.batch_submitted": {
+        submission_id: id(),
+        external_reference: null,
+        module: null,
+        tier: null,
+        status: "rejected",
+        item_count: 3,
+        accepted_count: 0,
+        failed_count: 3,
+      },
+      "scorecard.created": { scorecard_id: id(), case_id: id() },
+    };
+    for (const kind of EVENT_KINDS)
+      await emitEvent(rig.server.services.db, rig.tenant.tenantId, kind, data[kind] as never);
+    const received = await waitFor(
+      async () => rig.receiver.receivedAt(path),
+      (requests) => requests.length >= EVENT_KINDS.length,
+    );
+    t.equal(received.length, EVENT_KINDS.length);
+    for (const request of received) {
+      const body = JSON.parse(request.rawBody.toString("utf8")) as { event: string };
+      t.equal(request.headers["x-service-review-event"], body.event);
+      t.same(webhookSchemaErrors(body.event, body), [], `${body.event} matches the document`);
+      t.notMatch(
+        request.rawBody.toString("utf8"),
+        /filename|item_metadata|file_size|mime_type/,
+        `${body.event} carries identifiers and status only`,
+      );
+    }
+  },
+);
 
 t.test("no API response failed the document's response validation", async (t) => {
   t.same(rig.server.errors, []);

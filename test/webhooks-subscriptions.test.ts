@@ -21,13 +21,19 @@ async function subscribe(body: unknown, who: TestTenant = tenant): Promise<Respo
   return server.request("/v1/webhooks/subscriptions", { method: "POST", token: who.token, json: body });
 }
 
-async function subscribed(url: string, events: string[], who: TestTenant = tenant): Promise<{ id: string; secret: string }> {
+async function subscribed(
+  url: string,
+  events: string[],
+  who: TestTenant = tenant,
+): Promise<{ id: string; secret: string }> {
   const res = await subscribe({ url, events }, who);
   if (res.status !== 201) throw new Error(`subscribe answered ${res.status}: ${await res.text()}`);
   return (await res.json()) as { id: string; secret: string };
 }
 
-async function listSubscriptions(who: TestTenant = tenant): Promise<{ subscriptions: Record<string, unknown>[]; total: number }> {
+async function listSubscriptions(
+  who: TestTenant = tenant,
+): Promise<{ subscriptions: Record<string, unknown>[]; total: number }> {
   const res = await server.request("/v1/webhooks/subscriptions", { token: who.token });
   if (res.status !== 200) throw new Error(`list answered ${res.status}`);
   return (await res.json()) as { subscriptions: Record<string, unknown>[]; total: number };
@@ -57,26 +63,32 @@ const intakeData = (): EventDataByKind["intake.submitted"] => ({
   failed_count: 0,
 });
 
-t.test("creating a subscription answers 201 with the secret, whsec_ and 32 random bytes in base64url, this once", async (t) => {
-  const res = await subscribe({ url: VALID_URL, events: ["intake.submitted", "intake.batch_submitted"] });
-  t.equal(res.status, 201);
-  const body = await res.json();
-  t.match(body.id, UUID);
-  t.equal(body.tenant_id, tenant.tenantId);
-  t.equal(body.url, VALID_URL);
-  t.same(body.events, ["intake.submitted", "intake.batch_submitted"]);
-  t.equal(body.is_active, true);
-  t.equal(body.created_by, tenant.subject, "created_by is the token's subject");
-  t.match(body.created_at, RFC3339_MS_Z);
-  t.match(body.secret, /^whsec_[A-Za-z0-9_-]{43}$/);
-  t.equal(Buffer.from(body.secret.slice("whsec_".length), "base64url").length, 32);
-  const again = await (await subscribe({ url: VALID_URL, events: ["*"] })).json();
-  t.not(again.secret, body.secret, "every subscription has its own secret");
-});
+t.test(
+  "creating a subscription answers 201 with the secret, whsec_ and 32 random bytes in base64url, this once",
+  async (t) => {
+    const res = await subscribe({ url: VALID_URL, events: ["intake.submitted", "intake.batch_submitted"] });
+    t.equal(res.status, 201);
+    const body = await res.json();
+    t.match(body.id, UUID);
+    t.equal(body.tenant_id, tenant.tenantId);
+    t.equal(body.url, VALID_URL);
+    t.same(body.events, ["intake.submitted", "intake.batch_submitted"]);
+    t.equal(body.is_active, true);
+    t.equal(body.created_by, tenant.subject, "created_by is the token's subject");
+    t.match(body.created_at, RFC3339_MS_Z);
+    t.match(body.secret, /^whsec_[A-Za-z0-9_-]{43}$/);
+    t.equal(Buffer.from(body.secret.slice("whsec_".length), "base64url").length, 32);
+    const again = await (await subscribe({ url: VALID_URL, events: ["*"] })).json();
+    t.not(again.secret, body.secret, "every subscription has its own secret");
+  },
+);
 
 t.test("the secret is stored sealed: the database column holds neither the secret nor its random part", async (t) => {
   const { id, secret } = await subscribed(VALID_URL, ["*"]);
-  const row = await server.services.db("integrator.webhook_subscriptions").where({ tenant_id: tenant.tenantId, id }).first();
+  const row = await server.services
+    .db("integrator.webhook_subscriptions")
+    .where({ tenant_id: tenant.tenantId, id })
+    .first();
   t.notOk(JSON.stringify(row).includes(secret.slice("whsec_".length)), "no column holds the secret");
   t.equal(server.services.box.open(row.secret_encrypted), secret, "it opens with the service key");
 });
@@ -90,41 +102,90 @@ t.test("the secret is never listed", async (t) => {
 });
 
 t.test("url rule: it must be a parseable absolute URL", async (t) => {
-  for (const url of ["not a url", "/relative/path", "hooks.example.com/x", "https://"]) await expectUrlRefused(t, url, /valid absolute URL/);
+  for (const url of ["not a url", "/relative/path", "hooks.example.com/x", "https://"])
+    await expectUrlRefused(t, url, /valid absolute URL/);
 });
 
 t.test("url rule: the scheme must be https", async (t) => {
-  for (const url of ["http://hooks.example.com/x", "ftp://hooks.example.com/", "wss://hooks.example.com/"]) await expectUrlRefused(t, url, /scheme must be https/);
+  for (const url of ["http://hooks.example.com/x", "ftp://hooks.example.com/", "wss://hooks.example.com/"])
+    await expectUrlRefused(t, url, /scheme must be https/);
 });
 
 t.test("url rule: no user name or password part", async (t) => {
-  for (const url of ["https://user@hooks.example.com/x", "https://user:secret@hooks.example.com/x", "https://:secret@hooks.example.com/"]) {
+  for (const url of [
+    "https://user@hooks.example.com/x",
+    "https://user:secret@hooks.example.com/x",
+    "https://:secret@hooks.example.com/",
+  ]) {
     await expectUrlRefused(t, url, /must not contain a user name or password/);
   }
 });
 
-t.test("url rule: private, loopback, link-local, shared, multicast, unspecified, documentation and reserved IPv4 literals are refused", async (t) => {
-  const literals = ["10.0.0.1", "172.16.5.4", "192.168.1.1", "127.0.0.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "224.0.0.1", "192.0.2.1", "198.51.100.7", "203.0.113.9", "240.0.0.1", "255.255.255.255"];
-  for (const literal of literals) await expectUrlRefused(t, `https://${literal}/x`, /private, loopback, link-local, multicast or reserved IP/);
-});
+t.test(
+  "url rule: private, loopback, link-local, shared, multicast, unspecified, documentation and reserved IPv4 literals are refused",
+  async (t) => {
+    const literals = [
+      "10.0.0.1",
+      "172.16.5.4",
+      "192.168.1.1",
+      "127.0.0.1",
+      "169.254.169.254",
+      "100.64.0.1",
+      "0.0.0.0",
+      "224.0.0.1",
+      "192.0.2.1",
+      "198.51.100.7",
+      "203.0.113.9",
+      "240.0.0.1",
+      "255.255.255.255",
+    ];
+    for (const literal of literals)
+      await expectUrlRefused(t, `https://${literal}/x`, /private, loopback, link-local, multicast or reserved IP/);
+  },
+);
 
 t.test("url rule: private and reserved IPv6 literals are refused, IPv4-mapped addresses included", async (t) => {
-  const literals = ["[::1]", "[::]", "[fe80::1]", "[fc00::1]", "[fd12:3456::1]", "[ff02::1]", "[2001:db8::1]", "[::ffff:127.0.0.1]", "[::ffff:a00:1]", "[64:ff9b::a00:1]"];
-  for (const literal of literals) await expectUrlRefused(t, `https://${literal}:8443/x`, /private, loopback, link-local, multicast or reserved IP/);
+  const literals = [
+    "[::1]",
+    "[::]",
+    "[fe80::1]",
+    "[fc00::1]",
+    "[fd12:3456::1]",
+    "[ff02::1]",
+    "[2001:db8::1]",
+    "[::ffff:127.0.0.1]",
+    "[::ffff:a00:1]",
+    "[64:ff9b::a00:1]",
+  ];
+  for (const literal of literals)
+    await expectUrlRefused(t, `https://${literal}:8443/x`, /private, loopback, link-local, multicast or reserved IP/);
 });
 
-t.test("url rule: literal forms that URL parsing normalises to a blocked address are refused (127.1, hex, octal, integer, full-width)", async (t) => {
-  for (const host of ["127.1", "0x7f.1", "0x7f000001", "2130706433", "0177.0.0.1", "１２７.０.０.１", "10.1", "127.0.0.1."]) {
-    await expectUrlRefused(t, `https://${host}/x`, /private, loopback, link-local, multicast or reserved IP/);
-  }
-});
+t.test(
+  "url rule: literal forms that URL parsing normalises to a blocked address are refused (127.1, hex, octal, integer, full-width)",
+  async (t) => {
+    for (const host of [
+      "127.1",
+      "0x7f.1",
+      "0x7f000001",
+      "2130706433",
+      "0177.0.0.1",
+      "１２７.０.０.１",
+      "10.1",
+      "127.0.0.1.",
+    ]) {
+      await expectUrlRefused(t, `https://${host}/x`, /private, loopback, link-local, multicast or reserved IP/);
+    }
+  },
+);
 
 t.test("url rule: localhost names are refused", async (t) => {
   for (const url of ["https://localhost/x", "https://api.localhost/x"]) await expectUrlRefused(t, url, /localhost/);
 });
 
 t.test("url rule: the host must be a fully qualified name (contain a dot)", async (t) => {
-  for (const url of ["https://intranet/x", "https://hooks:8443/x"]) await expectUrlRefused(t, url, /fully qualified domain name \(contain a dot\)/);
+  for (const url of ["https://intranet/x", "https://hooks:8443/x"])
+    await expectUrlRefused(t, url, /fully qualified domain name \(contain a dot\)/);
 });
 
 t.test("url rules are checked in order and the first broken one is reported", async (t) => {
@@ -133,12 +194,19 @@ t.test("url rules are checked in order and the first broken one is reported", as
   await expectUrlRefused(t, "https://10.0.0.1/", /private/);
 });
 
-t.test("url: fully qualified names and public IPv4 literals are accepted; a public IPv6 literal has no dot and is refused by that rule", async (t) => {
-  for (const url of ["https://hooks.example.com/review", "https://hooks.example.com:8443/a?b=c", "https://93.184.216.34/x"]) {
-    t.equal((await subscribe({ url, events: ["*"] })).status, 201, url);
-  }
-  await expectUrlRefused(t, "https://[2606:4700:4700::1111]/x", /contain a dot/);
-});
+t.test(
+  "url: fully qualified names and public IPv4 literals are accepted; a public IPv6 literal has no dot and is refused by that rule",
+  async (t) => {
+    for (const url of [
+      "https://hooks.example.com/review",
+      "https://hooks.example.com:8443/a?b=c",
+      "https://93.184.216.34/x",
+    ]) {
+      t.equal((await subscribe({ url, events: ["*"] })).status, 201, url);
+    }
+    await expectUrlRefused(t, "https://[2606:4700:4700::1111]/x", /contain a dot/);
+  },
+);
 
 t.test("url: 1 to 2048 characters", async (t) => {
   const empty = await (await subscribe({ url: "", events: ["*"] })).json();
@@ -156,7 +224,11 @@ t.test("events: 1 to 20 entries", async (t) => {
   t.equal(noneBody.detail[0].type, "too_short");
   const many = await (await subscribe({ url: VALID_URL, events: Array(21).fill("*") })).json();
   t.equal(many.detail[0].type, "too_long");
-  t.equal((await subscribe({ url: VALID_URL, events: Array(20).fill("intake.submitted") })).status, 201, "20 entries are accepted");
+  t.equal(
+    (await subscribe({ url: VALID_URL, events: Array(20).fill("intake.submitted") })).status,
+    201,
+    "20 entries are accepted",
+  );
   const missing = await (await subscribe({ url: VALID_URL })).json();
   t.equal(missing.detail[0].type, "missing");
 });
@@ -171,16 +243,35 @@ t.test("events: each entry is a listed kind or *", async (t) => {
     ["body", "events", 2],
   ]);
   t.equal(body.detail[0].type, "enum");
-  for (const kind of ["document.status_changed", "document.uploaded", "document.completed", "adjudication.case_created", "adjudication.case_resolved", "intake.submitted", "intake.batch_submitted", "scorecard.created", "*"]) {
+  for (const kind of [
+    "document.status_changed",
+    "document.uploaded",
+    "document.completed",
+    "adjudication.case_created",
+    "adjudication.case_resolved",
+    "intake.submitted",
+    "intake.batch_submitted",
+    "scorecard.created",
+    "*",
+  ]) {
     t.equal((await subscribe({ url: VALID_URL, events: [kind] })).status, 201, kind);
   }
 });
 
 t.test("events: duplicates are removed and the order given is kept", async (t) => {
-  const body = await (await subscribe({ url: VALID_URL, events: ["scorecard.created", "intake.submitted", "scorecard.created", "*", "intake.submitted"] })).json();
+  const body = await (
+    await subscribe({
+      url: VALID_URL,
+      events: ["scorecard.created", "intake.submitted", "scorecard.created", "*", "intake.submitted"],
+    })
+  ).json();
   t.same(body.events, ["scorecard.created", "intake.submitted", "*"]);
   const listed = await listSubscriptions();
-  t.same(listed.subscriptions.find((subscription) => subscription.id === body.id)?.events, ["scorecard.created", "intake.submitted", "*"]);
+  t.same(listed.subscriptions.find((subscription) => subscription.id === body.id)?.events, [
+    "scorecard.created",
+    "intake.submitted",
+    "*",
+  ]);
 });
 
 t.test("the list holds the tenant's active subscriptions, oldest first, and total counts them", async (t) => {
@@ -193,7 +284,13 @@ t.test("the list holds the tenant's active subscriptions, oldest first, and tota
     listed.subscriptions.map((subscription) => subscription.id),
     [first.id, second.id],
   );
-  t.match(listed.subscriptions[1], { url: "https://b.example.com/2", events: ["intake.submitted"], is_active: true, tenant_id: own.tenantId, created_by: own.subject });
+  t.match(listed.subscriptions[1], {
+    url: "https://b.example.com/2",
+    events: ["intake.submitted"],
+    is_active: true,
+    tenant_id: own.tenantId,
+    created_by: own.subject,
+  });
 });
 
 t.test("deleting answers 204 with no body and the subscription is no longer listed", async (t) => {
@@ -204,22 +301,38 @@ t.test("deleting answers 204 with no body and the subscription is no longer list
   t.equal(await res.text(), "");
   const listed = await listSubscriptions(own);
   t.equal(listed.total, 0);
-  const row = await server.services.db("integrator.webhook_subscriptions").where({ tenant_id: own.tenantId, id }).first();
+  const row = await server.services
+    .db("integrator.webhook_subscriptions")
+    .where({ tenant_id: own.tenantId, id })
+    .first();
   t.equal(row.is_active, false, "kept, inactive");
   t.ok(row.deactivated_at instanceof Date);
 });
 
 t.test("deleting an already inactive subscription answers 204 again", async (t) => {
   const { id } = await subscribed(VALID_URL, ["*"]);
-  t.equal((await server.request(`/v1/webhooks/subscriptions/${id}`, { method: "DELETE", token: tenant.token })).status, 204);
-  t.equal((await server.request(`/v1/webhooks/subscriptions/${id}`, { method: "DELETE", token: tenant.token })).status, 204);
+  t.equal(
+    (await server.request(`/v1/webhooks/subscriptions/${id}`, { method: "DELETE", token: tenant.token })).status,
+    204,
+  );
+  t.equal(
+    (await server.request(`/v1/webhooks/subscriptions/${id}`, { method: "DELETE", token: tenant.token })).status,
+    204,
+  );
 });
 
 t.test("deleting an unknown subscription, or an id that is not a UUID, answers 404 NOT_FOUND", async (t) => {
   for (const id of [crypto.randomUUID(), "not-a-uuid", "1"]) {
-    const res = await server.request(`/v1/webhooks/subscriptions/${id}`, { method: "DELETE", token: tenant.token, headers: { "X-Request-Id": "req-404" } });
+    const res = await server.request(`/v1/webhooks/subscriptions/${id}`, {
+      method: "DELETE",
+      token: tenant.token,
+      headers: { "X-Request-Id": "req-404" },
+    });
     t.equal(res.status, 404, id);
-    t.same(await res.json(), { error: { code: "NOT_FOUND", message: "Webhook subscription not found" }, request_id: "req-404" });
+    t.same(await res.json(), {
+      error: { code: "NOT_FOUND", message: "Webhook subscription not found" },
+      request_id: "req-404",
+    });
   }
 });
 
@@ -248,31 +361,43 @@ t.test("tenant isolation: a tenant lists only its own subscriptions", async (t) 
   t.equal(listed.total, 1);
 });
 
-t.test("deliveries are listed newest first, at most limit (default 50), and total counts all of the tenant's deliveries", async (t) => {
-  const own = await createTestTenant(server.services);
-  await subscribed(VALID_URL, ["intake.submitted"], own);
-  const submissions: string[] = [];
-  for (let i = 0; i < 55; i++) {
-    const data = intakeData();
-    submissions.push(data.submission_id);
-    await server.services.db.transaction((trx) => emitEvent(trx, own.tenantId, "intake.submitted", data));
-  }
-  const limited = await (await server.request("/v1/webhooks/deliveries?limit=3", { token: own.token })).json();
-  t.equal(limited.total, 55);
-  t.same(
-    limited.deliveries.map((delivery: { payload: { data: { submission_id: string } } }) => delivery.payload.data.submission_id),
-    submissions.slice(-3).reverse(),
-    "the three newest, newest first",
-  );
-  const first = limited.deliveries[0];
-  t.match(first, { event_type: "intake.submitted", status: "pending", attempts: 0, last_attempt_at: null, response_code: null, error_message: null });
-  t.match(first.created_at, RFC3339_MS_Z);
-  const byDefault = await (await server.request("/v1/webhooks/deliveries", { token: own.token })).json();
-  t.equal(byDefault.deliveries.length, 50, "50 by default");
-  t.equal(byDefault.total, 55);
-  const createdAt = byDefault.deliveries.map((delivery: { created_at: string }) => delivery.created_at);
-  t.same(createdAt, [...createdAt].sort().reverse(), "ordered by created_at descending");
-});
+t.test(
+  "deliveries are listed newest first, at most limit (default 50), and total counts all of the tenant's deliveries",
+  async (t) => {
+    const own = await createTestTenant(server.services);
+    await subscribed(VALID_URL, ["intake.submitted"], own);
+    const submissions: string[] = [];
+    for (let i = 0; i < 55; i++) {
+      const data = intakeData();
+      submissions.push(data.submission_id);
+      await server.services.db.transaction((trx) => emitEvent(trx, own.tenantId, "intake.submitted", data));
+    }
+    const limited = await (await server.request("/v1/webhooks/deliveries?limit=3", { token: own.token })).json();
+    t.equal(limited.total, 55);
+    t.same(
+      limited.deliveries.map(
+        (delivery: { payload: { data: { submission_id: string } } }) => delivery.payload.data.submission_id,
+      ),
+      submissions.slice(-3).reverse(),
+      "the three newest, newest first",
+    );
+    const first = limited.deliveries[0];
+    t.match(first, {
+      event_type: "intake.submitted",
+      status: "pending",
+      attempts: 0,
+      last_attempt_at: null,
+      response_code: null,
+      error_message: null,
+    });
+    t.match(first.created_at, RFC3339_MS_Z);
+    const byDefault = await (await server.request("/v1/webhooks/deliveries", { token: own.token })).json();
+    t.equal(byDefault.deliveries.length, 50, "50 by default");
+    t.equal(byDefault.total, 55);
+    const createdAt = byDefault.deliveries.map((delivery: { created_at: string }) => delivery.created_at);
+    t.same(createdAt, [...createdAt].sort().reverse(), "ordered by created_at descending");
+  },
+);
 
 t.test("deliveries: limit is 1 to 200", async (t) => {
   for (const limit of ["0", "201", "-1", "many"]) {
@@ -295,7 +420,10 @@ t.test("tenant isolation: a tenant lists and counts only its own deliveries", as
   const listed = await (await server.request("/v1/webhooks/deliveries", { token: first.token })).json();
   t.equal(listed.total, 1);
   t.same(
-    listed.deliveries.map((delivery: { payload: { tenant_id: string; data: { submission_id: string } } }) => [delivery.payload.tenant_id, delivery.payload.data.submission_id]),
+    listed.deliveries.map((delivery: { payload: { tenant_id: string; data: { submission_id: string } } }) => [
+      delivery.payload.tenant_id,
+      delivery.payload.data.submission_id,
+    ]),
     [[first.tenantId, mine.submission_id]],
   );
 });
@@ -304,10 +432,17 @@ t.test("deactivating a subscription fails its pending deliveries at once, with t
   const own = await createTestTenant(server.services);
   const { id } = await subscribed(VALID_URL, ["*"], own);
   await emitEvent(server.services.db, own.tenantId, "intake.submitted", intakeData());
-  t.equal((await server.request(`/v1/webhooks/subscriptions/${id}`, { method: "DELETE", token: own.token })).status, 204);
+  t.equal(
+    (await server.request(`/v1/webhooks/subscriptions/${id}`, { method: "DELETE", token: own.token })).status,
+    204,
+  );
   const [delivery] = (await (await server.request("/v1/webhooks/deliveries", { token: own.token })).json()).deliveries;
   t.match(delivery, { subscription_id: id, status: "failed", attempts: 0, error_message: /deactivated/ });
-  t.equal(await emitEvent(server.services.db, own.tenantId, "intake.submitted", intakeData()), 0, "an inactive subscription matches no new events");
+  t.equal(
+    await emitEvent(server.services.db, own.tenantId, "intake.submitted", intakeData()),
+    0,
+    "an inactive subscription matches no new events",
+  );
 });
 
 t.test("every webhook operation needs a bearer token", async (t) => {
@@ -318,7 +453,10 @@ t.test("every webhook operation needs a bearer token", async (t) => {
     ["DELETE", `/v1/webhooks/subscriptions/${id}`],
     ["GET", "/v1/webhooks/deliveries"],
   ] as const) {
-    const res = await server.request(path, { method, ...(method === "POST" ? { json: { url: VALID_URL, events: ["*"] } } : {}) });
+    const res = await server.request(path, {
+      method,
+      ...(method === "POST" ? { json: { url: VALID_URL, events: ["*"] } } : {}),
+    });
     t.equal(res.status, 401, `${method} ${path}`);
     t.equal((await res.json()).error.code, "UNAUTHORIZED");
   }

@@ -32,8 +32,13 @@ export async function startWorker(
   const workerId = `${os.hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
   const beat = () =>
     services.db
-      .raw("insert into integrator.worker_heartbeats (worker_id, last_seen_at) values (?, now()) on conflict (worker_id) do update set last_seen_at = now()", [workerId])
-      .then(() => services.db.raw("delete from integrator.worker_heartbeats where last_seen_at < now() - interval '1 day'"))
+      .raw(
+        "insert into integrator.worker_heartbeats (worker_id, last_seen_at) values (?, now()) on conflict (worker_id) do update set last_seen_at = now()",
+        [workerId],
+      )
+      .then(() =>
+        services.db.raw("delete from integrator.worker_heartbeats where last_seen_at < now() - interval '1 day'"),
+      )
       .catch(() => undefined);
   const runner = await run({
     connectionString,
@@ -48,7 +53,9 @@ export async function startWorker(
     logger: quietLogger(options.log),
   });
   // A lost database connection ends the runner's promise; the health check reports it, the process keeps serving.
-  runner.promise.catch((error: unknown) => options.log?.("error", `worker stopped: ${error instanceof Error ? error.message : String(error)}`));
+  runner.promise.catch((error: unknown) =>
+    options.log?.("error", `worker stopped: ${error instanceof Error ? error.message : String(error)}`),
+  );
   await beat();
   const heartbeat = setInterval(beat, HEARTBEAT_INTERVAL_MS);
   heartbeat.unref();
@@ -58,7 +65,11 @@ export async function startWorker(
     async stop() {
       clearInterval(heartbeat);
       await runner.stop();
-      await services.db("integrator.worker_heartbeats").where({ worker_id: workerId }).delete().catch(() => undefined);
+      await services
+        .db("integrator.worker_heartbeats")
+        .where({ worker_id: workerId })
+        .delete()
+        .catch(() => undefined);
     },
   };
 }

@@ -23,8 +23,7 @@ export interface SendSettings {
 }
 
 export type SendOutcome =
-  | { delivered: true; responseCode: number }
-  | { delivered: false; responseCode: number | null; errorMessage: string };
+  { delivered: true; responseCode: number } | { delivered: false; responseCode: number | null; errorMessage: string };
 
 export interface WebhookRequest {
   url: string;
@@ -38,7 +37,9 @@ export function sendSettings(webhooks: Config["webhooks"]): SendSettings {
     timeoutMs: webhooks.timeoutMs,
     allowPrivateTargets: webhooks.allowPrivateTargets,
     resolve: webhooks.resolve,
-    secureContext: webhooks.caFile ? tls.createSecureContext({ ca: [...tls.rootCertificates, fs.readFileSync(webhooks.caFile, "utf8")] }) : undefined,
+    secureContext: webhooks.caFile
+      ? tls.createSecureContext({ ca: [...tls.rootCertificates, fs.readFileSync(webhooks.caFile, "utf8")] })
+      : undefined,
   };
 }
 
@@ -59,7 +60,11 @@ async function resolveHost(host: string, settings: SendSettings): Promise<dns.Lo
     return await dns.promises.lookup(host, { all: true, verbatim: true });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new AttemptFailed(code === "ENOTFOUND" || code === "ENODATA" ? `Host ${host} was not found (DNS)` : `DNS lookup of ${host} failed (${code ?? "error"})`);
+    throw new AttemptFailed(
+      code === "ENOTFOUND" || code === "ENODATA"
+        ? `Host ${host} was not found (DNS)`
+        : `DNS lookup of ${host} failed (${code ?? "error"})`,
+    );
   }
 }
 
@@ -86,7 +91,11 @@ function describeError(error: unknown): string {
     default:
       break;
   }
-  if (typeof code === "string" && /^(ERR_TLS_|ERR_SSL_|UNABLE_TO_|CERT_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_|ERR_TLS_CERT)/.test(code)) return `TLS handshake failed (${code})`;
+  if (
+    typeof code === "string" &&
+    /^(ERR_TLS_|ERR_SSL_|UNABLE_TO_|CERT_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_|ERR_TLS_CERT)/.test(code)
+  )
+    return `TLS handshake failed (${code})`;
   return `Request failed (${code ?? (error instanceof Error ? error.name : "unknown error")})`;
 }
 
@@ -94,7 +103,11 @@ function describeError(error: unknown): string {
  * Sends one attempt. Never throws: every failure (URL rule, resolution, blocked address, connection,
  * TLS, timeout, non-2xx answer) is a failed outcome with a message for the delivery log.
  */
-export async function sendWebhook(request: WebhookRequest, settings: SendSettings, shutdown?: AbortSignal): Promise<SendOutcome> {
+export async function sendWebhook(
+  request: WebhookRequest,
+  settings: SendSettings,
+  shutdown?: AbortSignal,
+): Promise<SendOutcome> {
   const verdict = checkWebhookUrl(request.url);
   if (!verdict.ok) return failed(`The subscription URL breaks a URL rule: ${verdict.message}`);
   const { url, host } = verdict;
@@ -136,7 +149,15 @@ function outcomeOf(status: number): SendOutcome {
   return failed(`HTTP ${status} response`, status);
 }
 
-function post(url: URL, host: string, addresses: dns.LookupAddress[], request: WebhookRequest, settings: SendSettings, signal: AbortSignal, deadline: number): Promise<SendOutcome> {
+function post(
+  url: URL,
+  host: string,
+  addresses: dns.LookupAddress[],
+  request: WebhookRequest,
+  settings: SendSettings,
+  signal: AbortSignal,
+  deadline: number,
+): Promise<SendOutcome> {
   // Every address handed to the socket was checked above; Node asks for all of them when it races
   // IPv4 and IPv6 (autoSelectFamily), otherwise for one.
   const pinned: net.LookupFunction = (_hostname, options, callback) => {

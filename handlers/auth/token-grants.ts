@@ -26,33 +26,56 @@ function basicCredentials(authorization: string | undefined): { clientId: string
   return { clientId: unescape(decoded.slice(0, colon)), clientSecret: unescape(decoded.slice(colon + 1)) };
 }
 
-export async function issueTokenFor(services: Services, form: TokenRequestForm, authorization: string | undefined): Promise<IssuedToken> {
+export async function issueTokenFor(
+  services: Services,
+  form: TokenRequestForm,
+  authorization: string | undefined,
+): Promise<IssuedToken> {
   const grantType = form.grant_type;
   if (!grantType) throw new OAuthError("invalid_request", "grant_type is required");
 
   if (grantType === "password") {
-    if (!form.username || !form.password) throw new OAuthError("invalid_request", "username and password are required for the password grant");
+    if (!form.username || !form.password)
+      throw new OAuthError("invalid_request", "username and password are required for the password grant");
     const user = await findUserByUsername(services.db, form.username);
     const valid = await verifySecret(form.password, user?.password_hash ?? DUMMY_HASH);
     if (!user || !valid) throw new OAuthError("invalid_grant", "Invalid username or password");
-    const { token, expiresIn } = await services.tokens.issue({ subject: user.id, tenantId: user.tenant_id, roles: user.roles });
+    const { token, expiresIn } = await services.tokens.issue({
+      subject: user.id,
+      tenantId: user.tenant_id,
+      roles: user.roles,
+    });
     return { access_token: token, token_type: "bearer", expires_in: expiresIn };
   }
 
   if (grantType === "client_credentials") {
     const basic = basicCredentials(authorization);
     const inForm = form.client_id !== undefined || form.client_secret !== undefined;
-    if (basic && inForm) throw new OAuthError("invalid_request", "Use one client authentication method: HTTP Basic or the form, not both");
+    if (basic && inForm)
+      throw new OAuthError("invalid_request", "Use one client authentication method: HTTP Basic or the form, not both");
     const clientId = basic?.clientId ?? form.client_id;
     const clientSecret = basic?.clientSecret ?? form.client_secret;
     const challenge = basic ? { "WWW-Authenticate": 'Basic realm="integrator-api"' } : undefined;
-    if (!clientId || !clientSecret) throw new OAuthError("invalid_client", "Client authentication is required (client_id and client_secret)", challenge ? { headers: challenge } : {});
+    if (!clientId || !clientSecret)
+      throw new OAuthError(
+        "invalid_client",
+        "Client authentication is required (client_id and client_secret)",
+        challenge ? { headers: challenge } : {},
+      );
     const client = await findClient(services.db, clientId);
     const valid = await verifySecret(clientSecret, client?.secret_hash ?? DUMMY_HASH);
-    if (!client || !valid) throw new OAuthError("invalid_client", "Client authentication failed", challenge ? { headers: challenge } : {});
-    const { token, expiresIn } = await services.tokens.issue({ subject: client.client_id, tenantId: client.tenant_id, roles: client.roles });
+    if (!client || !valid)
+      throw new OAuthError("invalid_client", "Client authentication failed", challenge ? { headers: challenge } : {});
+    const { token, expiresIn } = await services.tokens.issue({
+      subject: client.client_id,
+      tenantId: client.tenant_id,
+      roles: client.roles,
+    });
     return { access_token: token, token_type: "bearer", expires_in: expiresIn };
   }
 
-  throw new OAuthError("unsupported_grant_type", `grant_type ${JSON.stringify(grantType).slice(0, 80)} is not supported; use password or client_credentials`);
+  throw new OAuthError(
+    "unsupported_grant_type",
+    `grant_type ${JSON.stringify(grantType).slice(0, 80)} is not supported; use password or client_credentials`,
+  );
 }

@@ -4,7 +4,11 @@ import { replayHeaders } from "../../server/http/idempotency.ts";
 import { getSubmission, submitIntake as submit, type IntakeItemInput } from "./submissions.ts";
 import { effectiveTenant } from "./tenancy.ts";
 
-async function register(call: Call<"submitIntake"> | Call<"submitIntakeBatch">, kind: "single" | "batch", items: IntakeItemInput[]) {
+async function register(
+  call: Call<"submitIntake"> | Call<"submitIntakeBatch">,
+  kind: "single" | "batch",
+  items: IntakeItemInput[],
+) {
   const principal = principalOf(call);
   const { body } = call;
   const key = call.headers["idempotency-key"];
@@ -25,9 +29,17 @@ async function register(call: Call<"submitIntake"> | Call<"submitIntakeBatch">, 
 
 export const submitIntake: OperationHandler<"submitIntake"> = (call) => register(call, "single", [call.body]);
 
-export const submitIntakeBatch: OperationHandler<"submitIntakeBatch"> = (call) => register(call, "batch", call.body.items);
+export const submitIntakeBatch: OperationHandler<"submitIntakeBatch"> = (call) =>
+  register(call, "batch", call.body.items);
 
 export const getIntakeSubmission: OperationHandler<"getIntakeSubmission"> = async (call) => {
   const principal = principalOf(call);
-  return { status: 200, body: await getSubmission(call.services, effectiveTenant(principal, call.query.tenant_id), call.params.submission_id) };
+  return {
+    status: 200,
+    body: await getSubmission(
+      call.services,
+      effectiveTenant(principal, call.query.tenant_id),
+      call.params.submission_id,
+    ),
+  };
 };

@@ -55,7 +55,10 @@ const AUDIT_ACTION = { single: "intake.submitted", batch: "intake.batch_submitte
 const ROUTE = { single: "intake.submit", batch: "intake.batch" } as const;
 
 /** item_metadata limits (16 KiB as JSON, nesting depth 5), reported as 422 value_error at the item's path. */
-export function metadataIssues(items: IntakeItemInput[], locOf: (index: number) => (string | number)[]): ValidationIssue[] {
+export function metadataIssues(
+  items: IntakeItemInput[],
+  locOf: (index: number) => (string | number)[],
+): ValidationIssue[] {
   const issues: ValidationIssue[] = [];
   items.forEach((item, index) => {
     const metadata = item.item_metadata;
@@ -66,7 +69,10 @@ export function metadataIssues(items: IntakeItemInput[], locOf: (index: number) 
       return;
     }
     const size = Buffer.byteLength(JSON.stringify(metadata), "utf8");
-    if (size > METADATA_MAX_BYTES) issues.push(valueError(locOf(index), `item_metadata must be at most ${METADATA_MAX_BYTES} bytes as JSON, got ${size}`));
+    if (size > METADATA_MAX_BYTES)
+      issues.push(
+        valueError(locOf(index), `item_metadata must be at most ${METADATA_MAX_BYTES} bytes as JSON, got ${size}`),
+      );
   });
   return issues;
 }
@@ -75,7 +81,8 @@ export function metadataIssues(items: IntakeItemInput[], locOf: (index: number) 
 export function itemRejection(item: IntakeItemInput, intake: Config["intake"]): string | undefined {
   const mediaType = item.mime_type.split(";")[0]?.trim().toLowerCase() ?? "";
   if (!intake.allowedMimeTypes.includes(mediaType)) return `mime_type ${item.mime_type} is not accepted`;
-  if (item.file_size > intake.maxFileSizeBytes) return `file_size exceeds the maximum of ${intake.maxFileSizeBytes} bytes`;
+  if (item.file_size > intake.maxFileSizeBytes)
+    return `file_size exceeds the maximum of ${intake.maxFileSizeBytes} bytes`;
   if (/[/\\]/.test(item.filename)) return "filename must not contain a path separator";
   if (/[\u0000-\u001f\u007f]/.test(item.filename)) return "filename must not contain control characters";
   if (/^\.+$/.test(item.filename)) return "filename must not consist of dots only";
@@ -83,7 +90,11 @@ export function itemRejection(item: IntakeItemInput, intake: Config["intake"]): 
 }
 
 /** The submission's status and counts, derived from its items' statuses. */
-export function aggregate(statuses: ItemStatus[]): { status: SubmissionStatus; acceptedCount: number; failedCount: number } {
+export function aggregate(statuses: ItemStatus[]): {
+  status: SubmissionStatus;
+  acceptedCount: number;
+  failedCount: number;
+} {
   const rejected = statuses.filter((status) => status === "rejected").length;
   const failed = statuses.filter((status) => status === "failed").length;
   const live = statuses.filter((status) => status !== "rejected");
@@ -91,14 +102,20 @@ export function aggregate(statuses: ItemStatus[]): { status: SubmissionStatus; a
   const failedCount = rejected + failed;
   let status: SubmissionStatus;
   if (live.length === 0) status = "rejected";
-  else if (live.every((s) => s === "completed" || s === "failed")) status = failedCount > 0 ? "completed_with_errors" : "completed";
+  else if (live.every((s) => s === "completed" || s === "failed"))
+    status = failedCount > 0 ? "completed_with_errors" : "completed";
   else if (live.some((s) => s !== "pending")) status = "processing";
   else status = "received";
   return { status, acceptedCount, failedCount };
 }
 
-export async function submitIntake(services: Services, request: IntakeRequest): Promise<IdempotentOutcome<SubmissionResponse>> {
-  const issues = metadataIssues(request.items, (index) => (request.kind === "single" ? ["body", "item_metadata"] : ["body", "items", index, "item_metadata"]));
+export async function submitIntake(
+  services: Services,
+  request: IntakeRequest,
+): Promise<IdempotentOutcome<SubmissionResponse>> {
+  const issues = metadataIssues(request.items, (index) =>
+    request.kind === "single" ? ["body", "item_metadata"] : ["body", "items", index, "item_metadata"],
+  );
   if (issues.length > 0) throw new RequestValidationError(issues);
 
   const items: NewItem[] = request.items.map((item) => {
@@ -113,47 +130,64 @@ export async function submitIntake(services: Services, request: IntakeRequest): 
     };
   });
   const totals = aggregate(items.map((item) => item.status));
-  const scope = request.idempotencyKey === undefined
-    ? undefined
-    : { tenantId: request.principal.tenantId, subject: request.principal.subject, route: ROUTE[request.kind], key: request.idempotencyKey };
+  const scope =
+    request.idempotencyKey === undefined
+      ? undefined
+      : {
+          tenantId: request.principal.tenantId,
+          subject: request.principal.subject,
+          route: ROUTE[request.kind],
+          key: request.idempotencyKey,
+        };
 
   try {
-    return await runIdempotent(services.db, scope, requestFingerprint(request.body, request.tenantId), services.config.idempotencyTtlHours, async (trx) => {
-      const submission = await insertSubmission(
-        trx,
-        {
-          tenantId: request.tenantId,
-          kind: request.kind,
-          externalReference: request.externalReference,
-          module: request.module,
-          tier: request.tier,
-          status: totals.status,
-          acceptedCount: totals.acceptedCount,
-          failedCount: totals.failedCount,
-          createdBy: request.principal.subject,
-          requestId: request.requestId,
-        },
-        items,
-        {
-          action: AUDIT_ACTION[request.kind],
-          actor: request.principal.subject,
-          requestId: request.requestId,
-          details: { item_count: items.length, accepted_count: totals.acceptedCount, failed_count: totals.failedCount, actor_tenant_id: request.principal.tenantId },
-        },
-      );
-      // Only here, on a first successful call: replays return before reaching the work.
-      await emitEvent(trx, request.tenantId, AUDIT_ACTION[request.kind], {
-        submission_id: submission.id,
-        external_reference: submission.external_reference,
-        module: submission.module,
-        tier: submission.tier,
-        status: submission.status,
-        item_count: submission.item_count,
-        accepted_count: submission.accepted_count,
-        failed_count: submission.failed_count,
-      });
-      return { status: 201, body: submission };
-    });
+    return await runIdempotent(
+      services.db,
+      scope,
+      requestFingerprint(request.body, request.tenantId),
+      services.config.idempotencyTtlHours,
+      async (trx) => {
+        const submission = await insertSubmission(
+          trx,
+          {
+            tenantId: request.tenantId,
+            kind: request.kind,
+            externalReference: request.externalReference,
+            module: request.module,
+            tier: request.tier,
+            status: totals.status,
+            acceptedCount: totals.acceptedCount,
+            failedCount: totals.failedCount,
+            createdBy: request.principal.subject,
+            requestId: request.requestId,
+          },
+          items,
+          {
+            action: AUDIT_ACTION[request.kind],
+            actor: request.principal.subject,
+            requestId: request.requestId,
+            details: {
+              item_count: items.length,
+              accepted_count: totals.acceptedCount,
+              failed_count: totals.failedCount,
+              actor_tenant_id: request.principal.tenantId,
+            },
+          },
+        );
+        // Only here, on a first successful call: replays return before reaching the work.
+        await emitEvent(trx, request.tenantId, AUDIT_ACTION[request.kind], {
+          submission_id: submission.id,
+          external_reference: submission.external_reference,
+          module: submission.module,
+          tier: submission.tier,
+          status: submission.status,
+          item_count: submission.item_count,
+          accepted_count: submission.accepted_count,
+          failed_count: submission.failed_count,
+        });
+        return { status: 201, body: submission };
+      },
+    );
   } catch (error) {
     // A tenant that is not registered here (e.g. named by a platform_admin or an external IdP token).
     if ((error as { code?: string }).code === "23503") throw new ApiError("NOT_FOUND", "Tenant not found");
@@ -161,9 +195,15 @@ export async function submitIntake(services: Services, request: IntakeRequest): 
   }
 }
 
-export async function getSubmission(services: Services, tenantId: string, submissionId: string): Promise<{ submission: SubmissionRow; items: ItemRow[] }> {
+export async function getSubmission(
+  services: Services,
+  tenantId: string,
+  submissionId: string,
+): Promise<{ submission: SubmissionRow; items: ItemRow[] }> {
   // Another tenant's submission answers exactly like a missing one.
-  const found = isUuid(submissionId) ? await findSubmission(services.db, tenantId, submissionId.toLowerCase()) : undefined;
+  const found = isUuid(submissionId)
+    ? await findSubmission(services.db, tenantId, submissionId.toLowerCase())
+    : undefined;
   if (!found) throw notFound("Submission");
   return found;
 }
@@ -188,7 +228,11 @@ export interface ItemChange {
   submission: SubmissionRow;
 }
 
-async function changeItem(services: Services, itemId: string, decide: (item: ItemRow) => Partial<Pick<ItemRow, "document_id" | "status" | "error_message">>): Promise<ItemChange> {
+async function changeItem(
+  services: Services,
+  itemId: string,
+  decide: (item: ItemRow) => Partial<Pick<ItemRow, "document_id" | "status" | "error_message">>,
+): Promise<ItemChange> {
   if (!isUuid(itemId)) throw new ItemChangeRefused(`--item ${itemId} is not an item id`);
   return services.db.transaction(async (trx) => {
     const current = await lockItem(trx, itemId.toLowerCase());
@@ -202,9 +246,20 @@ async function changeItem(services: Services, itemId: string, decide: (item: Ite
 }
 
 /** Document lifecycle events for an item linked to a document, in the transaction that changed it. */
-async function emitDocumentEvents(trx: Knex.Transaction, tenantId: string, item: ItemRow, previousStatus: ItemStatus): Promise<void> {
+async function emitDocumentEvents(
+  trx: Knex.Transaction,
+  tenantId: string,
+  item: ItemRow,
+  previousStatus: ItemStatus,
+): Promise<void> {
   if (!item.document_id || item.status === previousStatus) return;
-  const data = { document_id: item.document_id, submission_id: item.submission_id, item_id: item.id, status: item.status, previous_status: previousStatus };
+  const data = {
+    document_id: item.document_id,
+    submission_id: item.submission_id,
+    item_id: item.id,
+    status: item.status,
+    previous_status: previousStatus,
+  };
   await emitEvent(trx, tenantId, "document.status_changed", data);
   if (item.status === "uploaded") await emitEvent(trx, tenantId, "document.uploaded", data);
   if (item.status === "completed") await emitEvent(trx, tenantId, "document.completed", data);
@@ -215,17 +270,33 @@ export function linkItem(services: Services, itemId: string, documentId: string)
   if (!isUuid(documentId)) throw new ItemChangeRefused("--document-id must be a document UUID");
   return changeItem(services, itemId, (item) => {
     if (item.status === "rejected") throw new ItemChangeRefused("a rejected item cannot be linked to a document");
-    return { document_id: documentId.toLowerCase(), ...(item.status === "pending" ? { status: "uploaded" as const } : {}) };
+    return {
+      document_id: documentId.toLowerCase(),
+      ...(item.status === "pending" ? { status: "uploaded" as const } : {}),
+    };
   });
 }
 
-export function setItemStatus(services: Services, itemId: string, status: string, errorMessage: string | undefined): Promise<ItemChange> {
+export function setItemStatus(
+  services: Services,
+  itemId: string,
+  status: string,
+  errorMessage: string | undefined,
+): Promise<ItemChange> {
   if (!(status in ITEM_TRANSITIONS) || status === "rejected") {
-    throw new ItemChangeRefused(`--status must be one of ${Object.keys(ITEM_TRANSITIONS).filter((s) => s !== "rejected").join(", ")}`);
+    throw new ItemChangeRefused(
+      `--status must be one of ${Object.keys(ITEM_TRANSITIONS)
+        .filter((s) => s !== "rejected")
+        .join(", ")}`,
+    );
   }
   const next = status as ItemStatus;
   return changeItem(services, itemId, (item) => {
-    if (!ITEM_TRANSITIONS[item.status].includes(next)) throw new ItemChangeRefused(`an item cannot move from ${item.status} to ${next}`);
-    return { status: next, error_message: next === "failed" ? (errorMessage ?? "processing failed").slice(0, 1000) : null };
+    if (!ITEM_TRANSITIONS[item.status].includes(next))
+      throw new ItemChangeRefused(`an item cannot move from ${item.status} to ${next}`);
+    return {
+      status: next,
+      error_message: next === "failed" ? (errorMessage ?? "processing failed").slice(0, 1000) : null,
+    };
   });
 }

@@ -9,7 +9,10 @@ function header(headers: IncomingHttpHeaders, name: string): string | undefined 
   return Array.isArray(value) ? value[0] : value;
 }
 
-async function route(call: Call<"startLaunch"> | Call<"switchPartner">, request: Pick<RoutingRequest, "kind" | "partnerKey" | "idempotencyKey">) {
+async function route(
+  call: Call<"startLaunch"> | Call<"switchPartner">,
+  request: Pick<RoutingRequest, "kind" | "partnerKey" | "idempotencyKey">,
+) {
   const outcome = await routeToPartner(call.services, {
     ...request,
     principal: principalOf(call),
@@ -19,13 +22,22 @@ async function route(call: Call<"startLaunch"> | Call<"switchPartner">, request:
     body: call.body,
     requestId: call.requestId,
   });
-  return { status: 200 as const, body: outcome.body, headers: { "X-Correlation-Id": outcome.body.correlation_id, ...replayHeaders(outcome) } };
+  return {
+    status: 200 as const,
+    body: outcome.body,
+    headers: { "X-Correlation-Id": outcome.body.correlation_id, ...replayHeaders(outcome) },
+  };
 }
 
-export const startLaunch: OperationHandler<"startLaunch"> = (call) => route(call, { kind: "launch", partnerKey: call.body.partner_key, idempotencyKey: undefined });
+export const startLaunch: OperationHandler<"startLaunch"> = (call) =>
+  route(call, { kind: "launch", partnerKey: call.body.partner_key, idempotencyKey: undefined });
 
 export const switchPartner: OperationHandler<"switchPartner"> = (call) =>
-  route(call, { kind: "switch", partnerKey: call.body.target_partner_key, idempotencyKey: header(call.headers, "idempotency-key") });
+  route(call, {
+    kind: "switch",
+    partnerKey: call.body.target_partner_key,
+    idempotencyKey: header(call.headers, "idempotency-key"),
+  });
 
 export const receivePartnerCallback: OperationHandler<"receivePartnerCallback"> = async (call) => ({
   status: 202,

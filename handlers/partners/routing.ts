@@ -7,13 +7,29 @@ import type { Principal } from "../../server/auth/tokens.ts";
 import { canonicalJson } from "../../server/canonical-json.ts";
 import { ApiError, notFound } from "../../server/http/errors.ts";
 import { isUuid, uuidV7 } from "../../db/ids.ts";
-import { requestFingerprint, runIdempotent, type IdempotencyScope, type IdempotentOutcome } from "../../server/http/idempotency.ts";
+import {
+  requestFingerprint,
+  runIdempotent,
+  type IdempotencyScope,
+  type IdempotentOutcome,
+} from "../../server/http/idempotency.ts";
 import { depthOf } from "../../server/json-limits.ts";
 import type { Services } from "../../server/services.ts";
 import { hmacSha256Hex, signaturesEqual } from "../../server/signing.ts";
 import { RequestValidationError, valueError, type ValidationIssue } from "../../server/http/validation.ts";
 import { recordAudit } from "../../db/audit.ts";
-import { entitleTenant, findPartner, findPartnerAccess, insertCallbackOnce, insertPartner, insertRoutingDecision, setPartnerStatus, type PartnerAccess, type PartnerRecord, type PartnerStatus } from "../../db/partners.ts";
+import {
+  entitleTenant,
+  findPartner,
+  findPartnerAccess,
+  insertCallbackOnce,
+  insertPartner,
+  insertRoutingDecision,
+  setPartnerStatus,
+  type PartnerAccess,
+  type PartnerRecord,
+  type PartnerStatus,
+} from "../../db/partners.ts";
 
 export type RoutingDecision = components["schemas"]["RoutingDecisionResponse"];
 export type ContextValues = components["schemas"]["ContextValues"];
@@ -49,39 +65,73 @@ export function returnUrlProblem(raw: string): string | undefined {
 }
 
 /** The URL rules return_url and launch URLs share: absolute, https (http on loopback where allowed), no credentials. */
-function urlProblem(raw: string, name: string, options: { allowLoopbackHttp: boolean; maxLength?: number }): string | undefined {
+function urlProblem(
+  raw: string,
+  name: string,
+  options: { allowLoopbackHttp: boolean; maxLength?: number },
+): string | undefined {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
     return `${name} must be an absolute URL`;
   }
-  if (options.maxLength !== undefined && raw.length > options.maxLength) return `${name} must be at most ${options.maxLength} characters`;
-  if (url.protocol !== "https:" && !(options.allowLoopbackHttp && url.protocol === "http:" && LOOPBACK_HOSTS.has(url.hostname))) {
-    return options.allowLoopbackHttp ? `${name} must use https (http only for localhost)` : `${name} scheme must be https`;
+  if (options.maxLength !== undefined && raw.length > options.maxLength)
+    return `${name} must be at most ${options.maxLength} characters`;
+  if (
+    url.protocol !== "https:" &&
+    !(options.allowLoopbackHttp && url.protocol === "http:" && LOOPBACK_HOSTS.has(url.hostname))
+  ) {
+    return options.allowLoopbackHttp
+      ? `${name} must use https (http only for localhost)`
+      : `${name} scheme must be https`;
   }
   if (url.username !== "" || url.password !== "") return `${name} must not carry a user or password`;
   return undefined;
 }
 
 function isContextValue(value: unknown): boolean {
-  return typeof value === "string" || typeof value === "boolean" || (typeof value === "number" && Number.isInteger(value));
+  return (
+    typeof value === "string" || typeof value === "boolean" || (typeof value === "number" && Number.isInteger(value))
+  );
 }
 
 /** Keys must be among the partner's context keys and values strings, integers or booleans: else CONTEXT_INVALID naming the keys. */
-export function checkContextValues(partner: Pick<PartnerRecord, "partner_key" | "context_keys">, values: Record<string, unknown>): void {
+export function checkContextValues(
+  partner: Pick<PartnerRecord, "partner_key" | "context_keys">,
+  values: Record<string, unknown>,
+): void {
   const accepted = new Set(partner.context_keys);
   const issues: ValidationIssue[] = [];
   for (const [key, value] of Object.entries(values)) {
-    if (!accepted.has(key)) issues.push(valueError(["body", "context_values", key], `${key} is not a context key of partner ${partner.partner_key}`, value));
-    else if (!isContextValue(value)) issues.push(valueError(["body", "context_values", key], "context values must be strings, integers or booleans", value));
+    if (!accepted.has(key))
+      issues.push(
+        valueError(
+          ["body", "context_values", key],
+          `${key} is not a context key of partner ${partner.partner_key}`,
+          value,
+        ),
+      );
+    else if (!isContextValue(value))
+      issues.push(
+        valueError(["body", "context_values", key], "context values must be strings, integers or booleans", value),
+      );
   }
   if (issues.length === 0) return;
   const keys = issues.map((issue) => String(issue.loc[2]));
-  throw new ApiError("CONTEXT_INVALID", `context_values holds keys or values partner ${partner.partner_key} does not accept: ${keys.join(", ")}`, { details: { keys, errors: issues } });
+  throw new ApiError(
+    "CONTEXT_INVALID",
+    `context_values holds keys or values partner ${partner.partner_key} does not accept: ${keys.join(", ")}`,
+    { details: { keys, errors: issues } },
+  );
 }
 
-async function decide(services: Services, request: RoutingRequest, partner: PartnerAccess, correlationId: string): Promise<RoutingDecision> {
+async function decide(
+  services: Services,
+  request: RoutingRequest,
+  partner: PartnerAccess,
+  correlationId: string,
+): Promise<RoutingDecision> {
   const decisionId = uuidV7();
   const base = { decision_id: decisionId, partner_key: partner.partner_key, correlation_id: correlationId };
   // Entitlement first: a tenant that may not use the partner learns nothing about its state.
@@ -103,7 +153,12 @@ async function decide(services: Services, request: RoutingRequest, partner: Part
   });
   const redirect = new URL(partner.launch_url);
   redirect.searchParams.set("assertion", token);
-  return { ...base, decision_result: "routed", redirect_url: redirect.toString(), expires_at: new Date(expiresAt * 1000).toISOString() };
+  return {
+    ...base,
+    decision_result: "routed",
+    redirect_url: redirect.toString(),
+    expires_at: new Date(expiresAt * 1000).toISOString(),
+  };
 }
 
 /**
@@ -111,7 +166,10 @@ async function decide(services: Services, request: RoutingRequest, partner: Part
  * accept, else a routed or denied decision, recorded with its audit action in one transaction (under the
  * switch's Idempotency-Key when one is given).
  */
-export async function routeToPartner(services: Services, request: RoutingRequest): Promise<IdempotentOutcome<RoutingDecision>> {
+export async function routeToPartner(
+  services: Services,
+  request: RoutingRequest,
+): Promise<IdempotentOutcome<RoutingDecision>> {
   if (request.returnUrl !== undefined) {
     const problem = returnUrlProblem(request.returnUrl);
     if (problem) throw new RequestValidationError([valueError(["body", "return_url"], problem, request.returnUrl)]);
@@ -122,33 +180,46 @@ export async function routeToPartner(services: Services, request: RoutingRequest
   if (!partner) throw notFound("Partner");
   checkContextValues(partner, request.contextValues ?? {});
   const scope: IdempotencyScope | undefined =
-    request.kind === "switch" && request.idempotencyKey !== undefined ? { tenantId, subject: principal.subject, route: SWITCH_ROUTE, key: request.idempotencyKey } : undefined;
-  return runIdempotent(services.db, scope, requestFingerprint(request.body, tenantId), services.config.idempotencyTtlHours, async (trx) => {
-    const decision = await decide(services, request, partner, request.correlationId ?? randomUUID());
-    await insertRoutingDecision(trx, {
-      id: decision.decision_id,
-      tenantId,
-      kind: request.kind,
-      partnerKey: partner.partner_key,
-      result: decision.decision_result,
-      reason: decision.reason ?? null,
-      correlationId: decision.correlation_id,
-      returnUrl: request.returnUrl ?? null,
-      expiresAt: decision.expires_at ?? null,
-      createdBy: principal.subject,
-      requestId: request.requestId,
-    });
-    await recordAudit(trx, {
-      tenantId,
-      action: request.kind === "launch" ? "partner.launch" : "partner.switch",
-      actor: principal.subject,
-      resourceType: "routing_decision",
-      resourceId: decision.decision_id,
-      requestId: request.requestId,
-      details: { partner_key: partner.partner_key, decision_result: decision.decision_result, reason: decision.reason ?? null, correlation_id: decision.correlation_id },
-    });
-    return { status: 200, body: decision };
-  });
+    request.kind === "switch" && request.idempotencyKey !== undefined
+      ? { tenantId, subject: principal.subject, route: SWITCH_ROUTE, key: request.idempotencyKey }
+      : undefined;
+  return runIdempotent(
+    services.db,
+    scope,
+    requestFingerprint(request.body, tenantId),
+    services.config.idempotencyTtlHours,
+    async (trx) => {
+      const decision = await decide(services, request, partner, request.correlationId ?? randomUUID());
+      await insertRoutingDecision(trx, {
+        id: decision.decision_id,
+        tenantId,
+        kind: request.kind,
+        partnerKey: partner.partner_key,
+        result: decision.decision_result,
+        reason: decision.reason ?? null,
+        correlationId: decision.correlation_id,
+        returnUrl: request.returnUrl ?? null,
+        expiresAt: decision.expires_at ?? null,
+        createdBy: principal.subject,
+        requestId: request.requestId,
+      });
+      await recordAudit(trx, {
+        tenantId,
+        action: request.kind === "launch" ? "partner.launch" : "partner.switch",
+        actor: principal.subject,
+        resourceType: "routing_decision",
+        resourceId: decision.decision_id,
+        requestId: request.requestId,
+        details: {
+          partner_key: partner.partner_key,
+          decision_result: decision.decision_result,
+          reason: decision.reason ?? null,
+          correlation_id: decision.correlation_id,
+        },
+      });
+      return { status: 200, body: decision };
+    },
+  );
 }
 
 // ------------------------------------------------------------------------------ callbacks
@@ -168,7 +239,9 @@ export const CALLBACK_REJECTED = "The callback signature is missing or does not 
 const DECOY_SECRET = randomBytes(32);
 
 /** The signature's first present source: header, else query parameter, else body field (even when it is wrong). */
-export function presentedSignature(request: Pick<CallbackRequest, "headerSignature" | "querySignature" | "body">): string | undefined {
+export function presentedSignature(
+  request: Pick<CallbackRequest, "headerSignature" | "querySignature" | "body">,
+): string | undefined {
   return request.headerSignature ?? request.querySignature ?? request.body.signature;
 }
 
@@ -182,9 +255,18 @@ export function callbackSignatureMatches(secret: string | Buffer, signed: unknow
 }
 
 /** The event's identity within (tenant, partner): payload.event_id, else payload.id, else the whole signed object. */
-export function callbackEventKey(signed: { tenant_id: string; partner_key: string; payload: Record<string, unknown> }): string {
+export function callbackEventKey(signed: {
+  tenant_id: string;
+  partner_key: string;
+  payload: Record<string, unknown>;
+}): string {
   const { payload } = signed;
-  const identity = typeof payload.event_id === "string" && payload.event_id !== "" ? ["event_id", payload.event_id] : payload.id !== undefined && payload.id !== null ? ["id", payload.id] : ["signed", signed];
+  const identity =
+    typeof payload.event_id === "string" && payload.event_id !== ""
+      ? ["event_id", payload.event_id]
+      : payload.id !== undefined && payload.id !== null
+        ? ["id", payload.id]
+        : ["signed", signed];
   return createHash("sha256").update(canonicalJson(identity), "utf8").digest("hex");
 }
 
@@ -197,7 +279,9 @@ export async function receiveCallback(services: Services, request: CallbackReque
   const { tenant_id: tenantIdAsSent, payload } = request.body;
   // canonicalJson recurses: a hostile nesting depth is refused before it is serialised.
   if (depthOf(payload, CALLBACK_PAYLOAD_MAX_DEPTH) > CALLBACK_PAYLOAD_MAX_DEPTH) {
-    throw new RequestValidationError([valueError(["body", "payload"], `payload must be nested at most ${CALLBACK_PAYLOAD_MAX_DEPTH} levels deep`)]);
+    throw new RequestValidationError([
+      valueError(["body", "payload"], `payload must be nested at most ${CALLBACK_PAYLOAD_MAX_DEPTH} levels deep`),
+    ]);
   }
   const presented = presentedSignature(request);
   if (presented === undefined) throw new ApiError("CALLBACK_SIGNATURE_INVALID", CALLBACK_REJECTED);
@@ -207,9 +291,12 @@ export async function receiveCallback(services: Services, request: CallbackReque
   const partner = await findPartnerAccess(services.db, request.partnerKey, tenantId);
   const secret = partner ? services.box.open(partner.callback_secret_encrypted) : DECOY_SECRET;
   const verified = callbackSignatureMatches(secret, signed, presented);
-  if (!verified || !partner || !partner.entitled || tenantId === undefined) throw new ApiError("CALLBACK_SIGNATURE_INVALID", CALLBACK_REJECTED);
+  if (!verified || !partner || !partner.entitled || tenantId === undefined)
+    throw new ApiError("CALLBACK_SIGNATURE_INVALID", CALLBACK_REJECTED);
   if (partner.status === "paused") {
-    throw new ApiError("SERVICE_UNAVAILABLE", `Partner ${partner.partner_key} is paused; retry later`, { headers: { "Retry-After": String(PAUSED_RETRY_AFTER_SECONDS) } });
+    throw new ApiError("SERVICE_UNAVAILABLE", `Partner ${partner.partner_key} is paused; retry later`, {
+      headers: { "Retry-After": String(PAUSED_RETRY_AFTER_SECONDS) },
+    });
   }
   return services.db.transaction(async (trx): Promise<CallbackReceipt> => {
     const stored = await insertCallbackOnce(trx, {
@@ -259,17 +346,30 @@ export interface NewPartnerInput {
 }
 
 /** Registers a partner with a new callback secret, returned here once and stored only sealed. */
-export async function registerPartner(services: Services, input: NewPartnerInput): Promise<PartnerRecord & { callback_secret: string }> {
-  if (!PARTNER_KEY.test(input.partnerKey)) throw new PartnerChangeRefused("--key must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit");
+export async function registerPartner(
+  services: Services,
+  input: NewPartnerInput,
+): Promise<PartnerRecord & { callback_secret: string }> {
+  if (!PARTNER_KEY.test(input.partnerKey))
+    throw new PartnerChangeRefused(
+      "--key must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+    );
   // The assertion's audience is the partner key: the service's own audience would make it an access token.
-  if (input.partnerKey === services.config.selfAudience) throw new PartnerChangeRefused(`--key must not be the service's own token audience (${services.config.selfAudience})`);
+  if (input.partnerKey === services.config.selfAudience)
+    throw new PartnerChangeRefused(
+      `--key must not be the service's own token audience (${services.config.selfAudience})`,
+    );
   if (input.name.length > 200) throw new PartnerChangeRefused("--name must be at most 200 characters");
   const urlProblem = launchUrlProblem(input.launchUrl);
   if (urlProblem) throw new PartnerChangeRefused(urlProblem);
   const contextKeys = [...new Set(input.contextKeys)];
   const badKey = contextKeys.find((key) => !CONTEXT_KEY.test(key));
-  if (badKey !== undefined) throw new PartnerChangeRefused(`--context-keys: "${badKey}" is not a key (1 to 64 letters, digits, '_', '.' or '-', not starting with a digit)`);
-  if (contextKeys.length > MAX_CONTEXT_KEYS) throw new PartnerChangeRefused(`--context-keys takes at most ${MAX_CONTEXT_KEYS} keys`);
+  if (badKey !== undefined)
+    throw new PartnerChangeRefused(
+      `--context-keys: "${badKey}" is not a key (1 to 64 letters, digits, '_', '.' or '-', not starting with a digit)`,
+    );
+  if (contextKeys.length > MAX_CONTEXT_KEYS)
+    throw new PartnerChangeRefused(`--context-keys takes at most ${MAX_CONTEXT_KEYS} keys`);
   const callbackSecret = `pcs_${randomBytes(32).toString("base64url")}`;
   const partner = await insertPartner(services.db, {
     partnerKey: input.partnerKey,
@@ -282,13 +382,22 @@ export async function registerPartner(services: Services, input: NewPartnerInput
   return { ...partner, callback_secret: callbackSecret };
 }
 
-export async function entitlePartner(services: Services, tenantId: string, partnerKey: string): Promise<{ tenant_id: string; partner_key: string; newly_entitled: boolean }> {
-  if (!(await findPartner(services.db, partnerKey))) throw new PartnerChangeRefused(`partner ${partnerKey} does not exist`);
+export async function entitlePartner(
+  services: Services,
+  tenantId: string,
+  partnerKey: string,
+): Promise<{ tenant_id: string; partner_key: string; newly_entitled: boolean }> {
+  if (!(await findPartner(services.db, partnerKey)))
+    throw new PartnerChangeRefused(`partner ${partnerKey} does not exist`);
   const newlyEntitled = await entitleTenant(services.db, tenantId, partnerKey);
   return { tenant_id: tenantId, partner_key: partnerKey, newly_entitled: newlyEntitled };
 }
 
-export async function changePartnerStatus(services: Services, partnerKey: string, status: PartnerStatus): Promise<PartnerRecord> {
+export async function changePartnerStatus(
+  services: Services,
+  partnerKey: string,
+  status: PartnerStatus,
+): Promise<PartnerRecord> {
   const partner = await setPartnerStatus(services.db, partnerKey, status);
   if (!partner) throw new PartnerChangeRefused(`partner ${partnerKey} does not exist`);
   return partner;

@@ -48,7 +48,9 @@ async function checkWorker(services: Services): Promise<HealthReport["checks"]["
   const { workerStaleSeconds, queueLagSeconds } = services.config.health;
   try {
     const result = await withTimeout(
-      services.db.raw<{ rows: { last_seen_at: Date | null; seen_age: number | null; oldest_due_age: number | null }[] }>(`
+      services.db.raw<{
+        rows: { last_seen_at: Date | null; seen_age: number | null; oldest_due_age: number | null }[];
+      }>(`
         select
           (select max(last_seen_at) from integrator.worker_heartbeats) as last_seen_at,
           (select extract(epoch from now() - max(last_seen_at))::float8 from integrator.worker_heartbeats) as seen_age,
@@ -77,8 +79,15 @@ export async function checkHealth(services: Services): Promise<HealthReport> {
   const [migrations, worker] =
     database.status === "healthy"
       ? await Promise.all([checkMigrations(services), checkWorker(services)])
-      : [{ status: "unhealthy" as const, pending: null }, { status: "unhealthy" as const, last_seen_at: null, oldest_due_job_age_seconds: null }];
+      : [
+          { status: "unhealthy" as const, pending: null },
+          { status: "unhealthy" as const, last_seen_at: null, oldest_due_job_age_seconds: null },
+        ];
   const statuses = [database.status, migrations.status, worker.status];
-  const status: CheckStatus = statuses.includes("unhealthy") ? "unhealthy" : statuses.includes("degraded") ? "degraded" : "healthy";
+  const status: CheckStatus = statuses.includes("unhealthy")
+    ? "unhealthy"
+    : statuses.includes("degraded")
+      ? "degraded"
+      : "healthy";
   return { status, version: services.version, checks: { database, worker, migrations } };
 }

@@ -3,7 +3,12 @@ import type { Services } from "../../server/services.ts";
 import { createClient, createTenant, createUser, tenantExists } from "../../db/principals.ts";
 import { listAudit } from "../../db/audit.ts";
 import { ItemChangeRefused, linkItem, setItemStatus, type ItemChange } from "../../handlers/intake/submissions.ts";
-import { changePartnerStatus, entitlePartner, PartnerChangeRefused, registerPartner } from "../../handlers/partners/routing.ts";
+import {
+  changePartnerStatus,
+  entitlePartner,
+  PartnerChangeRefused,
+  registerPartner,
+} from "../../handlers/partners/routing.ts";
 import { emitEvent, EVENT_KINDS, isEventKind, type EventDataByKind } from "../../db/events.ts";
 import { isUuid } from "../../db/ids.ts";
 
@@ -25,14 +30,23 @@ export function required(flags: Record<string, string | undefined>, name: string
 
 export async function requiredTenant(services: Services, flags: Record<string, string | undefined>): Promise<string> {
   const tenantId = required(flags, "tenant").toLowerCase();
-  if (!isUuid(tenantId) || !(await tenantExists(services.db, tenantId))) throw new UsageError(`--tenant ${tenantId} is not an existing tenant id`);
+  if (!isUuid(tenantId) || !(await tenantExists(services.db, tenantId)))
+    throw new UsageError(`--tenant ${tenantId} is not an existing tenant id`);
   return tenantId;
 }
 
 export function roleList(raw: string): string[] {
-  const roles = [...new Set(raw.split(",").map((role) => role.trim()).filter(Boolean))];
+  const roles = [
+    ...new Set(
+      raw
+        .split(",")
+        .map((role) => role.trim())
+        .filter(Boolean),
+    ),
+  ];
   if (roles.length === 0) throw new UsageError("--roles needs at least one role, e.g. client_admin");
-  if (roles.some((role) => !/^[a-z][a-z0-9_:.-]{0,63}$/.test(role))) throw new UsageError("--roles takes comma-separated role names such as client_admin,platform_admin");
+  if (roles.some((role) => !/^[a-z][a-z0-9_:.-]{0,63}$/.test(role)))
+    throw new UsageError("--roles takes comma-separated role names such as client_admin,platform_admin");
   return roles;
 }
 
@@ -50,7 +64,12 @@ export const adminCommands: Record<string, AdminCommand> = {
       const password = required(flags, "password");
       if (password.length < 8) throw new UsageError("--password must be at least 8 characters");
       try {
-        return await createUser(services.db, { tenantId, username: required(flags, "username"), password, roles: roleList(required(flags, "roles")) });
+        return await createUser(services.db, {
+          tenantId,
+          username: required(flags, "username"),
+          password,
+          roles: roleList(required(flags, "roles")),
+        });
       } catch (error) {
         if ((error as { code?: string }).code === "23505") throw new UsageError(`username ${flags.username} is taken`);
         throw error;
@@ -63,7 +82,12 @@ export const adminCommands: Record<string, AdminCommand> = {
     run: async (services, flags) => {
       const tenantId = await requiredTenant(services, flags);
       const client = await createClient(services.db, { tenantId, roles: roleList(required(flags, "roles")) });
-      return { client_id: client.client_id, client_secret: client.client_secret, tenant_id: client.tenant_id, roles: client.roles };
+      return {
+        client_id: client.client_id,
+        client_secret: client.client_secret,
+        tenant_id: client.tenant_id,
+        roles: client.roles,
+      };
     },
   },
   "token:issue": {
@@ -72,9 +96,11 @@ export const adminCommands: Record<string, AdminCommand> = {
     run: async (services, flags) => {
       const tenantId = await requiredTenant(services, flags);
       const expiresRaw = flags["expires-in"];
-      if (expiresRaw !== undefined && !/^\d{1,7}$/.test(expiresRaw)) throw new UsageError("--expires-in must be a number of seconds");
+      if (expiresRaw !== undefined && !/^\d{1,7}$/.test(expiresRaw))
+        throw new UsageError("--expires-in must be a number of seconds");
       const expiresIn = expiresRaw === undefined ? undefined : Number(expiresRaw);
-      if (expiresIn !== undefined && (expiresIn < 1 || expiresIn > 31 * 86400)) throw new UsageError("--expires-in must be between 1 and 2678400 seconds");
+      if (expiresIn !== undefined && (expiresIn < 1 || expiresIn > 31 * 86400))
+        throw new UsageError("--expires-in must be between 1 and 2678400 seconds");
       const issued = await services.tokens.issue({
         subject: required(flags, "subject"),
         tenantId,
@@ -92,12 +118,14 @@ export const adminCommands: Record<string, AdminCommand> = {
   "item:link": {
     usage: "--item ID --document-id D",
     flags: ["item", "document-id"],
-    run: (services, flags) => itemChange(() => linkItem(services, required(flags, "item"), required(flags, "document-id"))),
+    run: (services, flags) =>
+      itemChange(() => linkItem(services, required(flags, "item"), required(flags, "document-id"))),
   },
   "item:status": {
     usage: "--item ID --status S [--error MSG]",
     flags: ["item", "status", "error"],
-    run: (services, flags) => itemChange(() => setItemStatus(services, required(flags, "item"), required(flags, "status"), flags.error)),
+    run: (services, flags) =>
+      itemChange(() => setItemStatus(services, required(flags, "item"), required(flags, "status"), flags.error)),
   },
   "partner:create": {
     usage: "--key K --name N --launch-url URL [--context-keys a,b]",
@@ -108,10 +136,21 @@ export const adminCommands: Record<string, AdminCommand> = {
           partnerKey: required(flags, "key"),
           name: required(flags, "name"),
           launchUrl: required(flags, "launch-url"),
-          contextKeys: (flags["context-keys"] ?? "").split(",").map((key) => key.trim()).filter(Boolean),
+          contextKeys: (flags["context-keys"] ?? "")
+            .split(",")
+            .map((key) => key.trim())
+            .filter(Boolean),
         });
         // The secret is shown here once; the database keeps it sealed.
-        return { partner_key: partner.partner_key, callback_secret, name: partner.name, launch_url: partner.launch_url, context_keys: partner.context_keys, status: partner.status, created_at: partner.created_at };
+        return {
+          partner_key: partner.partner_key,
+          callback_secret,
+          name: partner.name,
+          launch_url: partner.launch_url,
+          context_keys: partner.context_keys,
+          status: partner.status,
+          created_at: partner.created_at,
+        };
       }),
   },
   "partner:entitle": {
@@ -125,12 +164,14 @@ export const adminCommands: Record<string, AdminCommand> = {
   "partner:pause": {
     usage: "--partner K",
     flags: ["partner"],
-    run: (services, flags) => refusalsAsUsage(() => changePartnerStatus(services, required(flags, "partner"), "paused")),
+    run: (services, flags) =>
+      refusalsAsUsage(() => changePartnerStatus(services, required(flags, "partner"), "paused")),
   },
   "partner:resume": {
     usage: "--partner K",
     flags: ["partner"],
-    run: (services, flags) => refusalsAsUsage(() => changePartnerStatus(services, required(flags, "partner"), "active")),
+    run: (services, flags) =>
+      refusalsAsUsage(() => changePartnerStatus(services, required(flags, "partner"), "active")),
   },
   "event:emit": {
     usage: `--tenant T --kind KIND --data JSON (KIND: ${EVENT_KINDS.join(", ")})`,
@@ -145,12 +186,18 @@ export const adminCommands: Record<string, AdminCommand> = {
       } catch {
         throw new UsageError("--data must be a JSON object");
       }
-      if (data === null || typeof data !== "object" || Array.isArray(data)) throw new UsageError("--data must be a JSON object");
+      if (data === null || typeof data !== "object" || Array.isArray(data))
+        throw new UsageError("--data must be a JSON object");
       try {
         // The database checks the data against the kind's fields; its verdict is the usage error.
-        return { deliveries: await services.db.transaction((trx) => emitEvent(trx, tenantId, kind, data as EventDataByKind[typeof kind])) };
+        return {
+          deliveries: await services.db.transaction((trx) =>
+            emitEvent(trx, tenantId, kind, data as EventDataByKind[typeof kind]),
+          ),
+        };
       } catch (error) {
-        if ((error as { code?: string }).code === "22023") throw new UsageError(String((error as Error).message).replace(/^.*emit_event: /, ""));
+        if ((error as { code?: string }).code === "22023")
+          throw new UsageError(String((error as Error).message).replace(/^.*emit_event: /, ""));
         throw error;
       }
     },
@@ -162,7 +209,8 @@ async function refusalsAsUsage<T>(change: () => Promise<T>): Promise<T> {
   try {
     return await change();
   } catch (error) {
-    if (error instanceof PartnerChangeRefused || error instanceof ItemChangeRefused) throw new UsageError(error.message);
+    if (error instanceof PartnerChangeRefused || error instanceof ItemChangeRefused)
+      throw new UsageError(error.message);
     throw error;
   }
 }

@@ -26,7 +26,12 @@ const result = await autocannon({
       headers: scenario.headers,
       ...(scenario.body === undefined ? {} : { body: scenario.body }),
       ...(scenario.uniqueIdempotencyKey
-        ? { setupRequest: (request: Request): Request => ({ ...request, headers: { ...request.headers, "Idempotency-Key": randomUUID() } }) }
+        ? {
+            setupRequest: (request: Request): Request => ({
+              ...request,
+              headers: { ...request.headers, "Idempotency-Key": randomUUID() },
+            }),
+          }
         : {}),
     },
   ],

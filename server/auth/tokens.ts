@@ -1,7 +1,19 @@
 // Issues and verifies bearer JWTs. The service signs its own (ES256, key in the database, published
 // as JWKS) and optionally accepts an external identity provider's tokens (AUTH_* settings).
 import { randomUUID } from "node:crypto";
-import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT, type JWK, type JWTPayload, type CryptoKey } from "jose";
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  decodeJwt,
+  exportJWK,
+  generateKeyPair,
+  importJWK,
+  jwtVerify,
+  SignJWT,
+  type JWK,
+  type JWTPayload,
+  type CryptoKey,
+} from "jose";
 import type { Config } from "../config.ts";
 import type { Database } from "../../db/database.ts";
 import type { SecretBox } from "../secrets.ts";
@@ -36,11 +48,23 @@ function principalFrom(payload: JWTPayload, tenantClaim: string, rolesClaim: str
   if (typeof payload.sub !== "string" || payload.sub.length === 0) throw new TokenRejected("token has no subject");
   if (typeof tenantId !== "string" || !isUuid(tenantId)) throw new TokenRejected("token has no valid tenant claim");
   const roleList = Array.isArray(roles) ? roles.filter((role): role is string => typeof role === "string") : [];
-  return { subject: payload.sub, tenantId: tenantId.toLowerCase(), roles: roleList, tokenId: typeof payload.jti === "string" ? payload.jti : undefined };
+  return {
+    subject: payload.sub,
+    tenantId: tenantId.toLowerCase(),
+    roles: roleList,
+    tokenId: typeof payload.jti === "string" ? payload.jti : undefined,
+  };
 }
 
 export interface TokenService {
-  issue(input: { subject: string; tenantId: string; roles: string[]; expiresInSeconds?: number; audience?: string; extraClaims?: Record<string, unknown> }): Promise<{ token: string; expiresIn: number; /** The exp claim, seconds since the epoch. */ expiresAt: number }>;
+  issue(input: {
+    subject: string;
+    tenantId: string;
+    roles: string[];
+    expiresInSeconds?: number;
+    audience?: string;
+    extraClaims?: Record<string, unknown>;
+  }): Promise<{ token: string; expiresIn: number; /** The exp claim, seconds since the epoch. */ expiresAt: number }>;
   verify(token: string): Promise<Principal>;
   jwks(): { keys: JWK[] };
   issuer: string;
@@ -51,18 +75,28 @@ async function newSigningKey(box: SecretBox): Promise<StoredSigningKey> {
   const kid = randomUUID();
   const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: "ES256", use: "sig" };
   const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: "ES256" };
-  return { kid, algorithm: "ES256", public_jwk: publicJwk, private_jwk_encrypted: box.seal(JSON.stringify(privateJwk)) };
+  return {
+    kid,
+    algorithm: "ES256",
+    public_jwk: publicJwk,
+    private_jwk_encrypted: box.seal(JSON.stringify(privateJwk)),
+  };
 }
 
 export async function createTokenService(db: Database, box: SecretBox, config: Config): Promise<TokenService> {
   let stored = await activeSigningKeys(db);
   if (stored.length === 0) stored = await createSigningKeyOnce(db, () => newSigningKey(box));
   const current = stored[0] as StoredSigningKey;
-  const privateKey = (await importJWK(JSON.parse(box.open(current.private_jwk_encrypted)) as JWK, "ES256")) as CryptoKey;
+  const privateKey = (await importJWK(
+    JSON.parse(box.open(current.private_jwk_encrypted)) as JWK,
+    "ES256",
+  )) as CryptoKey;
   const publicJwks = { keys: stored.map((key) => key.public_jwk as JWK) };
   const localKeys = createLocalJWKSet(publicJwks);
   const external = config.externalAuth;
-  const remoteKeys = external ? createRemoteJWKSet(new URL(external.jwksUrl), { timeoutDuration: 5000, cooldownDuration: 30_000 }) : undefined;
+  const remoteKeys = external
+    ? createRemoteJWKSet(new URL(external.jwksUrl), { timeoutDuration: 5000, cooldownDuration: 30_000 })
+    : undefined;
   const issuer = config.publicBaseUrl;
   const verified = new Map<string, { principal: Principal; expiresAt: number }>();
 
@@ -109,9 +143,17 @@ export async function createTokenService(db: Database, box: SecretBox, config: C
           algorithms: ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"],
           clockTolerance: 30,
         });
-        return { principal: principalFrom(payload, external.tenantClaim, external.rolesClaim), expiresAt: expiryOf(payload) };
+        return {
+          principal: principalFrom(payload, external.tenantClaim, external.rolesClaim),
+          expiresAt: expiryOf(payload),
+        };
       }
-      const { payload } = await jwtVerify(token, localKeys, { issuer, audience: config.selfAudience, algorithms: ["ES256"], clockTolerance: 5 });
+      const { payload } = await jwtVerify(token, localKeys, {
+        issuer,
+        audience: config.selfAudience,
+        algorithms: ["ES256"],
+        clockTolerance: 5,
+      });
       return { principal: principalFrom(payload, "tenant_id", "roles"), expiresAt: expiryOf(payload) };
     } catch (error) {
       if (error instanceof TokenRejected) throw error;

@@ -19,7 +19,17 @@ import { requestLogger, type Logger } from "../logger.ts";
 import { observeRequest } from "../metrics.ts";
 import { createRateLimits } from "./rate-limit.ts";
 import type { Services } from "../services.ts";
-import { findOverride, jsonInvalidIssue, offendingKeys, overrideRules, RequestValidationError, toValidationIssues, unstorableTextIssues, type OverrideRules, type ValidationIssue } from "./validation.ts";
+import {
+  findOverride,
+  jsonInvalidIssue,
+  offendingKeys,
+  overrideRules,
+  RequestValidationError,
+  toValidationIssues,
+  unstorableTextIssues,
+  type OverrideRules,
+  type ValidationIssue,
+} from "./validation.ts";
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 const BODY_LIMIT = "1mb";
@@ -41,12 +51,20 @@ export interface AppOptions {
 /** The default report of an unexpected error: one error-level line with the request's id and operation. */
 export function logUnexpectedError(logger: Logger, error: unknown, req: Request): void {
   const operation = req.res?.locals.operation as ResolvedOperation | undefined;
-  logger.error({ err: error, request_id: req.res?.locals.requestId, operationId: operation?.operationId }, "unexpected error");
+  logger.error(
+    { err: error, request_id: req.res?.locals.requestId, operationId: operation?.operationId },
+    "unexpected error",
+  );
 }
 
 export async function createApp(services: Services, options: AppOptions): Promise<express.Express> {
   const document = loadDocument();
-  const backend = new OpenAPIBackend({ definition: loadDocument() as never, validate: false, quick: true, ignoreTrailingSlashes: false });
+  const backend = new OpenAPIBackend({
+    definition: loadDocument() as never,
+    validate: false,
+    quick: true,
+    ignoreTrailingSlashes: false,
+  });
   const logger = services.logger;
   const logError = options.logError ?? ((error: unknown, req: Request) => logUnexpectedError(logger, error, req));
 
@@ -80,7 +98,11 @@ export async function createApp(services: Services, options: AppOptions): Promis
         clientAddress: req.ip ?? req.socket.remoteAddress ?? "",
         services,
       };
-      const reply = await (handler as (call: Call<OperationId>) => Promise<{ status: number; body?: unknown; headers?: Record<string, string> }>)(call);
+      const reply = await (
+        handler as (
+          call: Call<OperationId>,
+        ) => Promise<{ status: number; body?: unknown; headers?: Record<string, string> }>
+      )(call);
       for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
       if (reply.body === undefined) res.status(reply.status).end();
       else res.status(reply.status).json(reply.body);
@@ -89,7 +111,11 @@ export async function createApp(services: Services, options: AppOptions): Promis
   backend.register({
     ...handlerMap,
     notImplemented: async (context: Context) => {
-      throw new ApiError("NOT_IMPLEMENTED", `${context.operation.operationId ?? "This operation"} is not implemented yet`, { status: 501 });
+      throw new ApiError(
+        "NOT_IMPLEMENTED",
+        `${context.operation.operationId ?? "This operation"} is not implemented yet`,
+        { status: 501 },
+      );
     },
     notFound: async () => {
       throw new ApiError("NOT_FOUND", "No such route");
@@ -98,7 +124,9 @@ export async function createApp(services: Services, options: AppOptions): Promis
   // Second gate behind the passport middleware: a protected operation never runs without a principal.
   backend.registerSecurityHandler("OAuth2PasswordBearer", (_context: Context, req: Request) => Boolean(req.user));
   backend.register("unauthorizedHandler", async () => {
-    throw new ApiError("UNAUTHORIZED", "A bearer token is required", { headers: { "WWW-Authenticate": 'Bearer realm="integrator-api"' } });
+    throw new ApiError("UNAUTHORIZED", "A bearer token is required", {
+      headers: { "WWW-Authenticate": 'Bearer realm="integrator-api"' },
+    });
   });
   await backend.init();
 
@@ -113,7 +141,8 @@ export async function createApp(services: Services, options: AppOptions): Promis
     const requestId = typeof offered === "string" && SAFE_REQUEST_ID.test(offered) ? offered : randomUUID();
     res.locals.requestId = requestId;
     res.setHeader("X-Request-Id", requestId);
-    const operation = backend.matchOperation({ method: req.method, path: req.path, headers: {} }) as Operation | undefined;
+    const operation = backend.matchOperation({ method: req.method, path: req.path, headers: {} }) as
+      Operation | undefined;
     if (operation?.operationId) res.locals.operation = resolved.get(operation.operationId);
     next();
   });
@@ -139,7 +168,12 @@ export async function createApp(services: Services, options: AppOptions): Promis
     const observe = () => {
       if (observed) return;
       observed = true;
-      observeRequest(operationOf(res)?.operationId ?? "unmatched", req.method, res.writableFinished ? res.statusCode : "aborted", (performance.now() - started) / 1000);
+      observeRequest(
+        operationOf(res)?.operationId ?? "unmatched",
+        req.method,
+        res.writableFinished ? res.statusCode : "aborted",
+        (performance.now() - started) / 1000,
+      );
     };
     res.once("finish", observe);
     res.once("close", observe);
@@ -191,7 +225,17 @@ export async function createApp(services: Services, options: AppOptions): Promis
 
   app.use((req, res, next) => {
     backend
-      .handleRequest({ method: req.method, path: req.path, headers: req.headers as Record<string, string>, query: req.query as Record<string, string>, body: req.body }, req, res)
+      .handleRequest(
+        {
+          method: req.method,
+          path: req.path,
+          headers: req.headers as Record<string, string>,
+          query: req.query as Record<string, string>,
+          body: req.body,
+        },
+        req,
+        res,
+      )
       .catch(next);
   });
 
@@ -199,8 +243,16 @@ export async function createApp(services: Services, options: AppOptions): Promis
     if (res.headersSent) return next(error);
     // Losing the database is the service's state, not a fault of the request or the code: 503, retry later.
     if (!(error instanceof ApiError) && isDatabaseUnavailable(error)) {
-      logger.warn({ request_id: res.locals.requestId, reason: error instanceof Error ? error.message : String(error) }, "database unavailable");
-      return sendApiError(res, new ApiError("SERVICE_UNAVAILABLE", "The service cannot reach its database; retry later", { headers: { "Retry-After": String(DATABASE_RETRY_AFTER_SECONDS) } }));
+      logger.warn(
+        { request_id: res.locals.requestId, reason: error instanceof Error ? error.message : String(error) },
+        "database unavailable",
+      );
+      return sendApiError(
+        res,
+        new ApiError("SERVICE_UNAVAILABLE", "The service cannot reach its database; retry later", {
+          headers: { "Retry-After": String(DATABASE_RETRY_AFTER_SECONDS) },
+        }),
+      );
     }
     try {
       respondWithError(error, req, res, logError);
@@ -240,8 +292,13 @@ function sendIssues(req: Request, res: Response, issues: ValidationIssue[]): voi
     return;
   }
   const keys = offendingKeys(match.prefix, match.issues);
-  const details: Record<string, unknown> = keys === undefined ? { errors: match.issues } : { keys, errors: match.issues };
-  res.status(override.status).json(envelope(override.code ?? "VALIDATION_FAILED", describe(match.issues), String(res.locals.requestId), details));
+  const details: Record<string, unknown> =
+    keys === undefined ? { errors: match.issues } : { keys, errors: match.issues };
+  res
+    .status(override.status)
+    .json(
+      envelope(override.code ?? "VALIDATION_FAILED", describe(match.issues), String(res.locals.requestId), details),
+    );
 }
 
 function describe(issues: ValidationIssue[]): string {
@@ -251,7 +308,12 @@ function describe(issues: ValidationIssue[]): string {
     .join("; ");
 }
 
-function respondWithError(error: unknown, req: Request, res: Response, logError: (error: unknown, req: Request) => void): void {
+function respondWithError(
+  error: unknown,
+  req: Request,
+  res: Response,
+  logError: (error: unknown, req: Request) => void,
+): void {
   if (error instanceof ApiError) return sendApiError(res, error);
   if (error instanceof OAuthError) return sendOAuthError(res, error);
   if (error instanceof RequestValidationError) return sendIssues(req, res, error.issues);
@@ -270,15 +332,32 @@ function respondWithError(error: unknown, req: Request, res: Response, logError:
     }
     switch (error.status) {
       case 400:
-        return sendIssues(req, res, toValidationIssues(error.errors ?? [{ path: "/body", message: error.message ?? "invalid request" }], req));
+        return sendIssues(
+          req,
+          res,
+          toValidationIssues(error.errors ?? [{ path: "/body", message: error.message ?? "invalid request" }], req),
+        );
       case 404:
         return sendApiError(res, new ApiError("NOT_FOUND", "No such route"));
       case 405:
-        return sendApiError(res, new ApiError("METHOD_NOT_ALLOWED", `Method ${req.method} is not allowed here`, error.headers?.Allow ? { headers: { Allow: error.headers.Allow } } : {}));
+        return sendApiError(
+          res,
+          new ApiError(
+            "METHOD_NOT_ALLOWED",
+            `Method ${req.method} is not allowed here`,
+            error.headers?.Allow ? { headers: { Allow: error.headers.Allow } } : {},
+          ),
+        );
       case 413:
         return sendApiError(res, new ApiError("PAYLOAD_TOO_LARGE", "The request body is too large"));
       case 415:
-        return sendApiError(res, new ApiError("UNSUPPORTED_MEDIA_TYPE", `Unsupported content type ${JSON.stringify(req.headers["content-type"] ?? "none")}: send the media type the operation declares`));
+        return sendApiError(
+          res,
+          new ApiError(
+            "UNSUPPORTED_MEDIA_TYPE",
+            `Unsupported content type ${JSON.stringify(req.headers["content-type"] ?? "none")}: send the media type the operation declares`,
+          ),
+        );
       default:
         break;
     }

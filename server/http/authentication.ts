@@ -26,13 +26,22 @@ export function requireBearer(tokens: TokenService): (req: Request, res: Respons
         const presented = /^bearer\s+\S/i.test(req.headers.authorization ?? "");
         const challenge = presented ? `${CHALLENGE}, error="invalid_token"` : CHALLENGE;
         return next(
-          new ApiError("UNAUTHORIZED", presented ? "The bearer token is invalid or expired" : "A bearer token is required", {
-            headers: { "WWW-Authenticate": challenge },
-          }),
+          new ApiError(
+            "UNAUTHORIZED",
+            presented ? "The bearer token is invalid or expired" : "A bearer token is required",
+            {
+              headers: { "WWW-Authenticate": challenge },
+            },
+          ),
         );
       }
       if (!principal.roles.some((role) => (ALLOWED_ROLES as readonly string[]).includes(role))) {
-        return next(new ApiError("FORBIDDEN", "The token's roles do not allow this operation (client_admin or platform_admin required)"));
+        return next(
+          new ApiError(
+            "FORBIDDEN",
+            "The token's roles do not allow this operation (client_admin or platform_admin required)",
+          ),
+        );
       }
       req.user = principal;
       next();

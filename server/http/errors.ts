@@ -34,7 +34,11 @@ export class ApiError extends Error {
   readonly details: Record<string, unknown> | undefined;
   readonly headers: Record<string, string>;
 
-  constructor(code: ErrorCode, message: string, options: { details?: Record<string, unknown>; headers?: Record<string, string>; status?: number } = {}) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { details?: Record<string, unknown>; headers?: Record<string, string>; status?: number } = {},
+  ) {
     super(message);
     this.code = code;
     this.status = options.status ?? ERROR_STATUS[code];
@@ -43,8 +47,15 @@ export class ApiError extends Error {
   }
 }
 
-export function envelope(code: string, message: string, requestId: string, details?: Record<string, unknown>): ErrorEnvelope {
-  return details === undefined ? { error: { code, message }, request_id: requestId } : { error: { code, message, details }, request_id: requestId };
+export function envelope(
+  code: string,
+  message: string,
+  requestId: string,
+  details?: Record<string, unknown>,
+): ErrorEnvelope {
+  return details === undefined
+    ? { error: { code, message }, request_id: requestId }
+    : { error: { code, message, details }, request_id: requestId };
 }
 
 export function sendApiError(res: Response, error: ApiError): void {
@@ -57,11 +68,16 @@ export const notFound = (what: string): ApiError => new ApiError("NOT_FOUND", `$
 /** RFC 6749 §5.2 errors of the token endpoint, which use their own body instead of the envelope. */
 export class OAuthError extends Error {
   override name = "OAuthError";
-  readonly error: "invalid_request" | "invalid_client" | "invalid_grant" | "unsupported_grant_type" | "unauthorized_client";
+  readonly error:
+    "invalid_request" | "invalid_client" | "invalid_grant" | "unsupported_grant_type" | "unauthorized_client";
   readonly status: number;
   readonly headers: Record<string, string>;
 
-  constructor(error: OAuthError["error"], description: string, options: { status?: number; headers?: Record<string, string> } = {}) {
+  constructor(
+    error: OAuthError["error"],
+    description: string,
+    options: { status?: number; headers?: Record<string, string> } = {},
+  ) {
     super(description);
     this.error = error;
     this.status = options.status ?? (error === "invalid_client" ? 401 : 400);

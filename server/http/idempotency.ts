@@ -64,9 +64,16 @@ export async function runIdempotent<B>(
   if (finished && !finished.expired) return replayOrMismatch(finished);
 
   return db.transaction(async (trx) => {
-    const { rows } = await trx.raw<{ rows: { locked: boolean }[] }>("select pg_try_advisory_xact_lock(hashtextextended(?, 0)) as locked", [idempotencyLockKey(scope)]);
+    const { rows } = await trx.raw<{ rows: { locked: boolean }[] }>(
+      "select pg_try_advisory_xact_lock(hashtextextended(?, 0)) as locked",
+      [idempotencyLockKey(scope)],
+    );
     if (!rows[0]?.locked) {
-      throw new ApiError("IDEMPOTENCY_IN_PROGRESS", "A request with this Idempotency-Key is still being processed; retry shortly", { headers: { "Retry-After": "1" } });
+      throw new ApiError(
+        "IDEMPOTENCY_IN_PROGRESS",
+        "A request with this Idempotency-Key is still being processed; retry shortly",
+        { headers: { "Retry-After": "1" } },
+      );
     }
     // Under the lock: the first call may have committed between the look-up above and the lock.
     const remembered = await findRemembered<B>(trx, where);
@@ -94,7 +101,9 @@ interface RememberedResponse<B> {
 }
 
 function findRemembered<B>(db: Knex, where: Record<string, string>): Promise<RememberedResponse<B> | undefined> {
-  return db("integrator.idempotency_keys").where(where).first("fingerprint", "status_code", "response_body", db.raw("expires_at <= now() as expired"));
+  return db("integrator.idempotency_keys")
+    .where(where)
+    .first("fingerprint", "status_code", "response_body", db.raw("expires_at <= now() as expired"));
 }
 
 /** Deletes expired keys in bounded batches; returns how many went. Run by the purge job. */

@@ -83,7 +83,10 @@ export function overloadReason(options: LoadSheddingOptions): ShedReason | undef
 }
 
 /** Refuses non-probe requests while the process is overloaded. */
-export function loadShedding(options: LoadSheddingOptions, isProbe: (res: Response) => boolean): (req: Request, res: Response, next: NextFunction) => void {
+export function loadShedding(
+  options: LoadSheddingOptions,
+  isProbe: (res: Response) => boolean,
+): (req: Request, res: Response, next: NextFunction) => void {
   // Start measuring now (after the app's synchronous set-up), not at the first request.
   if (options.eventLoopDelayMs > 0) eventLoopDelayMs();
   return (_req, res, next) => {
@@ -92,10 +95,14 @@ export function loadShedding(options: LoadSheddingOptions, isProbe: (res: Respon
     if (!reason) return next();
     recordShedRequest(reason);
     next(
-      new ApiError("SERVICE_UNAVAILABLE", "The service is overloaded; retry after the number of seconds in Retry-After", {
-        headers: { "Retry-After": String(RETRY_AFTER_SECONDS) },
-        details: { reason },
-      }),
+      new ApiError(
+        "SERVICE_UNAVAILABLE",
+        "The service is overloaded; retry after the number of seconds in Retry-After",
+        {
+          headers: { "Retry-After": String(RETRY_AFTER_SECONDS) },
+          details: { reason },
+        },
+      ),
     );
   };
 }

@@ -16,14 +16,18 @@ export function loadDocument(): OpenAPIV3_1.Document {
 export function resolveRef(document: OpenAPIV3_1.Document, value: unknown): unknown {
   let current = value;
   for (let depth = 0; depth < 10; depth++) {
-    if (!current || typeof current !== "object" || typeof (current as { $ref?: unknown }).$ref !== "string") return current;
+    if (!current || typeof current !== "object" || typeof (current as { $ref?: unknown }).$ref !== "string")
+      return current;
     const ref = (current as { $ref: string }).$ref;
     if (!ref.startsWith("#/")) return current;
     current = ref
       .slice(2)
       .split("/")
       .map((segment) => segment.replace(/~1/g, "/").replace(/~0/g, "~"))
-      .reduce<unknown>((node, key) => (node && typeof node === "object" ? (node as Record<string, unknown>)[key] : undefined), document);
+      .reduce<unknown>(
+        (node, key) => (node && typeof node === "object" ? (node as Record<string, unknown>)[key] : undefined),
+        document,
+      );
   }
   return current;
 }

@@ -7,11 +7,23 @@ import type { Services } from "../services.ts";
 
 export type OperationId = keyof operations;
 
-type JsonContent<T> = T extends { content: infer C } ? (C extends { "application/json": infer B } ? B : C extends { "application/x-www-form-urlencoded": infer F } ? F : never) : undefined;
+type JsonContent<T> = T extends { content: infer C }
+  ? C extends { "application/json": infer B }
+    ? B
+    : C extends { "application/x-www-form-urlencoded": infer F }
+      ? F
+      : never
+  : undefined;
 
-export type RequestBody<O extends OperationId> = operations[O] extends { requestBody?: infer R } ? JsonContent<NonNullable<R>> : undefined;
-export type QueryOf<O extends OperationId> = operations[O]["parameters"] extends { query?: infer Q } ? NonNullable<Q> : Record<string, never>;
-export type PathOf<O extends OperationId> = operations[O]["parameters"] extends { path?: infer P } ? NonNullable<P> : Record<string, never>;
+export type RequestBody<O extends OperationId> = operations[O] extends { requestBody?: infer R }
+  ? JsonContent<NonNullable<R>>
+  : undefined;
+export type QueryOf<O extends OperationId> = operations[O]["parameters"] extends { query?: infer Q }
+  ? NonNullable<Q>
+  : Record<string, never>;
+export type PathOf<O extends OperationId> = operations[O]["parameters"] extends { path?: infer P }
+  ? NonNullable<P>
+  : Record<string, never>;
 
 type Responses<O extends OperationId> = operations[O]["responses"];
 /** Any status the operation declares; coded errors are normally thrown as ApiError instead. */

@@ -15,7 +15,12 @@
 import { createHash } from "node:crypto";
 import type { NextFunction, Request, Response } from "express";
 import ipaddr from "ipaddr.js";
-import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
+import {
+  RateLimiterMemory,
+  RateLimiterPostgres,
+  RateLimiterRes,
+  type RateLimiterAbstract,
+} from "rate-limiter-flexible";
 import type { Principal } from "../auth/tokens.ts";
 import { ApiError } from "./errors.ts";
 import type { Logger } from "../logger.ts";
@@ -170,7 +175,10 @@ export function createRateLimits(services: Services, logger: Logger): RateLimits
         if (blocked > 0) return next(rateLimited(buckets.unauthenticated, blocked));
         authenticate(req, res, (error?: unknown) => {
           const principal = req.user as Principal | undefined;
-          const counted = error || !principal ? consume(buckets.unauthenticated, address, res) : consume(buckets.principal, principalKey(principal), res);
+          const counted =
+            error || !principal
+              ? consume(buckets.unauthenticated, address, res)
+              : consume(buckets.principal, principalKey(principal), res);
           counted.then((limited) => next(limited ?? error), next);
         });
       };

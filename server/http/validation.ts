@@ -26,7 +26,15 @@ interface ValidatorErrorItem {
 
 const INPUT_MAX_DEPTH = 16;
 
-const LOCATION: Record<string, string> = { body: "body", query: "query", params: "path", path: "path", headers: "header", header: "header", cookies: "cookie" };
+const LOCATION: Record<string, string> = {
+  body: "body",
+  query: "query",
+  params: "path",
+  path: "path",
+  headers: "header",
+  header: "header",
+  cookies: "cookie",
+};
 
 function decodeSegment(segment: string): string {
   return segment.replace(/~1/g, "/").replace(/~0/g, "~");
@@ -34,19 +42,26 @@ function decodeSegment(segment: string): string {
 
 /** "/body/items/0/filename" -> ["body", "items", 0, "filename"] */
 export function locFromPath(path: string): (string | number)[] {
-  const segments = path.replace(/^\./, "").split(/[/.]/).filter((s) => s.length > 0).map(decodeSegment);
+  const segments = path
+    .replace(/^\./, "")
+    .split(/[/.]/)
+    .filter((s) => s.length > 0)
+    .map(decodeSegment);
   const [first, ...rest] = segments;
   const head = LOCATION[first ?? ""] ?? "body";
   const loc: (string | number)[] = [head];
   if (!(first && first in LOCATION)) loc.push(...segments);
   else loc.push(...rest);
-  return loc.map((segment, index) => (index > 0 && typeof segment === "string" && /^(0|[1-9]\d{0,8})$/.test(segment) ? Number(segment) : segment));
+  return loc.map((segment, index) =>
+    index > 0 && typeof segment === "string" && /^(0|[1-9]\d{0,8})$/.test(segment) ? Number(segment) : segment,
+  );
 }
 
 function pick(root: unknown, keys: (string | number)[]): { found: boolean; value: unknown } {
   let current: unknown = root;
   for (const key of keys) {
-    if (current === null || typeof current !== "object" || !(key in (current as Record<string, unknown>))) return { found: false, value: undefined };
+    if (current === null || typeof current !== "object" || !(key in (current as Record<string, unknown>)))
+      return { found: false, value: undefined };
     current = (current as Record<string | number, unknown>)[key];
   }
   return { found: true, value: current };
@@ -104,21 +119,30 @@ function toIssue(item: ValidatorErrorItem, req: Request): ValidationIssue {
     case "required": {
       const parent = pick(part, lookupKeys.slice(0, -1));
       const result: ValidationIssue = { loc, msg: "Field required", type: "missing" };
-      if (location === "body" && parent.found && depthOf(parent.value, INPUT_MAX_DEPTH) <= INPUT_MAX_DEPTH) result.input = parent.value;
+      if (location === "body" && parent.found && depthOf(parent.value, INPUT_MAX_DEPTH) <= INPUT_MAX_DEPTH)
+        result.input = parent.value;
       return result;
     }
     case "type": {
-      const allowed = item.message.replace(/^must be /, "").split(",").filter((t) => t !== "null");
+      const allowed = item.message
+        .replace(/^must be /, "")
+        .split(",")
+        .filter((t) => t !== "null");
       const declared = allowed[0] ?? "string";
       const [type, msg] = TYPE_NAMES[declared] ?? ["value_error", `Input should be ${declared}`];
       // A union such as [string, integer, boolean] names every branch rather than the first one only.
-      if (allowed.length > 1) return issue(type, `Input should be a valid ${allowed.slice(0, -1).join(", ")} or ${allowed.at(-1)}`);
+      if (allowed.length > 1)
+        return issue(type, `Input should be a valid ${allowed.slice(0, -1).join(", ")} or ${allowed.at(-1)}`);
       return issue(type, msg);
     }
     case "minLength":
-      return issue("string_too_short", `String should have at least ${plural(bound ?? 0, "character")}`, { min_length: bound });
+      return issue("string_too_short", `String should have at least ${plural(bound ?? 0, "character")}`, {
+        min_length: bound,
+      });
     case "maxLength":
-      return issue("string_too_long", `String should have at most ${plural(bound ?? 0, "character")}`, { max_length: bound });
+      return issue("string_too_long", `String should have at most ${plural(bound ?? 0, "character")}`, {
+        max_length: bound,
+      });
     case "exclusiveMinimum":
       return issue("greater_than", `Input should be greater than ${bound}`, { gt: bound });
     case "minimum":
@@ -129,23 +153,41 @@ function toIssue(item: ValidatorErrorItem, req: Request): ValidationIssue {
       return issue("less_than_equal", `Input should be less than or equal to ${bound}`, { le: bound });
     case "minItems": {
       const actual = Array.isArray(value) ? value.length : 0;
-      return issue("too_short", `List should have at least ${plural(bound ?? 0, "item")} after validation, not ${actual}`, { field_type: "List", min_length: bound, actual_length: actual });
+      return issue(
+        "too_short",
+        `List should have at least ${plural(bound ?? 0, "item")} after validation, not ${actual}`,
+        { field_type: "List", min_length: bound, actual_length: actual },
+      );
     }
     case "maxItems": {
       const actual = Array.isArray(value) ? value.length : 0;
-      return issue("too_long", `List should have at most ${plural(bound ?? 0, "item")} after validation, not ${actual}`, { field_type: "List", max_length: bound, actual_length: actual });
+      return issue(
+        "too_long",
+        `List should have at most ${plural(bound ?? 0, "item")} after validation, not ${actual}`,
+        { field_type: "List", max_length: bound, actual_length: actual },
+      );
     }
     case "maxProperties":
     case "minProperties":
       return issue("value_error", `Value error, ${item.message}`, { error: item.message });
     case "format":
       if (/uuid/.test(item.message)) {
-        return issue("uuid_parsing", "Input should be a valid UUID, invalid character: expected an optional prefix of `urn:uuid:` followed by [0-9a-fA-F-]", { error: "invalid UUID" });
+        return issue(
+          "uuid_parsing",
+          "Input should be a valid UUID, invalid character: expected an optional prefix of `urn:uuid:` followed by [0-9a-fA-F-]",
+          { error: "invalid UUID" },
+        );
       }
       return issue("value_error", `Value error, ${item.message}`, { error: item.message });
     case "enum": {
       const allowed = item.message.replace(/^.*allowed values:\s*/, "").split(/,\s*/);
-      const expected = allowed.length > 1 ? `${allowed.slice(0, -1).map((a) => `'${a}'`).join(", ")} or '${allowed.at(-1)}'` : `'${allowed[0]}'`;
+      const expected =
+        allowed.length > 1
+          ? `${allowed
+              .slice(0, -1)
+              .map((a) => `'${a}'`)
+              .join(", ")} or '${allowed.at(-1)}'`
+          : `'${allowed[0]}'`;
       return issue("enum", `Input should be ${expected}`, { expected });
     }
     case "const":
@@ -181,7 +223,12 @@ export function jsonInvalidIssue(error: unknown, rawBody: string | undefined): V
     msg: "JSON decode error",
     type: "json_invalid",
     input: {},
-    ctx: { error: rawBody === undefined || rawBody.trim() === "" ? "Expecting value" : message.replace(/^Unexpected token.*?,\s*/, "").slice(0, 200) },
+    ctx: {
+      error:
+        rawBody === undefined || rawBody.trim() === ""
+          ? "Expecting value"
+          : message.replace(/^Unexpected token.*?,\s*/, "").slice(0, 200),
+    },
   };
 }
 
@@ -218,7 +265,10 @@ export function overrideRules(operation: OperationLike, resolve: (value: unknown
     const override = readOverride(parameter?.["x-validation-error"]);
     if (parameter?.name && parameter.in && override) {
       const location = LOCATION[parameter.in === "header" ? "headers" : parameter.in] ?? parameter.in;
-      rules.prefixes.push({ prefix: [location, parameter.in === "header" ? parameter.name.toLowerCase() : parameter.name], override });
+      rules.prefixes.push({
+        prefix: [location, parameter.in === "header" ? parameter.name.toLowerCase() : parameter.name],
+        override,
+      });
     }
   }
   const body = resolve(operation.requestBody) as { content?: Record<string, { schema?: unknown }> } | undefined;
@@ -240,16 +290,23 @@ export function findOverride(
   if (!rules) return undefined;
   if (rules.operation) return { override: rules.operation, issues };
   for (const { prefix, override } of rules.prefixes) {
-    const matching = issues.filter((issue) => prefix.every((segment, index) => String(issue.loc[index]).toLowerCase() === String(segment).toLowerCase()));
+    const matching = issues.filter((issue) =>
+      prefix.every((segment, index) => String(issue.loc[index]).toLowerCase() === String(segment).toLowerCase()),
+    );
     if (matching.length > 0) return { override, issues: matching, prefix };
   }
   return undefined;
 }
 
 /** For an override on a body property that is a map (e.g. context_values): the offending keys under it. */
-export function offendingKeys(prefix: (string | number)[] | undefined, issues: ValidationIssue[]): string[] | undefined {
+export function offendingKeys(
+  prefix: (string | number)[] | undefined,
+  issues: ValidationIssue[],
+): string[] | undefined {
   if (!prefix || prefix[0] !== "body" || prefix.length !== 2) return undefined;
-  const keys = issues.map((issue) => issue.loc[prefix.length]).filter((key): key is string | number => key !== undefined);
+  const keys = issues
+    .map((issue) => issue.loc[prefix.length])
+    .filter((key): key is string | number => key !== undefined);
   return [...new Set(keys.map(String))];
 }
 
@@ -273,5 +330,7 @@ export function valueError(loc: (string | number)[], message: string, input?: un
 
 /** 422 value_error for every string or key of the body PostgreSQL could not store (NUL, unpaired surrogates). */
 export function unstorableTextIssues(body: unknown): ValidationIssue[] {
-  return unstorableTextPaths(body, ["body"]).map((loc) => valueError(loc, "text must not contain NUL characters or unpaired surrogates"));
+  return unstorableTextPaths(body, ["body"]).map((loc) =>
+    valueError(loc, "text must not contain NUL characters or unpaired surrogates"),
+  );
 }

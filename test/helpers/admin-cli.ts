@@ -2,9 +2,15 @@
 import { spawn } from "node:child_process";
 import type { TestServer } from "./server.ts";
 
-export function runAdminCli(server: Pick<TestServer, "env">, args: string[]): Promise<{ code: number | null; stdout: string }> {
+export function runAdminCli(
+  server: Pick<TestServer, "env">,
+  args: string[],
+): Promise<{ code: number | null; stdout: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["scripts/admin.ts", ...args], { env: { ...process.env, ...server.env }, stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, ["scripts/admin.ts", ...args], {
+      env: { ...process.env, ...server.env },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     let stdout = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
     child.on("close", (code) => resolve({ code, stdout }));

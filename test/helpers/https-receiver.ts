@@ -22,13 +22,48 @@ export interface TestCa {
 export function makeTestCa(): TestCa {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "integrator-ca-"));
   const file = (name: string) => path.join(dir, name);
-  const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
+  const openssl = (...args: string[]) =>
+    execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
   const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
-  openssl("req", "-x509", ...ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=Integrator test CA",
-    "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign");
+  openssl(
+    "req",
+    "-x509",
+    ...ec,
+    "-keyout",
+    "ca.key",
+    "-out",
+    "ca.pem",
+    "-days",
+    "2",
+    "-subj",
+    "/CN=Integrator test CA",
+    "-addext",
+    "basicConstraints=critical,CA:TRUE",
+    "-addext",
+    "keyUsage=critical,keyCertSign,cRLSign",
+  );
   openssl("req", ...ec, "-keyout", "server.key", "-out", "server.csr", "-subj", `/CN=${RECEIVER_HOST}`);
-  fs.writeFileSync(file("server.ext"), `subjectAltName=DNS:${RECEIVER_HOST}\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n`);
-  openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "server.ext");
+  fs.writeFileSync(
+    file("server.ext"),
+    `subjectAltName=DNS:${RECEIVER_HOST}\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n`,
+  );
+  openssl(
+    "x509",
+    "-req",
+    "-in",
+    "server.csr",
+    "-CA",
+    "ca.pem",
+    "-CAkey",
+    "ca.key",
+    "-CAcreateserial",
+    "-out",
+    "server.pem",
+    "-days",
+    "2",
+    "-extfile",
+    "server.ext",
+  );
   return {
     dir,
     caFile: file("ca.pem"),
@@ -74,7 +109,13 @@ export async function startReceiver(
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
-      const request: ReceivedRequest = { method: req.method ?? "", path: req.url ?? "", headers: req.headers, rawBody: Buffer.concat(chunks), receivedAt: performance.now() };
+      const request: ReceivedRequest = {
+        method: req.method ?? "",
+        path: req.url ?? "",
+        headers: req.headers,
+        rawBody: Buffer.concat(chunks),
+        receivedAt: performance.now(),
+      };
       if (options.keepRecords !== false) received.push(request);
       options.onRequest?.(request);
       const count = (counts.get(request.path) ?? 0) + 1;

@@ -58,9 +58,18 @@ export async function startTestServer(t: Test, options: TestServerOptions = {}):
   };
   const config = loadConfig(env);
   const db = createDatabase(databaseUrl, config.dbPoolMax, "integrator-test");
-  const services = await buildServices(config, db, createLogger({ level: config.logLevel, ...(options.logDestination ? { destination: options.logDestination } : {}) }));
+  const services = await buildServices(
+    config,
+    db,
+    createLogger({
+      level: config.logLevel,
+      ...(options.logDestination ? { destination: options.logDestination } : {}),
+    }),
+  );
   const errors: unknown[] = [];
-  const app = await createApp(services, { handlers: options.handlers ?? allHandlers, logError: (error, req) => {
+  const app = await createApp(services, {
+    handlers: options.handlers ?? allHandlers,
+    logError: (error, req) => {
       errors.push(error);
       logUnexpectedError(services.logger, error, req);
     },
@@ -101,14 +110,22 @@ export interface TestTenant {
 }
 
 /** A new tenant and a token for it (client_admin unless roles say otherwise). */
-export async function createTestTenant(services: Services, roles: string[] = ["client_admin"], name = "Test tenant"): Promise<TestTenant> {
+export async function createTestTenant(
+  services: Services,
+  roles: string[] = ["client_admin"],
+  name = "Test tenant",
+): Promise<TestTenant> {
   const tenant = await createTenant(services.db, name);
   const subject = `user-${randomBytes(4).toString("hex")}`;
   const { token } = await services.tokens.issue({ subject, tenantId: tenant.id, roles });
   return { tenantId: tenant.id, token, subject };
 }
 
-export async function createTestUser(services: Services, tenantId: string, roles: string[] = ["client_admin"]): Promise<{ username: string; password: string }> {
+export async function createTestUser(
+  services: Services,
+  tenantId: string,
+  roles: string[] = ["client_admin"],
+): Promise<{ username: string; password: string }> {
   const username = `user-${randomBytes(5).toString("hex")}`;
   const password = randomBytes(12).toString("base64url");
   await createUser(services.db, { tenantId, username, password, roles });

@@ -5,7 +5,15 @@ import type { Test } from "tap";
 import { startWorker } from "../../worker/runner.ts";
 import { emitEvent, type EventDataByKind } from "../../db/events.ts";
 import type { DeliveryView } from "../../db/webhooks.ts";
-import { makeTestCa, RECEIVER_HOST, startReceiver, type Answer, type Receiver, type ReceivedRequest, type TestCa } from "./https-receiver.ts";
+import {
+  makeTestCa,
+  RECEIVER_HOST,
+  startReceiver,
+  type Answer,
+  type Receiver,
+  type ReceivedRequest,
+  type TestCa,
+} from "./https-receiver.ts";
 import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "./server.ts";
 import { waitFor } from "./wait.ts";
 
@@ -45,7 +53,11 @@ export function webhookEnv(ca: TestCa, overrides: Record<string, string> = {}): 
 export async function startWebhookRig(
   t: Test,
   ca: TestCa,
-  options: { env?: Record<string, string>; answer?: (request: ReceivedRequest, countForPath: number) => Answer; worker?: boolean } = {},
+  options: {
+    env?: Record<string, string>;
+    answer?: (request: ReceivedRequest, countForPath: number) => Answer;
+    worker?: boolean;
+  } = {},
 ): Promise<WebhookRig> {
   const server = await startTestServer(t, { env: webhookEnv(ca, options.env) });
   const receiver = await startReceiver(ca, options.answer);
@@ -65,7 +77,11 @@ export async function startWebhookRig(
     receiver,
     tenant,
     async subscribe(url, events = ["*"]) {
-      const res = await server.request("/v1/webhooks/subscriptions", { method: "POST", token: tenant.token, json: { url, events } });
+      const res = await server.request("/v1/webhooks/subscriptions", {
+        method: "POST",
+        token: tenant.token,
+        json: { url, events },
+      });
       if (res.status !== 201) throw new Error(`subscribe answered ${res.status}: ${await res.text()}`);
       return (await res.json()) as { id: string; secret: string };
     },
@@ -89,7 +105,15 @@ export async function startWebhookRig(
       return waitFor(find, (delivery) => delivery !== undefined && delivery.status !== "pending", { seconds });
     },
     async jobsDrained(seconds = 20) {
-      const count = async () => Number((await server.services.db("graphile_worker.jobs").where({ task_identifier: "deliver_webhook" }).count<{ count: number }[]>("* as count"))[0]?.count ?? 0);
+      const count = async () =>
+        Number(
+          (
+            await server.services
+              .db("graphile_worker.jobs")
+              .where({ task_identifier: "deliver_webhook" })
+              .count<{ count: number }[]>("* as count")
+          )[0]?.count ?? 0,
+        );
       return waitFor(count, (left) => left === 0, { seconds });
     },
   };

@@ -11,7 +11,13 @@ import { hmacSha256Hex } from "../../server/signing.ts";
 import { recordDeliveryOutcome } from "../../server/metrics.ts";
 import { isUuid } from "../../db/ids.ts";
 import { sendSettings, sendWebhook, type SendSettings } from "../sender.ts";
-import { DEACTIVATED_MESSAGE, failWithoutAttempt, findDeliveryToSend, recordAttempt, type DeliverWebhookPayload } from "../../db/webhooks.ts";
+import {
+  DEACTIVATED_MESSAGE,
+  failWithoutAttempt,
+  findDeliveryToSend,
+  recordAttempt,
+  type DeliverWebhookPayload,
+} from "../../db/webhooks.ts";
 
 const MAX_RETRY_DELAY_SECONDS = 10 * 60 * 60;
 
@@ -22,10 +28,20 @@ export function retryDelaySeconds(retry: number, baseSeconds: number): number {
 
 function isPayload(value: unknown): value is DeliverWebhookPayload {
   const candidate = value as Partial<DeliverWebhookPayload> | null;
-  return typeof candidate === "object" && candidate !== null && typeof candidate.tenant_id === "string" && typeof candidate.delivery_id === "string" && isUuid(candidate.tenant_id) && isUuid(candidate.delivery_id);
+  return (
+    typeof candidate === "object" &&
+    candidate !== null &&
+    typeof candidate.tenant_id === "string" &&
+    typeof candidate.delivery_id === "string" &&
+    isUuid(candidate.tenant_id) &&
+    isUuid(candidate.delivery_id)
+  );
 }
 
-export function deliverWebhook(services: Services, settings: SendSettings = sendSettings(services.config.webhooks)): Task {
+export function deliverWebhook(
+  services: Services,
+  settings: SendSettings = sendSettings(services.config.webhooks),
+): Task {
   const { maxAttempts, retryBaseSeconds } = services.config.webhooks;
   const userAgent = `integrator-api-webhooks/${services.version}`;
   return async (payload, helpers) => {
@@ -42,7 +58,12 @@ export function deliverWebhook(services: Services, settings: SendSettings = send
     }
     if (delivery.attempts >= maxAttempts) {
       // MAX_DELIVERY_ATTEMPTS was lowered while this delivery waited: it has had its attempts.
-      await failWithoutAttempt(db, delivery.tenant_id, delivery.id, `No attempts left (MAX_DELIVERY_ATTEMPTS is ${maxAttempts})`);
+      await failWithoutAttempt(
+        db,
+        delivery.tenant_id,
+        delivery.id,
+        `No attempts left (MAX_DELIVERY_ATTEMPTS is ${maxAttempts})`,
+      );
       return;
     }
 
@@ -51,8 +72,15 @@ export function deliverWebhook(services: Services, settings: SendSettings = send
       secret = box.open(delivery.secret_encrypted);
     } catch {
       // Sealed under another ENCRYPTION_KEY: no attempt could ever be signed, so do not leave it pending.
-      helpers.logger.error(`deliver_webhook: the secret of delivery ${delivery.id}'s subscription cannot be opened with the current ENCRYPTION_KEY`);
-      await failWithoutAttempt(db, delivery.tenant_id, delivery.id, "The subscription's signing secret could not be read; the delivery was not sent");
+      helpers.logger.error(
+        `deliver_webhook: the secret of delivery ${delivery.id}'s subscription cannot be opened with the current ENCRYPTION_KEY`,
+      );
+      await failWithoutAttempt(
+        db,
+        delivery.tenant_id,
+        delivery.id,
+        "The subscription's signing secret could not be read; the delivery was not sent",
+      );
       return;
     }
     const body = canonicalJson(delivery.payload);
@@ -74,7 +102,13 @@ export function deliverWebhook(services: Services, settings: SendSettings = send
     );
 
     const attempt = delivery.attempts + 1;
-    const common = { tenantId: delivery.tenant_id, deliveryId: delivery.id, attemptsBefore: delivery.attempts, attemptedAt, responseCode: outcome.responseCode };
+    const common = {
+      tenantId: delivery.tenant_id,
+      deliveryId: delivery.id,
+      attemptsBefore: delivery.attempts,
+      attemptedAt,
+      responseCode: outcome.responseCode,
+    };
     if (outcome.delivered) {
       await recordAttempt(db, { ...common, status: "delivered", errorMessage: null });
       recordDeliveryOutcome("delivered");
