@@ -1,5 +1,6 @@
 // The tenant-scoped audit trail. Written inside the transaction of the action it records.
 import type { Knex } from "knex";
+import { rfc3339 } from "./timestamps.ts";
 
 export interface AuditEntry {
   tenantId: string;
@@ -55,6 +56,6 @@ export async function listAudit(db: Knex, tenantId: string, action?: string): Pr
     );
   return rows.map((row: Omit<AuditRecord, "created_at"> & { created_at: Date }) => ({
     ...row,
-    created_at: row.created_at.toISOString(),
+    created_at: rfc3339(row.created_at),
   }));
 }

@@ -31,7 +31,7 @@ export interface PoolStatistics {
 
 /** The knex (tarn) pool's counters; undefined before the pool exists or after it is destroyed. */
 export function poolStatistics(db: Database): PoolStatistics | undefined {
-  const pool = db.client.pool as
+  const pool = (db.client as { pool?: unknown }).pool as
     Partial<{ numUsed(): number; numFree(): number; numPendingAcquires(): number }> | undefined;
   if (
     !pool ||
@@ -51,6 +51,26 @@ export async function migrate(db: Database): Promise<string[]> {
     tableName: "knex_migrations",
   })) as [number, string[]];
   return applied;
+}
+
+/** One round trip: resolves when the database answers. */
+export async function pingDatabase(db: Database): Promise<void> {
+  await db.raw("select 1");
+}
+
+/**
+ * Runs `migrations` while holding the migration lock, a session advisory lock on a connection of its
+ * own: one process migrates at a time, the others wait and then find nothing to do.
+ */
+export async function withMigrationLock(url: string, migrations: () => Promise<void>): Promise<void> {
+  const lock = new pg.Client({ connectionString: url, application_name: "integrator-migrate-lock" });
+  await lock.connect();
+  try {
+    await lock.query("select pg_advisory_lock(hashtext('integrator.migrations'))");
+    await migrations();
+  } finally {
+    await lock.end();
+  }
 }
 
 /** Names of the migrations this code knows that the database has not applied yet. */

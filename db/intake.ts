@@ -1,6 +1,7 @@
 // Queries of intake submissions and items. Every query is led by tenant_id (the primary keys').
 import type { Knex } from "knex";
 import type { components } from "../generated/openapi.ts";
+import { rfc3339 } from "./timestamps.ts";
 
 // Rows are read in exactly the shapes the contract answers with.
 export type ItemStatus = components["schemas"]["IntakeItemStatus"];
@@ -47,8 +48,11 @@ const ITEM_COLUMNS = [
   "error_message",
 ];
 
-function toSubmission(row: Omit<SubmissionRow, "created_at"> & { created_at: Date }): SubmissionRow {
-  return { ...row, created_at: row.created_at.toISOString() };
+/** A submission row as pg returns it: created_at is a Date. */
+type StoredSubmission = Omit<SubmissionRow, "created_at"> & { created_at: Date };
+
+function toSubmission(row: StoredSubmission): SubmissionRow {
+  return { ...row, created_at: rfc3339(row.created_at) };
 }
 
 export interface SubmissionAudit {
@@ -113,9 +117,9 @@ export async function findSubmission(
   tenantId: string,
   submissionId: string,
 ): Promise<{ submission: SubmissionRow; items: ItemRow[] } | undefined> {
-  const row = await db("integrator.intake_submissions")
+  const row = (await db("integrator.intake_submissions")
     .where({ tenant_id: tenantId, id: submissionId })
-    .first(SUBMISSION_COLUMNS);
+    .first(SUBMISSION_COLUMNS)) as StoredSubmission | undefined;
   if (!row) return undefined;
   const items: ItemRow[] = await db("integrator.intake_items")
     .where({ tenant_id: tenantId, submission_id: submissionId })
@@ -138,10 +142,10 @@ export async function updateItem(
   itemId: string,
   changes: Partial<Pick<ItemRow, "document_id" | "status" | "error_message">>,
 ): Promise<ItemRow> {
-  const [row] = await db("integrator.intake_items")
+  const [row] = (await db("integrator.intake_items")
     .where({ tenant_id: tenantId, id: itemId })
     .update({ ...changes, updated_at: db.fn.now() })
-    .returning(ITEM_COLUMNS);
+    .returning(ITEM_COLUMNS)) as ItemRow[];
   return row as ItemRow;
 }
 
@@ -159,7 +163,7 @@ export async function updateSubmissionTotals(
   submissionId: string,
   totals: { status: SubmissionStatus; acceptedCount: number; failedCount: number },
 ): Promise<SubmissionRow> {
-  const [row] = await db("integrator.intake_submissions")
+  const [row] = (await db("integrator.intake_submissions")
     .where({ tenant_id: tenantId, id: submissionId })
     .update({
       status: totals.status,
@@ -167,6 +171,6 @@ export async function updateSubmissionTotals(
       failed_count: totals.failedCount,
       updated_at: db.fn.now(),
     })
-    .returning(SUBMISSION_COLUMNS);
-  return toSubmission(row);
+    .returning(SUBMISSION_COLUMNS)) as StoredSubmission[];
+  return toSubmission(row as StoredSubmission);
 }

@@ -1,6 +1,7 @@
 // Queries of the partner registry, tenant entitlements, routing decisions and partner callbacks.
 // Tenant-owned rows are always addressed by tenant_id first (their keys lead with it).
 import type { Knex } from "knex";
+import { rfc3339 } from "./timestamps.ts";
 
 export type PartnerStatus = "active" | "paused";
 
@@ -25,7 +26,7 @@ const PARTNER_COLUMNS = ["partner_key", "name", "launch_url", "context_keys", "s
 type Timestamped<T> = Omit<T, "created_at" | "updated_at"> & { created_at: Date; updated_at: Date };
 
 function toPartner<T extends PartnerRecord>(row: Timestamped<T>): T {
-  return { ...row, created_at: row.created_at.toISOString(), updated_at: row.updated_at.toISOString() } as T;
+  return { ...row, created_at: rfc3339(row.created_at), updated_at: rfc3339(row.updated_at) } as T;
 }
 
 export interface NewPartner {

@@ -1,7 +1,5 @@
 // Tenants and the principals (users, API clients) that obtain tokens for them.
-import { randomBytes } from "node:crypto";
 import type { Knex } from "knex";
-import { hashSecret } from "../server/auth/passwords.ts";
 
 export interface Tenant {
   id: string;
@@ -22,7 +20,7 @@ export interface ClientRecord {
 }
 
 export async function createTenant(db: Knex, name: string): Promise<Tenant> {
-  const [tenant] = await db("integrator.tenants").insert({ name }).returning(["id", "name"]);
+  const [tenant] = (await db("integrator.tenants").insert({ name }).returning(["id", "name"])) as Tenant[];
   return tenant as Tenant;
 }
 
@@ -35,18 +33,19 @@ export async function countTenants(db: Knex): Promise<number> {
   return Number(row?.count ?? 0);
 }
 
-export async function createUser(
+/** Stores a user; the caller hashes the password (server/auth/principals.ts). */
+export async function insertUser(
   db: Knex,
-  input: { tenantId: string; username: string; password: string; roles: string[] },
+  input: { tenantId: string; username: string; passwordHash: string; roles: string[] },
 ): Promise<UserRecord> {
-  const [user] = await db("integrator.users")
+  const [user] = (await db("integrator.users")
     .insert({
       tenant_id: input.tenantId,
       username: input.username,
-      password_hash: await hashSecret(input.password),
+      password_hash: input.passwordHash,
       roles: input.roles,
     })
-    .returning(["id", "tenant_id", "username", "roles"]);
+    .returning(["id", "tenant_id", "username", "roles"])) as UserRecord[];
   return user as UserRecord;
 }
 
@@ -59,21 +58,20 @@ export async function findUserByUsername(
     .first("id", "tenant_id", "username", "roles", "password_hash");
 }
 
-export async function createClient(
+/** Stores an API client; the caller generates and hashes the secret (server/auth/principals.ts). */
+export async function insertClient(
   db: Knex,
-  input: { tenantId: string; roles: string[] },
-): Promise<ClientRecord & { client_secret: string }> {
-  const clientId = `cli_${randomBytes(12).toString("base64url")}`;
-  const clientSecret = `cs_${randomBytes(32).toString("base64url")}`;
-  const [client] = await db("integrator.api_clients")
+  input: { tenantId: string; clientId: string; secretHash: string; roles: string[] },
+): Promise<ClientRecord> {
+  const [client] = (await db("integrator.api_clients")
     .insert({
       tenant_id: input.tenantId,
-      client_id: clientId,
-      secret_hash: await hashSecret(clientSecret),
+      client_id: input.clientId,
+      secret_hash: input.secretHash,
       roles: input.roles,
     })
-    .returning(["client_id", "tenant_id", "roles"]);
-  return { ...(client as ClientRecord), client_secret: clientSecret };
+    .returning(["client_id", "tenant_id", "roles"])) as ClientRecord[];
+  return client as ClientRecord;
 }
 
 export async function findClient(

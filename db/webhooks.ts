@@ -4,23 +4,14 @@ import type { Knex } from "knex";
 import type { components } from "../generated/openapi.ts";
 import type { EventEnvelope, EventSelector } from "./events.ts";
 import { isUuid } from "./ids.ts";
+import { JOB, deliveryJobKey } from "./jobs.ts";
+import { rfc3339, rfc3339OrNull } from "./timestamps.ts";
 
 type Schemas = components["schemas"];
 /** A subscription as the API shows it; the secret is never read back. */
 export type SubscriptionView = Omit<Schemas["WebhookSubscriptionResponse"], "secret">;
 export type DeliveryView = Schemas["WebhookDeliveryResponse"];
 export type DeliveryStatus = Schemas["WebhookDeliveryStatus"];
-
-/** The task that sends a delivery; integrator.emit_event queues it under the same name and key. */
-export const DELIVER_WEBHOOK_TASK = "deliver_webhook";
-
-export interface DeliverWebhookPayload {
-  tenant_id: string;
-  delivery_id: string;
-}
-
-/** One job key per delivery (emit_event uses the same form), so at most one job of a delivery waits. */
-export const deliveryJobKey = (deliveryId: string): string => `${DELIVER_WEBHOOK_TASK}:${deliveryId}`;
 
 /** graphile-worker's own retries of the job cover only unexpected errors (a database outage); send failures are retried by the task. */
 const JOB_MAX_ATTEMPTS = 10;
@@ -72,7 +63,7 @@ function subscriptionView(row: SubscriptionRow): SubscriptionView {
     events: row.events,
     is_active: row.is_active,
     created_by: row.created_by,
-    created_at: row.created_at.toISOString(),
+    created_at: rfc3339(row.created_at),
   };
 }
 
@@ -84,10 +75,10 @@ function deliveryView(row: DeliveryRow): DeliveryView {
     payload: row.payload,
     status: row.status,
     attempts: row.attempts,
-    last_attempt_at: row.last_attempt_at?.toISOString() ?? null,
+    last_attempt_at: rfc3339OrNull(row.last_attempt_at),
     response_code: row.response_code,
     error_message: row.error_message,
-    created_at: row.created_at.toISOString(),
+    created_at: rfc3339(row.created_at),
   };
 }
 
@@ -95,7 +86,7 @@ export async function createSubscription(
   db: Knex,
   input: { tenantId: string; url: string; events: EventSelector[]; secretSealed: string; createdBy: string },
 ): Promise<SubscriptionView> {
-  const [row] = await db("integrator.webhook_subscriptions")
+  const [row] = (await db("integrator.webhook_subscriptions")
     .insert({
       tenant_id: input.tenantId,
       url: input.url,
@@ -103,7 +94,7 @@ export async function createSubscription(
       secret_encrypted: input.secretSealed,
       created_by: input.createdBy,
     })
-    .returning(SUBSCRIPTION_COLUMNS);
+    .returning(SUBSCRIPTION_COLUMNS)) as SubscriptionRow[];
   return subscriptionView(row as SubscriptionRow);
 }
 
@@ -209,7 +200,10 @@ export interface AttemptRecord {
  * or this attempt already recorded by another run), in which case nothing is written.
  */
 export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<boolean> {
-  const payload: DeliverWebhookPayload = { tenant_id: attempt.tenantId, delivery_id: attempt.deliveryId };
+  const payload: GraphileWorker.Tasks["deliver_webhook"] = {
+    tenant_id: attempt.tenantId,
+    delivery_id: attempt.deliveryId,
+  };
   // The running job holds the delivery's key; add_job moves the key to the new job and the running
   // one simply completes, so graphile-worker's own backoff never drives the schedule.
   const result = await db.raw<{ rows: { id: string }[] }>(
@@ -232,7 +226,7 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<b
       attempt.deliveryId,
       attempt.attemptsBefore,
       attempt.retryAt ?? null,
-      DELIVER_WEBHOOK_TASK,
+      JOB.deliverWebhook,
       JSON.stringify(payload),
       attempt.retryAt ?? null,
       JOB_MAX_ATTEMPTS,

@@ -3,7 +3,7 @@
 // server is running, started for the duration of the command when it is not).
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig } from "../server/config.ts";
-import { buildServices, migrateAll, openDatabase } from "../server/bootstrap.ts";
+import { buildServices, migrateAll, openDatabase } from "../server/lifecycle.ts";
 import type { Services } from "../server/services.ts";
 import { pino } from "pino";
 import { createLogger } from "../server/logger.ts";
@@ -24,10 +24,7 @@ async function main(): Promise<number> {
   let flags: Record<string, string | undefined>;
   try {
     const options = Object.fromEntries(command.flags.map((flag) => [flag, { type: "string" as const }]));
-    flags = parseArgs({ args: rest, options, strict: true, allowPositionals: false }).values as Record<
-      string,
-      string | undefined
-    >;
+    flags = parseArgs({ args: rest, options, strict: true, allowPositionals: false }).values;
   } catch (error) {
     process.stderr.write(
       `${JSON.stringify({ error: error instanceof Error ? error.message : String(error), usage: `${name} ${command.usage}` })}\n`,

@@ -11,7 +11,7 @@ import express from "express";
 import pg from "pg";
 import { createApp } from "../server/http/app.ts";
 import { pino } from "pino";
-import { buildServices, migrateAll } from "../server/bootstrap.ts";
+import { buildServices, migrateAll } from "../server/lifecycle.ts";
 import { createLogger } from "../server/logger.ts";
 import { loadConfig } from "../server/config.ts";
 import { createDatabase } from "../db/database.ts";

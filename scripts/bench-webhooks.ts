@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { buildServices, migrateAll } from "../server/bootstrap.ts";
+import { buildServices, migrateAll } from "../server/lifecycle.ts";
 import { loadConfig } from "../server/config.ts";
 import { createDatabase, startEmbeddedPostgres } from "../db/database.ts";
 import { freePort } from "./throwaway-postgres.ts";
@@ -142,7 +142,7 @@ async function main(): Promise<void> {
     const wallBefore = performance.now();
     for (const fanOut of FAN_OUTS) {
       const tenant = await createTenant(db, `bench ${fanOut}`);
-      const sealed = services.box.seal(`whsec_${randomBytes(32).toString("base64url")}`);
+      const sealed = services.secretBox.seal(`whsec_${randomBytes(32).toString("base64url")}`);
       for (let i = 0; i < fanOut; i++) {
         await createSubscription(db, {
           tenantId: tenant.id,

@@ -7,6 +7,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import openapiTS, { astToString, type OpenAPI3 } from "openapi-typescript";
 import YAML from "yaml";
+import { decodePointerSegment } from "../server/http/openapi-document.ts";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const SOURCE = "openapi/openapi.yaml";
@@ -37,7 +38,7 @@ function checkReferences(document: Record<string, unknown>): void {
   const resolves = (ref: string): boolean => {
     let node: unknown = document;
     for (const raw of ref.slice(2).split("/")) {
-      const key = decodeURIComponent(raw).replace(/~1/g, "/").replace(/~0/g, "~");
+      const key = decodePointerSegment(decodeURIComponent(raw));
       if (!isRecord(node) || !(key in node)) return false;
       node = node[key];
     }

@@ -6,7 +6,7 @@ import { spawn } from "node:child_process";
 import path from "node:path";
 import pg from "pg";
 import { createDatabase } from "../db/database.ts";
-import { migrateAll } from "../server/bootstrap.ts";
+import { migrateAll } from "../server/lifecycle.ts";
 import { throwawayPostgres, withDatabase } from "./throwaway-postgres.ts";
 
 const TEMPLATE = "integrator_test_template";

@@ -65,7 +65,7 @@ function write(value: unknown, key: string, asciiOnly: boolean, ancestors: Set<o
       break;
   }
   if (value === null) return "null";
-  const object = value as object;
+  const object = value;
   if (ancestors.has(object)) fail("cyclic structure cannot be serialised");
   ancestors.add(object);
   try {

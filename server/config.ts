@@ -138,7 +138,7 @@ function setting<T, F extends string | undefined>(
   fallback: F,
   description: string,
 ): Setting<T> & { fallback: F } {
-  return { parse, fallback, description } as Setting<T> & { fallback: F };
+  return { parse, fallback, description };
 }
 
 export const DEFAULT_MIME_TYPES = [

@@ -1,7 +1,8 @@
 // First start on an empty embedded database: a demo tenant with a client_admin user, and a curl line
 // with a fresh token so the service can be tried at once. Never in production (config.seedDemo).
 import { randomBytes } from "node:crypto";
-import { countTenants, createTenant, createUser, findUserByUsername } from "../db/principals.ts";
+import { countTenants, createTenant, findUserByUsername } from "../db/principals.ts";
+import { registerUser } from "./auth/principals.ts";
 import type { Services } from "./services.ts";
 
 export const DEMO_USERNAME = "demo-admin";
@@ -10,7 +11,7 @@ export async function seedDemoTenant(services: Services): Promise<{ username: st
   if ((await countTenants(services.db)) > 0) return undefined;
   const tenant = await createTenant(services.db, "Demo tenant");
   const password = randomBytes(12).toString("base64url");
-  await createUser(services.db, { tenantId: tenant.id, username: DEMO_USERNAME, password, roles: ["client_admin"] });
+  await registerUser(services.db, { tenantId: tenant.id, username: DEMO_USERNAME, password, roles: ["client_admin"] });
   return { username: DEMO_USERNAME, password };
 }
 

@@ -1,18 +1,84 @@
 // Starting and stopping one process of the service (role all, api or worker), apart from signals and
-// process.exit so that tests can drive it. Stopping: the API stops accepting connections and lets
+// process.exit so that tests can drive it. Starting: open (or start) the database, migrate it, build the
+// services, then run the worker and the API by role; the admin CLI, the benchmarks and the tests use the
+// same openDatabase, migrateAll and buildServices. Stopping: the API stops accepting connections and lets
 // in-flight requests finish, while the worker lets running jobs finish (graphile-worker releases those
 // still running at the deadline back to the queue); both within SHUTDOWN_TIMEOUT_MS. Then the metrics
 // server, the pool and, when this process started it, the embedded PostgreSQL are closed.
 import http from "node:http";
+import fs from "node:fs";
+import {
+  createDatabase,
+  migrate,
+  startEmbeddedPostgres,
+  withMigrationLock,
+  type Database,
+  type EmbeddedServer,
+} from "../db/database.ts";
+import { createSecretBox, loadEncryptionKey } from "./secrets.ts";
+import { createTokenService } from "./auth/tokens.ts";
+import { createLogger, type Logger } from "./logger.ts";
+import { migrateWorkerSchema, startWorker, type WorkerHandle } from "../worker/runner.ts";
 import { handlers } from "../handlers/index.ts";
-import { startWorker, type WorkerHandle } from "../worker/runner.ts";
 import { createApp } from "./http/app.ts";
-import { buildServices, migrateAll, openDatabase, type DatabaseHandle } from "./bootstrap.ts";
 import type { Config } from "./config.ts";
 import { stopEventLoopMonitor } from "./http/load-shedding.ts";
-import type { Logger } from "./logger.ts";
 import { startMetricsServer, type MetricsServer } from "./metrics.ts";
 import type { Services } from "./services.ts";
+import { TimeoutError, withTimeout } from "./timeouts.ts";
+
+export const VERSION: string = (
+  JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }
+).version;
+
+export interface DatabaseHandle {
+  url: string;
+  db: Database;
+  embedded: EmbeddedServer | undefined;
+  close(): Promise<void>;
+}
+
+export async function openDatabase(
+  config: Config,
+  options: { applicationName?: string; onLog?: (line: string) => void } = {},
+): Promise<DatabaseHandle> {
+  const embedded = config.databaseUrl
+    ? undefined
+    : await startEmbeddedPostgres({
+        dataDir: config.dataDir,
+        port: config.embeddedPgPort,
+        ...(options.onLog ? { onLog: options.onLog } : {}),
+      });
+  const url = config.databaseUrl ?? (embedded as EmbeddedServer).url;
+  const db = createDatabase(url, config.dbPoolMax, options.applicationName);
+  return {
+    url,
+    db,
+    embedded,
+    async close() {
+      await db.destroy();
+      await embedded?.stop();
+    },
+  };
+}
+
+/** Applies the service's migrations and graphile-worker's schema; safe to run from many processes at once. */
+export async function migrateAll(db: Database, url: string): Promise<void> {
+  await withMigrationLock(url, async () => {
+    await migrate(db);
+    await migrateWorkerSchema(url);
+  });
+}
+
+export async function buildServices(
+  config: Config,
+  db: Database,
+  logger: Logger = createLogger({ level: config.logLevel }),
+): Promise<Services> {
+  const secretBox = createSecretBox(loadEncryptionKey(config.encryptionKey, config.dataDir));
+  const tokens = await createTokenService(db, secretBox, config);
+  return { config, db, secretBox, tokens, version: VERSION, logger };
+}
 
 export type Role = "all" | "api" | "worker";
 
@@ -33,15 +99,6 @@ export interface RunningService {
   metricsPort: number | undefined;
   /** Idempotent: a second call returns the first call's report. */
   stop(reason: string): Promise<StopReport>;
-}
-
-/** Waits for `promise` at most `ms`; resolves to "timeout" when it takes longer. */
-function within<T>(promise: Promise<T>, ms: number): Promise<T | "timeout"> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<"timeout">((resolve) => {
-    timer = setTimeout(() => resolve("timeout"), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
@@ -69,7 +126,12 @@ function createApiServer(app: http.RequestListener) {
       for (const res of inFlight) if (!res.headersSent) res.setHeader("Connection", "close");
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      if ((await within(closed, timeoutMs)) !== "timeout") return 0;
+      try {
+        await withTimeout(closed, timeoutMs, "draining the API");
+        return 0;
+      } catch (error) {
+        if (!(error instanceof TimeoutError)) throw error;
+      }
       const cutOff = inFlight.size;
       server.closeAllConnections();
       await closed;
@@ -124,13 +186,18 @@ export async function startService(config: Config, role: Role, logger: Logger): 
       const [drained, workerStopped] = await Promise.allSettled([
         api ? api.drain(timeoutMs) : Promise.resolve(0),
         // graphile-worker aborts running jobs at the deadline; the margin lets it release them.
-        worker ? within(worker.stop(), timeoutMs + 5000) : Promise.resolve(),
+        worker ? withTimeout(worker.stop(), timeoutMs + 5000, "stopping the worker") : Promise.resolve(),
       ]);
       const cutOff = drained.status === "fulfilled" ? drained.value : 0;
       if (drained.status === "rejected") errors.push(`http: ${message(drained.reason)}`);
       if (cutOff > 0) logger.warn({ cut_off: cutOff }, "shutdown deadline passed: in-flight requests were cut off");
-      if (workerStopped.status === "rejected") errors.push(`worker: ${message(workerStopped.reason)}`);
-      else if (workerStopped.value === "timeout") errors.push("worker: did not stop in time");
+      if (workerStopped.status === "rejected") {
+        errors.push(
+          workerStopped.reason instanceof TimeoutError
+            ? "worker: did not stop in time"
+            : `worker: ${message(workerStopped.reason)}`,
+        );
+      }
       await metrics?.close().catch((error: unknown) => errors.push(`metrics: ${message(error)}`));
       stopEventLoopMonitor();
       await database.close().catch((error: unknown) => errors.push(`database: ${message(error)}`));

@@ -4,6 +4,8 @@
 import http from "node:http";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import { poolStatistics } from "../db/database.ts";
+import { jobQueueStatistics } from "../db/job-queue.ts";
+import { withTimeout } from "./timeouts.ts";
 import type { Services } from "./services.ts";
 
 /** Metrics recorded anywhere in this process; every metrics server serves them. */
@@ -64,14 +66,6 @@ export function recordDeliveryOutcome(outcome: DeliveryOutcome): void {
 
 const SCRAPE_QUERY_TIMEOUT_MS = 2000;
 
-interface QueueRow {
-  due: number;
-  scheduled: number;
-  running: number;
-  failed: number;
-  oldest_due_seconds: number | null;
-}
-
 /** Gauges read at scrape time from one service's database pool and job queue. */
 function scrapeRegistry(services: Services): { registry: Registry; refresh(): Promise<void> } {
   const registry = new Registry();
@@ -115,24 +109,7 @@ function scrapeRegistry(services: Services): { registry: Registry; refresh(): Pr
       queue.reset();
       oldestDue.reset();
       try {
-        // One pass over the (normally short) jobs table; completed jobs are deleted by graphile-worker.
-        const query = services.db.raw<{ rows: QueueRow[] }>(`
-          select
-            count(*) filter (where is_available and run_at <= now())::int as due,
-            count(*) filter (where is_available and run_at > now())::int as scheduled,
-            count(*) filter (where locked_at is not null)::int as running,
-            count(*) filter (where attempts >= max_attempts)::int as failed,
-            extract(epoch from now() - min(run_at) filter (where is_available and run_at <= now()))::float8 as oldest_due_seconds
-          from graphile_worker._private_jobs
-        `);
-        const result = await Promise.race([
-          query,
-          new Promise<never>((_, reject) =>
-            setTimeout(() => reject(new Error("job queue query timed out")), SCRAPE_QUERY_TIMEOUT_MS).unref(),
-          ),
-        ]);
-        const row = result.rows[0];
-        if (!row) throw new Error("job queue query returned no row");
+        const row = await withTimeout(jobQueueStatistics(services.db), SCRAPE_QUERY_TIMEOUT_MS, "job queue query");
         for (const state of ["due", "scheduled", "running", "failed"] as const) queue.set({ state }, row[state]);
         oldestDue.set(Math.max(0, row.oldest_due_seconds ?? 0));
         scrapeErrors.set(0);

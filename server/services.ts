@@ -8,7 +8,8 @@ import type { Logger } from "./logger.ts";
 export interface Services {
   config: Config;
   db: Database;
-  box: SecretBox;
+  /** Seals and opens the secrets stored in the database (AES-256-GCM under ENCRYPTION_KEY). */
+  secretBox: SecretBox;
   tokens: TokenService;
   version: string;
   logger: Logger;

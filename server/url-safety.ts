@@ -101,6 +101,47 @@ export function parseIpLiteral(host: string): string | undefined {
   return undefined;
 }
 
+const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+export interface UrlRuleOptions {
+  /** How messages name the URL: "URL", "return_url", "--launch-url". */
+  name: string;
+  maxLength?: number;
+  /** http is accepted on a loopback host (local development of a partner's launch page). */
+  allowLoopbackHttp?: boolean;
+}
+
+/**
+ * The rules every URL the service accepts shares, in order: a parseable absolute URL, at most maxLength
+ * characters, https (http on a loopback host only where allowed), no user name or password.
+ */
+export function checkUrl(
+  raw: string,
+  options: UrlRuleOptions,
+): { ok: true; url: URL } | { ok: false; rule: string; message: string } {
+  const { name } = options;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return { ok: false, rule: "invalid_url", message: `${name} must be a valid absolute URL` };
+  }
+  if (options.maxLength !== undefined && raw.length > options.maxLength) {
+    return { ok: false, rule: "too_long", message: `${name} must be at most ${options.maxLength} characters` };
+  }
+  const loopbackHttp = options.allowLoopbackHttp && url.protocol === "http:" && LOOPBACK_HOSTS.has(url.hostname);
+  if (url.protocol !== "https:" && !loopbackHttp) {
+    const message = options.allowLoopbackHttp
+      ? `${name} scheme must be https (http only on a loopback host)`
+      : `${name} scheme must be https`;
+    return { ok: false, rule: "scheme", message };
+  }
+  if (url.username !== "" || url.password !== "") {
+    return { ok: false, rule: "userinfo", message: `${name} must not contain a user name or password` };
+  }
+  return { ok: true, url };
+}
+
 export type UrlVerdict =
   { ok: true; url: URL; host: string; port: number } | { ok: false; rule: string; message: string };
 
@@ -124,16 +165,9 @@ function isQualified(name: string): boolean {
  * On success `host` is url.hostname without IPv6 brackets and `port` is url.port or 443.
  */
 export function checkWebhookUrl(raw: string): UrlVerdict {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return reject("invalid_url", "URL must be a valid absolute URL");
-  }
-  if (url.protocol !== "https:") return reject("scheme", "URL scheme must be https");
-  if (url.username !== "" || url.password !== "") {
-    return reject("userinfo", "URL must not contain a user name or password");
-  }
+  const basics = checkUrl(raw, { name: "URL" });
+  if (!basics.ok) return basics;
+  const { url } = basics;
   const hostname = url.hostname;
   const literal = parseIpLiteral(hostname);
   if (literal !== undefined && isBlockedAddress(literal)) {

@@ -3,7 +3,7 @@ import http from "node:http";
 import t from "tap";
 import { createRemoteJWKSet, exportJWK, generateKeyPair, jwtVerify, SignJWT } from "jose";
 import { createTestTenant, createTestUser, startTestServer } from "./helpers/server.ts";
-import { createClient } from "../db/principals.ts";
+import { registerClient } from "../server/auth/principals.ts";
 
 // A protected operation that exists in every build: the subscriptions list.
 const PROTECTED = "/v1/webhooks/subscriptions";
@@ -104,7 +104,7 @@ t.test("POST /token", async (t) => {
   const server = await startTestServer(t);
   const tenant = await createTestTenant(server.services);
   const user = await createTestUser(server.services, tenant.tenantId, ["client_admin"]);
-  const client = await createClient(server.services.db, { tenantId: tenant.tenantId, roles: ["client_admin"] });
+  const client = await registerClient(server.services.db, { tenantId: tenant.tenantId, roles: ["client_admin"] });
   const form = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
     server.request("/token", {
       method: "POST",

@@ -47,7 +47,7 @@ t.test("partner admin commands", async (t) => {
         .first("callback_secret_encrypted");
       t.not(row?.callback_secret_encrypted, created.callback_secret);
       t.notMatch(row?.callback_secret_encrypted, created.callback_secret.slice(4));
-      t.equal(server.services.box.open(row?.callback_secret_encrypted), created.callback_secret);
+      t.equal(server.services.secretBox.open(row?.callback_secret_encrypted), created.callback_secret);
     },
   );
 

@@ -9,7 +9,8 @@ import t, { type Test } from "tap";
 import { createTestTenant, startTestServer, type TestServer } from "./helpers/server.ts";
 import { createTestDatabase } from "./helpers/database.ts";
 import { createTestPartner, signCallback, type TestPartner } from "./helpers/partners.ts";
-import { CALLBACK_REJECTED, changePartnerStatus, entitlePartner } from "../handlers/partners/routing.ts";
+import { CALLBACK_REJECTED } from "../handlers/partners/callbacks.ts";
+import { changePartnerStatus, entitlePartner } from "../handlers/partners/registry.ts";
 import { listAudit } from "../db/audit.ts";
 
 interface CallbackBody {
@@ -85,7 +86,7 @@ t.test("partner callbacks", async (t) => {
         name: "ACME HR",
         launch_url: "https://acme-hr.example.com/launch",
         context_keys: [],
-        callback_secret_encrypted: server.services.box.seal(PYTHON_SECRET),
+        callback_secret_encrypted: server.services.secretBox.seal(PYTHON_SECRET),
       });
       await entitlePartner(server.services, PYTHON_TENANT, PYTHON_PARTNER);
       const res = await callback(
@@ -490,7 +491,7 @@ t.test("partner callbacks", async (t) => {
       .where({ partner_key: partner.partnerKey })
       .first("callback_secret_encrypted");
     t.notMatch(row?.callback_secret_encrypted, partner.callbackSecret);
-    t.equal(server.services.box.open(row?.callback_secret_encrypted), partner.callbackSecret);
+    t.equal(server.services.secretBox.open(row?.callback_secret_encrypted), partner.callbackSecret);
   });
 
   t.test("nothing unexpected was logged", async (t) => {

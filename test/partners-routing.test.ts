@@ -6,7 +6,8 @@ import pg from "pg";
 import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from "jose";
 import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "./helpers/server.ts";
 import { createTestPartner } from "./helpers/partners.ts";
-import { changePartnerStatus, entitlePartner, SWITCH_ROUTE } from "../handlers/partners/routing.ts";
+import { changePartnerStatus, entitlePartner } from "../handlers/partners/registry.ts";
+import { SWITCH_ROUTE } from "../handlers/partners/routing.ts";
 import { idempotencyLockKey } from "../server/http/idempotency.ts";
 import { listAudit } from "../db/audit.ts";
 

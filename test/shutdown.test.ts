@@ -10,7 +10,8 @@ import os from "node:os";
 import path from "node:path";
 import t, { type Test } from "tap";
 import { freePort } from "../scripts/throwaway-postgres.ts";
-import { createTenant, createUser } from "../db/principals.ts";
+import { createTenant } from "../db/principals.ts";
+import { registerUser } from "../server/auth/principals.ts";
 import { loadConfig } from "../server/config.ts";
 import { createDatabase } from "../db/database.ts";
 import { startService } from "../server/lifecycle.ts";
@@ -114,7 +115,7 @@ t.test(
     t.teardown(() => db.destroy());
     const tenant = await createTenant(db, "Shutdown tenant");
     const password = randomBytes(12).toString("base64url");
-    await createUser(db, { tenantId: tenant.id, username: "shutdown-user", password, roles: ["client_admin"] });
+    await registerUser(db, { tenantId: tenant.id, username: "shutdown-user", password, roles: ["client_admin"] });
 
     const service = await startMain(t, {
       NODE_ENV: "test",

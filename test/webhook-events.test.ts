@@ -6,7 +6,8 @@ import { createTestTenant, startTestServer, type TestServer, type TestTenant } f
 import { documentedKinds, webhookSchemaErrors } from "./helpers/webhook-schemas.ts";
 import { emitEvent, EVENT_KINDS, type EventDataByKind, type EventKind } from "../db/events.ts";
 import { adminCommands, UsageError } from "../scripts/admin/commands.ts";
-import { createSubscription, deliveryJobKey } from "../db/webhooks.ts";
+import { createSubscription } from "../db/webhooks.ts";
+import { deliveryJobKey } from "../db/jobs.ts";
 
 let server: TestServer;
 
@@ -19,7 +20,7 @@ async function subscription(tenant: TestTenant, events: string[], active = true)
     tenantId: tenant.tenantId,
     url: "https://hooks.example.com/x",
     events: events as never,
-    secretSealed: server.services.box.seal("whsec_test"),
+    secretSealed: server.services.secretBox.seal("whsec_test"),
     createdBy: tenant.subject,
   });
   if (!active)

@@ -3,7 +3,7 @@
 // the attempt bookkeeping after every attempt.
 import t from "tap";
 import { retryDelaySeconds } from "../worker/tasks/deliver_webhook.ts";
-import { deliveryJobKey } from "../db/webhooks.ts";
+import { deliveryJobKey } from "../db/jobs.ts";
 import { startWebhookRig, testCa } from "./helpers/webhooks.ts";
 import { waitFor } from "./helpers/wait.ts";
 

@@ -9,7 +9,7 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import t from "tap";
 import { canonicalJson } from "../server/canonical-json.ts";
 import { emitEvent, EVENT_KINDS, type EventKind } from "../db/events.ts";
-import { DELIVER_WEBHOOK_TASK, deliveryJobKey } from "../db/webhooks.ts";
+import { JOB, deliveryJobKey } from "../db/jobs.ts";
 import { RECEIVER_HOST, type Answer, type ReceivedRequest } from "./helpers/https-receiver.ts";
 import { startWebhookRig, testCa, type WebhookRig } from "./helpers/webhooks.ts";
 import { webhookSchemaErrors } from "./helpers/webhook-schemas.ts";
@@ -265,7 +265,7 @@ t.test("a job whose delivery is already final does nothing", async (t) => {
   t.equal(delivery?.status, "delivered");
   if (!delivery) return;
   await rig.server.services.db.raw("select graphile_worker.add_job(?, ?::json, job_key => ?)", [
-    DELIVER_WEBHOOK_TASK,
+    JOB.deliverWebhook,
     JSON.stringify({ tenant_id: rig.tenant.tenantId, delivery_id: delivery.id }),
     deliveryJobKey(delivery.id),
   ]);

@@ -90,7 +90,7 @@ t.test("the secret is stored sealed: the database column holds neither the secre
     .where({ tenant_id: tenant.tenantId, id })
     .first();
   t.notOk(JSON.stringify(row).includes(secret.slice("whsec_".length)), "no column holds the secret");
-  t.equal(server.services.box.open(row.secret_encrypted), secret, "it opens with the service key");
+  t.equal(server.services.secretBox.open(row.secret_encrypted), secret, "it opens with the service key");
 });
 
 t.test("the secret is never listed", async (t) => {

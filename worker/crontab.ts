@@ -1,5 +1,7 @@
 // Recurring jobs, in graphile-worker's crontab syntax.
+import { JOB } from "../db/jobs.ts";
+
 export const crontab = [
   // Every 15 minutes; expired keys are already ignored by lookups, this only reclaims space.
-  "*/15 * * * * purge_idempotency_keys ?max=1",
+  `*/15 * * * * ${JOB.purgeIdempotencyKeys} ?max=1`,
 ].join("\n");

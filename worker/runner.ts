@@ -4,6 +4,7 @@ import os from "node:os";
 import { randomBytes } from "node:crypto";
 import { Logger, run, runMigrations, type Runner, type TaskList } from "graphile-worker";
 import type { Services } from "../server/services.ts";
+import { pruneHeartbeats, recordHeartbeat, removeHeartbeat } from "../db/worker-heartbeats.ts";
 import { taskList } from "./tasks/index.ts";
 import { crontab } from "./crontab.ts";
 
@@ -31,14 +32,8 @@ export async function startWorker(
 ): Promise<WorkerHandle> {
   const workerId = `${os.hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
   const beat = () =>
-    services.db
-      .raw(
-        "insert into integrator.worker_heartbeats (worker_id, last_seen_at) values (?, now()) on conflict (worker_id) do update set last_seen_at = now()",
-        [workerId],
-      )
-      .then(() =>
-        services.db.raw("delete from integrator.worker_heartbeats where last_seen_at < now() - interval '1 day'"),
-      )
+    recordHeartbeat(services.db, workerId)
+      .then(() => pruneHeartbeats(services.db))
       .catch(() => undefined);
   const runner = await run({
     connectionString,
@@ -57,7 +52,7 @@ export async function startWorker(
     options.log?.("error", `worker stopped: ${error instanceof Error ? error.message : String(error)}`),
   );
   await beat();
-  const heartbeat = setInterval(beat, HEARTBEAT_INTERVAL_MS);
+  const heartbeat = setInterval(() => void beat(), HEARTBEAT_INTERVAL_MS);
   heartbeat.unref();
   return {
     workerId,
@@ -65,11 +60,7 @@ export async function startWorker(
     async stop() {
       clearInterval(heartbeat);
       await runner.stop();
-      await services
-        .db("integrator.worker_heartbeats")
-        .where({ worker_id: workerId })
-        .delete()
-        .catch(() => undefined);
+      await removeHeartbeat(services.db, workerId).catch(() => undefined);
     },
   };
 }

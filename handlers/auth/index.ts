@@ -1,10 +1,10 @@
 // The token endpoint and the published signing keys.
-import { issueTokenFor, type TokenRequestForm } from "./token-grants.ts";
+import { issueTokenFor } from "./token-grants.ts";
 import type { OperationHandler } from "../../server/http/operations.ts";
 
 export const issueToken: OperationHandler<"issueToken"> = async ({ services, body, headers }) => ({
   status: 200,
-  body: await issueTokenFor(services, (body ?? {}) as TokenRequestForm, headers.authorization),
+  body: await issueTokenFor(services, body ?? {}, headers.authorization),
   headers: { "Cache-Control": "no-store", Pragma: "no-cache" },
 });
 

@@ -1,7 +1,8 @@
 // Intake: register one document or a batch, and poll a submission.
 import { principalOf, type Call, type OperationHandler } from "../../server/http/operations.ts";
 import { replayHeaders } from "../../server/http/idempotency.ts";
-import { getSubmission, submitIntake as submit, type IntakeItemInput } from "./submissions.ts";
+import { getSubmission, submitIntake as submit } from "./submissions.ts";
+import type { IntakeItemInput } from "./item-rules.ts";
 import { effectiveTenant } from "./tenancy.ts";
 
 async function register(

@@ -2,7 +2,8 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { principalOf, type Call, type OperationHandler } from "../../server/http/operations.ts";
 import { replayHeaders } from "../../server/http/idempotency.ts";
-import { receiveCallback, routeToPartner, type RoutingRequest } from "./routing.ts";
+import { receiveCallback } from "./callbacks.ts";
+import { routeToPartner, type RoutingRequest } from "./routing.ts";
 
 function header(headers: IncomingHttpHeaders, name: string): string | undefined {
   const value = headers[name];

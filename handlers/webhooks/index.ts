@@ -31,7 +31,7 @@ export const createWebhookSubscription: OperationHandler<"createWebhookSubscript
     tenantId: caller.tenantId,
     url: body.url,
     events: [...new Set(body.events)],
-    secretSealed: services.box.seal(secret),
+    secretSealed: services.secretBox.seal(secret),
     createdBy: caller.subject,
   });
   return { status: 201, body: { ...subscription, secret } };

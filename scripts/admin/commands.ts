@@ -1,14 +1,11 @@
 // The admin CLI's commands (scripts/admin.ts parses flags and prints what a command returns).
 import type { Services } from "../../server/services.ts";
-import { createClient, createTenant, createUser, tenantExists } from "../../db/principals.ts";
+import { createTenant, tenantExists } from "../../db/principals.ts";
+import { registerClient, registerUser } from "../../server/auth/principals.ts";
 import { listAudit } from "../../db/audit.ts";
-import { ItemChangeRefused, linkItem, setItemStatus, type ItemChange } from "../../handlers/intake/submissions.ts";
-import {
-  changePartnerStatus,
-  entitlePartner,
-  PartnerChangeRefused,
-  registerPartner,
-} from "../../handlers/partners/routing.ts";
+import { linkItem, setItemStatus, type ItemChange } from "../../handlers/intake/item-changes.ts";
+import { changePartnerStatus, entitlePartner, registerPartner } from "../../handlers/partners/registry.ts";
+import { ChangeRefused } from "../../server/refusals.ts";
 import { emitEvent, EVENT_KINDS, isEventKind, type EventDataByKind } from "../../db/events.ts";
 import { isUuid } from "../../db/ids.ts";
 
@@ -64,7 +61,7 @@ export const adminCommands: Record<string, AdminCommand> = {
       const password = required(flags, "password");
       if (password.length < 8) throw new UsageError("--password must be at least 8 characters");
       try {
-        return await createUser(services.db, {
+        return await registerUser(services.db, {
           tenantId,
           username: required(flags, "username"),
           password,
@@ -81,7 +78,7 @@ export const adminCommands: Record<string, AdminCommand> = {
     flags: ["tenant", "roles"],
     run: async (services, flags) => {
       const tenantId = await requiredTenant(services, flags);
-      const client = await createClient(services.db, { tenantId, roles: roleList(required(flags, "roles")) });
+      const client = await registerClient(services.db, { tenantId, roles: roleList(required(flags, "roles")) });
       return {
         client_id: client.client_id,
         client_secret: client.client_secret,
@@ -151,27 +148,27 @@ export const adminCommands: Record<string, AdminCommand> = {
           status: partner.status,
           created_at: partner.created_at,
         };
-      }),
+      }, PARTNER_CREATE_FLAGS),
   },
   "partner:entitle": {
     usage: "--tenant T --partner K",
     flags: ["tenant", "partner"],
     run: async (services, flags) => {
       const tenantId = await requiredTenant(services, flags);
-      return refusalsAsUsage(() => entitlePartner(services, tenantId, required(flags, "partner")));
+      return refusalsAsUsage(() => entitlePartner(services, tenantId, required(flags, "partner")), PARTNER_FLAGS);
     },
   },
   "partner:pause": {
     usage: "--partner K",
     flags: ["partner"],
     run: (services, flags) =>
-      refusalsAsUsage(() => changePartnerStatus(services, required(flags, "partner"), "paused")),
+      refusalsAsUsage(() => changePartnerStatus(services, required(flags, "partner"), "paused"), PARTNER_FLAGS),
   },
   "partner:resume": {
     usage: "--partner K",
     flags: ["partner"],
     run: (services, flags) =>
-      refusalsAsUsage(() => changePartnerStatus(services, required(flags, "partner"), "active")),
+      refusalsAsUsage(() => changePartnerStatus(services, required(flags, "partner"), "active"), PARTNER_FLAGS),
   },
   "event:emit": {
     usage: `--tenant T --kind KIND --data JSON (KIND: ${EVENT_KINDS.join(", ")})`,
@@ -204,18 +201,34 @@ export const adminCommands: Record<string, AdminCommand> = {
   },
 };
 
-/** Runs an operator change; a refusal by the domain (a move it does not allow) is the caller's usage error. */
-async function refusalsAsUsage<T>(change: () => Promise<T>): Promise<T> {
+/**
+ * Runs an operator change; a refusal by the domain is the caller's usage error, its field (the API's
+ * name, which starts the message) named by this command's flag.
+ */
+async function refusalsAsUsage<T>(change: () => Promise<T>, flagOf: Record<string, string>): Promise<T> {
   try {
     return await change();
   } catch (error) {
-    if (error instanceof PartnerChangeRefused || error instanceof ItemChangeRefused)
-      throw new UsageError(error.message);
-    throw error;
+    if (!(error instanceof ChangeRefused)) throw error;
+    const flag = error.field === undefined ? undefined : flagOf[error.field];
+    const message =
+      flag !== undefined && error.field !== undefined && error.message.startsWith(error.field)
+        ? `${flag}${error.message.slice(error.field.length)}`
+        : error.message;
+    throw new UsageError(message);
   }
 }
 
+const ITEM_FLAGS = { item_id: "--item", document_id: "--document-id", status: "--status" };
+const PARTNER_FLAGS = { partner_key: "--partner" };
+const PARTNER_CREATE_FLAGS = {
+  partner_key: "--key",
+  name: "--name",
+  launch_url: "--launch-url",
+  context_keys: "--context-keys",
+};
+
 async function itemChange(change: () => Promise<ItemChange>): Promise<unknown> {
-  const { item, previousStatus, submission } = await refusalsAsUsage(change);
+  const { item, previousStatus, submission } = await refusalsAsUsage(change, ITEM_FLAGS);
   return { item, previous_status: previousStatus, submission };
 }

@@ -20,6 +20,8 @@ export function requireBearer(tokens: TokenService): (req: Request, res: Respons
     }),
   );
   return (req, res, next) => {
+    // passport's typings declare authenticate()'s result as any; it is the middleware for this request.
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-call
     passport.authenticate("bearer", { session: false }, (error: unknown, principal: Principal | false | undefined) => {
       if (error) return next(error);
       if (!principal) {

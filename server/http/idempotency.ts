@@ -5,6 +5,14 @@
 import type { Knex } from "knex";
 import { canonicalJsonHash } from "../canonical-json.ts";
 import { ApiError } from "./errors.ts";
+import {
+  findRemembered,
+  forgetRemembered,
+  remember,
+  tryLockKey,
+  type IdempotencyRecordKey,
+  type RememberedResponse,
+} from "../../db/idempotency.ts";
 
 export interface IdempotencyScope {
   tenantId: string;
@@ -52,7 +60,12 @@ export async function runIdempotent<B>(
     const response = await db.transaction(work);
     return { ...response, replayed: false };
   }
-  const where = { tenant_id: scope.tenantId, subject: scope.subject, route: scope.route, idempotency_key: scope.key };
+  const where: IdempotencyRecordKey = {
+    tenant_id: scope.tenantId,
+    subject: scope.subject,
+    route: scope.route,
+    idempotency_key: scope.key,
+  };
   const replayOrMismatch = (remembered: RememberedResponse<B>): IdempotentOutcome<B> => {
     if (remembered.fingerprint !== fingerprint) {
       throw new ApiError("IDEMPOTENCY_KEY_MISMATCH", "This Idempotency-Key was used with a different request body");
@@ -64,11 +77,7 @@ export async function runIdempotent<B>(
   if (finished && !finished.expired) return replayOrMismatch(finished);
 
   return db.transaction(async (trx) => {
-    const { rows } = await trx.raw<{ rows: { locked: boolean }[] }>(
-      "select pg_try_advisory_xact_lock(hashtextextended(?, 0)) as locked",
-      [idempotencyLockKey(scope)],
-    );
-    if (!rows[0]?.locked) {
+    if (!(await tryLockKey(trx, idempotencyLockKey(scope)))) {
       throw new ApiError(
         "IDEMPOTENCY_IN_PROGRESS",
         "A request with this Idempotency-Key is still being processed; retry shortly",
@@ -78,46 +87,13 @@ export async function runIdempotent<B>(
     // Under the lock: the first call may have committed between the look-up above and the lock.
     const remembered = await findRemembered<B>(trx, where);
     if (remembered && !remembered.expired) return replayOrMismatch(remembered);
-    if (remembered) await trx("integrator.idempotency_keys").where(where).delete();
+    if (remembered) await forgetRemembered(trx, where);
     const response = await work(trx);
     if (response.status >= 200 && response.status < 300) {
-      await trx("integrator.idempotency_keys").insert({
-        ...where,
-        fingerprint,
-        status_code: response.status,
-        response_body: JSON.stringify(response.body),
-        expires_at: trx.raw("now() + ?::float8 * interval '1 hour'", [ttlHours]),
-      });
+      await remember(trx, where, { fingerprint, status: response.status, body: response.body, ttlHours });
     }
     return { ...response, replayed: false };
   });
-}
-
-interface RememberedResponse<B> {
-  fingerprint: string;
-  status_code: number;
-  response_body: B;
-  expired: boolean;
-}
-
-function findRemembered<B>(db: Knex, where: Record<string, string>): Promise<RememberedResponse<B> | undefined> {
-  return db("integrator.idempotency_keys")
-    .where(where)
-    .first("fingerprint", "status_code", "response_body", db.raw("expires_at <= now() as expired"));
-}
-
-/** Deletes expired keys in bounded batches; returns how many went. Run by the purge job. */
-export async function purgeExpiredKeys(db: Knex, batchSize = 5000): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const { rowCount } = await db.raw<{ rowCount: number }>(
-      `delete from integrator.idempotency_keys where ctid in (
-         select ctid from integrator.idempotency_keys where expires_at <= now() limit ?)`,
-      [batchSize],
-    );
-    total += rowCount;
-    if (rowCount < batchSize) return total;
-  }
 }
 
 /** The response headers of an outcome: `Idempotent-Replayed: true` on replays. */

@@ -12,6 +12,11 @@ export function loadDocument(): OpenAPIV3_1.Document {
   return JSON.parse(cached) as OpenAPIV3_1.Document;
 }
 
+/** One segment of a JSON pointer (RFC 6901) as the key it names: "~1" is "/", "~0" is "~". */
+export function decodePointerSegment(segment: string): string {
+  return segment.replace(/~1/g, "/").replace(/~0/g, "~");
+}
+
 /** Follows one local "#/components/..." $ref (and chains of them); anything else is returned as it is. */
 export function resolveRef(document: OpenAPIV3_1.Document, value: unknown): unknown {
   let current = value;
@@ -23,7 +28,7 @@ export function resolveRef(document: OpenAPIV3_1.Document, value: unknown): unkn
     current = ref
       .slice(2)
       .split("/")
-      .map((segment) => segment.replace(/~1/g, "/").replace(/~0/g, "~"))
+      .map(decodePointerSegment)
       .reduce<unknown>(
         (node, key) => (node && typeof node === "object" ? (node as Record<string, unknown>)[key] : undefined),
         document,

@@ -49,7 +49,8 @@ export interface Call<O extends OperationId> {
 
 export type OperationHandler<O extends OperationId> = (call: Call<O>) => Promise<Reply<O>>;
 
-export type HandlerTable = { [O in OperationId]?: OperationHandler<O> };
+/** Every operation of the document, each with its handler: a missing one fails the typecheck. */
+export type HandlerTable = { [O in OperationId]: OperationHandler<O> };
 
 /** The authenticated principal of a protected operation. */
 export function principalOf(call: { principal: Principal | undefined }): Principal {

@@ -2,6 +2,7 @@
 // coded answer an operation or parameter declares with the `x-validation-error` extension.
 import type { Request } from "express";
 import { depthOf, unstorableTextPaths } from "../json-limits.ts";
+import { decodePointerSegment } from "./openapi-document.ts";
 
 export interface ValidationIssue {
   loc: (string | number)[];
@@ -36,17 +37,13 @@ const LOCATION: Record<string, string> = {
   cookies: "cookie",
 };
 
-function decodeSegment(segment: string): string {
-  return segment.replace(/~1/g, "/").replace(/~0/g, "~");
-}
-
 /** "/body/items/0/filename" -> ["body", "items", 0, "filename"] */
 export function locFromPath(path: string): (string | number)[] {
   const segments = path
     .replace(/^\./, "")
     .split(/[/.]/)
     .filter((s) => s.length > 0)
-    .map(decodeSegment);
+    .map(decodePointerSegment);
   const [first, ...rest] = segments;
   const head = LOCATION[first ?? ""] ?? "body";
   const loc: (string | number)[] = [head];

@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import type { Services } from "../../server/services.ts";
 import { canonicalJson } from "../../server/canonical-json.ts";
 import { hmacSha256Hex } from "../../server/signing.ts";
-import { entitlePartner, registerPartner } from "../../handlers/partners/routing.ts";
+import { entitlePartner, registerPartner } from "../../handlers/partners/registry.ts";
 
 export interface TestPartner {
   partnerKey: string;

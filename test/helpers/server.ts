@@ -7,12 +7,13 @@ import { randomBytes } from "node:crypto";
 import type { DestinationStream } from "pino";
 import type { Test } from "tap";
 import { createApp, logUnexpectedError } from "../../server/http/app.ts";
-import { buildServices } from "../../server/bootstrap.ts";
+import { buildServices } from "../../server/lifecycle.ts";
 import { loadConfig } from "../../server/config.ts";
 import { createDatabase } from "../../db/database.ts";
 import { createLogger } from "../../server/logger.ts";
 import type { Services } from "../../server/services.ts";
-import { createTenant, createUser } from "../../db/principals.ts";
+import { createTenant } from "../../db/principals.ts";
+import { registerUser } from "../../server/auth/principals.ts";
 import { handlers as allHandlers } from "../../handlers/index.ts";
 import type { HandlerTable } from "../../server/http/operations.ts";
 import { createTestDatabase } from "./database.ts";
@@ -32,7 +33,7 @@ export interface TestServerOptions {
   env?: Record<string, string>;
   /** Receives the server's JSON log lines (LOG_LEVEL defaults to debug then, else silent). */
   logDestination?: DestinationStream;
-  handlers?: HandlerTable;
+  handlers?: Partial<HandlerTable>;
   databaseUrl?: string;
 }
 
@@ -128,6 +129,6 @@ export async function createTestUser(
 ): Promise<{ username: string; password: string }> {
   const username = `user-${randomBytes(5).toString("hex")}`;
   const password = randomBytes(12).toString("base64url");
-  await createUser(services.db, { tenantId, username, password, roles });
+  await registerUser(services.db, { tenantId, username, password, roles });
   return { username, password };
 }

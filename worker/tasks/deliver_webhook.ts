@@ -7,17 +7,11 @@
 import type { Task } from "graphile-worker";
 import { canonicalJson } from "../../server/canonical-json.ts";
 import type { Services } from "../../server/services.ts";
-import { hmacSha256Hex } from "../../server/signing.ts";
+import { signatureHeaders } from "../signatures.ts";
 import { recordDeliveryOutcome } from "../../server/metrics.ts";
-import { isUuid } from "../../db/ids.ts";
+import { isDeliverWebhookPayload } from "../../db/jobs.ts";
 import { sendSettings, sendWebhook, type SendSettings } from "../sender.ts";
-import {
-  DEACTIVATED_MESSAGE,
-  failWithoutAttempt,
-  findDeliveryToSend,
-  recordAttempt,
-  type DeliverWebhookPayload,
-} from "../../db/webhooks.ts";
+import { DEACTIVATED_MESSAGE, failWithoutAttempt, findDeliveryToSend, recordAttempt } from "../../db/webhooks.ts";
 
 const MAX_RETRY_DELAY_SECONDS = 10 * 60 * 60;
 
@@ -26,30 +20,18 @@ export function retryDelaySeconds(retry: number, baseSeconds: number): number {
   return Math.min(baseSeconds * 6 ** (retry - 1), MAX_RETRY_DELAY_SECONDS);
 }
 
-function isPayload(value: unknown): value is DeliverWebhookPayload {
-  const candidate = value as Partial<DeliverWebhookPayload> | null;
-  return (
-    typeof candidate === "object" &&
-    candidate !== null &&
-    typeof candidate.tenant_id === "string" &&
-    typeof candidate.delivery_id === "string" &&
-    isUuid(candidate.tenant_id) &&
-    isUuid(candidate.delivery_id)
-  );
-}
-
 export function deliverWebhook(
   services: Services,
   settings: SendSettings = sendSettings(services.config.webhooks),
-): Task {
+): Task<"deliver_webhook"> {
   const { maxAttempts, retryBaseSeconds } = services.config.webhooks;
   const userAgent = `integrator-api-webhooks/${services.version}`;
   return async (payload, helpers) => {
-    if (!isPayload(payload)) {
+    if (!isDeliverWebhookPayload(payload)) {
       helpers.logger.error(`deliver_webhook job ${helpers.job.id} has a malformed payload; dropped`);
       return;
     }
-    const { db, box } = services;
+    const { db, secretBox } = services;
     const delivery = await findDeliveryToSend(db, payload.tenant_id, payload.delivery_id);
     if (!delivery || delivery.status !== "pending") return;
     if (!delivery.subscription_active) {
@@ -69,7 +51,7 @@ export function deliverWebhook(
 
     let secret: string;
     try {
-      secret = box.open(delivery.secret_encrypted);
+      secret = secretBox.open(delivery.secret_encrypted);
     } catch {
       // Sealed under another ENCRYPTION_KEY: no attempt could ever be signed, so do not leave it pending.
       helpers.logger.error(
@@ -94,7 +76,7 @@ export function deliverWebhook(
           "User-Agent": userAgent,
           "X-Service-Review-Event": delivery.event_type,
           "X-Service-Review-Delivery": delivery.id,
-          "X-Service-Review-Signature": hmacSha256Hex(secret, body),
+          ...signatureHeaders(secret, body),
         },
       },
       settings,

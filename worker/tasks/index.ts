@@ -1,10 +1,14 @@
-// The worker's tasks by identifier; each lives in its own file named after the task.
-import type { TaskList } from "graphile-worker";
+// The worker's tasks by identifier; each lives in its own file named after the task. The type makes the
+// list complete: every job db/jobs.ts declares needs its task here, with the declared payload.
+import type { Task } from "graphile-worker";
+import type { JobName } from "../../db/jobs.ts";
 import type { Services } from "../../server/services.ts";
 import { deliverWebhook } from "./deliver_webhook.ts";
 import { purgeIdempotencyKeys } from "./purge_idempotency_keys.ts";
 
-export function taskList(services: Services): TaskList {
+export type Tasks = { [N in JobName]: Task<N> };
+
+export function taskList(services: Services): Tasks {
   return {
     deliver_webhook: deliverWebhook(services),
     purge_idempotency_keys: purgeIdempotencyKeys(services),

@@ -1,0 +1,66 @@
+// The remembered responses of Idempotency-Key calls (integrator.idempotency_keys) and the advisory
+// transaction lock that holds a key while its first call runs. The rules live in server/http/idempotency.ts.
+import type { Knex } from "knex";
+
+export interface IdempotencyRecordKey {
+  tenant_id: string;
+  subject: string;
+  route: string;
+  idempotency_key: string;
+}
+
+export interface RememberedResponse<B> {
+  fingerprint: string;
+  status_code: number;
+  response_body: B;
+  expired: boolean;
+}
+
+export function findRemembered<B>(db: Knex, key: IdempotencyRecordKey): Promise<RememberedResponse<B> | undefined> {
+  return db("integrator.idempotency_keys")
+    .where(key)
+    .first("fingerprint", "status_code", "response_body", db.raw("expires_at <= now() as expired")) as Promise<
+    RememberedResponse<B> | undefined
+  >;
+}
+
+/** Takes the key's advisory transaction lock without waiting; false when another transaction holds it. */
+export async function tryLockKey(trx: Knex.Transaction, lockText: string): Promise<boolean> {
+  const { rows } = await trx.raw<{ rows: { locked: boolean }[] }>(
+    "select pg_try_advisory_xact_lock(hashtextextended(?, 0)) as locked",
+    [lockText],
+  );
+  return rows[0]?.locked === true;
+}
+
+export async function forgetRemembered(trx: Knex.Transaction, key: IdempotencyRecordKey): Promise<void> {
+  await trx("integrator.idempotency_keys").where(key).delete();
+}
+
+export async function remember(
+  trx: Knex.Transaction,
+  key: IdempotencyRecordKey,
+  response: { fingerprint: string; status: number; body: unknown; ttlHours: number },
+): Promise<void> {
+  await trx("integrator.idempotency_keys").insert({
+    ...key,
+    fingerprint: response.fingerprint,
+    status_code: response.status,
+    response_body: JSON.stringify(response.body),
+    expires_at: trx.raw("now() + ?::float8 * interval '1 hour'", [response.ttlHours]),
+  });
+}
+
+/** Deletes expired keys in bounded batches; returns how many went. Run by the purge job. */
+export async function purgeExpiredKeys(db: Knex, batchSize = 5000): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const { rowCount } = await db.raw<{ rowCount: number }>(
+      `delete from integrator.idempotency_keys where ctid in (
+         select ctid from integrator.idempotency_keys where expires_at <= now() limit ?)`,
+      [batchSize],
+    );
+    total += rowCount;
+    if (rowCount < batchSize) return total;
+  }
+}

@@ -1,0 +1,51 @@
+// Every job the worker runs, declared once: its identifier and its payload type (graphile-worker's
+// typed task list, GraphileWorker.Tasks). Producers (integrator.emit_event's SQL, db/webhooks.ts, the
+// crontab) and the tasks in worker/tasks use these names; worker/tasks/index.ts must map every one.
+import type {} from "graphile-worker";
+import { isUuid } from "./ids.ts";
+
+export interface DeliverWebhookPayload {
+  tenant_id: string;
+  delivery_id: string;
+}
+
+/** Scheduled by the crontab; graphile-worker's cron adds `_cron` details, which the task ignores. */
+export type PurgeIdempotencyKeysPayload = Record<string, unknown>;
+
+declare global {
+  // graphile-worker's documented way to type task payloads is this global interface.
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace GraphileWorker {
+    interface Tasks {
+      deliver_webhook: DeliverWebhookPayload;
+      purge_idempotency_keys: PurgeIdempotencyKeysPayload;
+    }
+  }
+}
+
+export type JobName = keyof GraphileWorker.Tasks;
+
+/** The identifiers, for code that names a job (the migration that defines emit_event uses the same text). */
+export const JOB = {
+  deliverWebhook: "deliver_webhook",
+  purgeIdempotencyKeys: "purge_idempotency_keys",
+} as const satisfies Record<string, JobName>;
+
+/** One job key per delivery (emit_event uses the same form), so at most one job of a delivery waits. */
+export const deliveryJobKey = (deliveryId: string): string => `${JOB.deliverWebhook}:${deliveryId}`;
+
+/**
+ * A deliver_webhook payload as it arrives: anything sharing the database can queue jobs, so the task
+ * checks the declared shape before trusting it.
+ */
+export function isDeliverWebhookPayload(value: unknown): value is DeliverWebhookPayload {
+  const candidate = value as Partial<DeliverWebhookPayload> | null;
+  return (
+    typeof candidate === "object" &&
+    candidate !== null &&
+    typeof candidate.tenant_id === "string" &&
+    typeof candidate.delivery_id === "string" &&
+    isUuid(candidate.tenant_id) &&
+    isUuid(candidate.delivery_id)
+  );
+}
