@@ -833,7 +833,8 @@ export interface components {
             /**
              * @description Error type: `missing`, `string_type`, `int_type`, `bool_type`, `dict_type`, `list_type`,
              *     `string_too_short`, `string_too_long`, `greater_than`, `too_short`, `too_long`, `uuid_parsing`,
-             *     `json_invalid`, `value_error` and other pydantic v2 names.
+             *     `json_invalid`, `value_error`, `finite_number` (a number that overflowed to ±Infinity, such as
+             *     `1e400`) and other pydantic v2 names.
              */
             type: string;
             /** @description The offending input (any JSON value); absent when there was none. */
@@ -1595,7 +1596,10 @@ export interface components {
          *     one. Also the `request_id` of an error envelope.
          */
         "X-Request-Id": string;
-        /** @description `true` when this is the stored response of an earlier call with the same `Idempotency-Key`; absent otherwise. */
+        /**
+         * @description `true` when this is the stored response of an earlier call with the same `Idempotency-Key`; absent
+         *     otherwise. A replayed body is byte for byte the body of the first answer.
+         */
         "Idempotent-Replayed": "true";
         /** @description The correlation id of the routing decision (the caller's `X-Correlation-Id`, or a generated one). */
         "X-Correlation-Id": string;

@@ -22,6 +22,7 @@ import type { Services } from "../services.ts";
 import {
   findOverride,
   jsonInvalidIssue,
+  nonFiniteNumberIssues,
   offendingKeys,
   overrideRules,
   RequestValidationError,
@@ -102,10 +103,12 @@ export async function createApp(services: Services, options: AppOptions): Promis
       const reply = await (
         handler as (
           call: Call<OperationId>,
-        ) => Promise<{ status: number; body?: unknown; headers?: Record<string, string> }>
+        ) => Promise<{ status: number; body?: unknown; headers?: Record<string, string>; rawJson?: string }>
       )(call);
       for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
-      if (reply.body === undefined) res.status(reply.status).end();
+      if (reply.rawJson !== undefined)
+        res.status(reply.status).type("application/json; charset=utf-8").send(reply.rawJson);
+      else if (reply.body === undefined) res.status(reply.status).end();
       else res.status(reply.status).json(reply.body);
     };
   }
@@ -218,9 +221,11 @@ export async function createApp(services: Services, options: AppOptions): Promis
     }),
   );
 
-  // What the schema allows but PostgreSQL cannot store is refused like a schema violation, before any handler runs.
+  // What the schema allows but PostgreSQL cannot store (or JSON cannot write: numbers that overflowed to
+  // ±Infinity) is refused like a schema violation, before any handler runs.
   app.use((req, _res, next) => {
-    const issues = req.body === undefined ? [] : unstorableTextIssues(req.body);
+    const issues =
+      req.body === undefined ? [] : [...nonFiniteNumberIssues(req.body), ...unstorableTextIssues(req.body)];
     next(issues.length > 0 ? new RequestValidationError(issues) : undefined);
   });
 
