@@ -17,9 +17,12 @@ export interface paths {
          *
          *     After the schema, the item is checked against the intake rules; a failing item is stored with status
          *     `rejected` and an `error_message` instead of failing the request: MIME type outside the allowed list
-         *     (`INTAKE_ALLOWED_MIME_TYPES`), `file_size` above `INTAKE_MAX_FILE_SIZE_BYTES` (default 100 MiB), or a
-         *     filename containing a path separator or control character, or made only of dots. The submission's
-         *     status is derived from its items (`rejected` when every item is rejected).
+         *     (`INTAKE_ALLOWED_MIME_TYPES`) or not a media type at all, `file_size` above `INTAKE_MAX_FILE_SIZE_BYTES`
+         *     (default 100 MiB), or a filename containing a path separator, a control character, a Unicode format
+         *     character (category Cf: bidi controls such as U+202E, zero-width characters) or a line or paragraph
+         *     separator (U+2028, U+2029), or made only of dots. The submission's status is derived from its items
+         *     (`rejected` when every item is rejected). `mime_type` is stored and returned as the media type alone,
+         *     lower-case, without parameters (`Application/PDF; charset=binary` is stored as `application/pdf`).
          *
          *     The submission, its items, the idempotency record, the audit action `intake.submitted` and the
          *     `intake.submitted` webhook deliveries are written in one transaction.
@@ -239,21 +242,28 @@ export interface paths {
         /**
          * Start a governed launch into a partner product
          * @description Decides whether the caller's tenant may be handed off to the partner and, if so, where to send the
-         *     user. The answer is always 200 with a routing decision for a known partner:
+         *     user. The answer is always 200 with a routing decision, for any well-formed partner key:
          *
          *     - `routed`: `redirect_url` is the partner's launch URL with the query parameter `assertion`, an ES256
          *       JWT signed with the service key (claims `iss` = the service's public base URL, `aud` = partner key,
          *       `sub`, `tenant_id`, `roles`, `ctx` = the context values (`{}` when none were sent), `jti`, `iat`,
          *       `exp`; also `decision_id`, `correlation_id` and, when given, `return_url`; lifetime 120 s, see
          *       `expires_at`), verifiable with `GET /.well-known/jwks.json`.
-         *     - `denied`: `reason` is `NOT_ENTITLED` (the tenant is not entitled to the partner) or `PARTNER_PAUSED`.
-         *       A tenant that is not entitled is told `NOT_ENTITLED` whether or not the partner is paused.
+         *     - `denied`: `reason` is `NOT_ENTITLED` (the tenant is not entitled to the partner, or no partner has
+         *       this key) or `PARTNER_PAUSED`. A tenant that is not entitled is told `NOT_ENTITLED` whether or not
+         *       the partner is paused.
          *
-         *     The checks run in this order: an unknown partner answers 404 `NOT_FOUND`; then `context_values` keys
-         *     must be among the partner's context keys and values must be strings, integers or booleans, otherwise
-         *     422 `CONTEXT_INVALID` naming the offending keys in `error.details.keys` (with the violations in
-         *     `error.details.errors`); then the decision is made. Every decision, routed or denied, is recorded
-         *     with the tenant audit action `partner.launch`. The correlation id (`X-Correlation-Id`, generated as a
+         *     **No existence oracle.** An unknown partner key and a partner the tenant is not entitled to are
+         *     answered alike: 200 `denied` with `NOT_ENTITLED`, recorded and audited the same way, so a tenant
+         *     cannot learn which partner keys exist. (Earlier versions answered an unknown partner 404
+         *     `NOT_FOUND`; that told any tenant which keys were registered.)
+         *
+         *     The checks run in this order: values of `context_values` must be strings, integers or booleans
+         *     (whatever the partner); for a partner the tenant is entitled to, the keys must be among the partner's
+         *     context keys; either failure is 422 `CONTEXT_INVALID` naming the offending keys in
+         *     `error.details.keys` (with the violations in `error.details.errors`). Keys are not checked against a
+         *     partner the tenant may not use (that would reveal its context keys). Then the decision is made.
+         *     Every decision, routed or denied, is recorded with the tenant audit action `partner.launch`. The correlation id (`X-Correlation-Id`, generated as a
          *     UUID when absent) is echoed in the response header and in `correlation_id`.
          */
         post: operations["startLaunch"];
@@ -275,8 +285,9 @@ export interface paths {
         /**
          * Switch the user's partner context
          * @description Like `startLaunch`, for a switch from the current partner context to `target_partner_key`: 200 with a
-         *     routing decision (`routed` with `redirect_url`, or `denied` with `reason`), 404 `NOT_FOUND` for an
-         *     unknown partner, 422 `CONTEXT_INVALID` for context values the partner does not accept; the checks,
+         *     routing decision (`routed` with `redirect_url`, or `denied` with `reason`; an unknown partner key is
+         *     `denied` with `NOT_ENTITLED`, exactly like a partner the tenant is not entitled to), 422
+         *     `CONTEXT_INVALID` for context values the partner does not accept; the checks,
          *     the assertion and the correlation id are exactly as for `startLaunch`. Every decision is recorded with
          *     the tenant audit action `partner.switch`.
          *
@@ -846,14 +857,21 @@ export interface components {
         };
         /** @description Metadata of one document. Unknown fields are ignored. */
         IntakeSubmitRequest: {
-            /** @description The document's file name; one with a path separator or control character, or made only of dots, makes the item `rejected`. */
+            /**
+             * @description The document's file name; one with a path separator, a control character, a Unicode format character
+             *     (Cf, e.g. the bidi control U+202E) or a line or paragraph separator (U+2028, U+2029), or made only of
+             *     dots, makes the item `rejected`.
+             */
             filename: string;
             /**
              * @description Size in bytes; above `INTAKE_MAX_FILE_SIZE_BYTES` (default 100 MiB) the item is `rejected`. Values above
              *     2^53 − 1 cannot be represented exactly in JSON numbers and are a 422 `less_than_equal`.
              */
             file_size: number;
-            /** @description MIME type; outside `INTAKE_ALLOWED_MIME_TYPES` the item is `rejected`. */
+            /**
+             * @description MIME type; compared and stored as the media type alone (lower-case `type/subtype`, parameters
+             *     dropped). Outside `INTAKE_ALLOWED_MIME_TYPES`, or not a media type, the item is `rejected`.
+             */
             mime_type: string;
             module?: string | null;
             tier?: string | null;
@@ -871,14 +889,21 @@ export interface components {
         };
         /** @description Metadata of one document of a batch. Unknown fields are ignored. */
         IntakeBatchItem: {
-            /** @description The document's file name; one with a path separator or control character, or made only of dots, makes the item `rejected`. */
+            /**
+             * @description The document's file name; one with a path separator, a control character, a Unicode format character
+             *     (Cf, e.g. the bidi control U+202E) or a line or paragraph separator (U+2028, U+2029), or made only of
+             *     dots, makes the item `rejected`.
+             */
             filename: string;
             /**
              * @description Size in bytes; above `INTAKE_MAX_FILE_SIZE_BYTES` (default 100 MiB) the item is `rejected`. Values above
              *     2^53 − 1 cannot be represented exactly in JSON numbers and are a 422 `less_than_equal`.
              */
             file_size: number;
-            /** @description MIME type; outside `INTAKE_ALLOWED_MIME_TYPES` the item is `rejected`. */
+            /**
+             * @description MIME type; compared and stored as the media type alone (lower-case `type/subtype`, parameters
+             *     dropped). Outside `INTAKE_ALLOWED_MIME_TYPES`, or not a media type, the item is `rejected`.
+             */
             mime_type: string;
             item_metadata?: components["schemas"]["ItemMetadata"];
         };
@@ -946,6 +971,7 @@ export interface components {
             document_id: string | null;
             filename: string;
             file_size: number;
+            /** @description The media type as stored, lower-case `type/subtype` without parameters. */
             mime_type: string;
             /** @description The free-form metadata given at intake. */
             item_metadata: {

@@ -9,7 +9,7 @@ import { emitEvent } from "../../db/events.ts";
 import { isUuid } from "../../db/ids.ts";
 import { findSubmission, insertSubmission, type ItemRow, type NewItem, type SubmissionRow } from "../../db/intake.ts";
 
-import { itemRejection, metadataIssues, type IntakeItemInput } from "./item-rules.ts";
+import { itemRejection, metadataIssues, storedMediaType, type IntakeItemInput } from "./item-rules.ts";
 import { aggregate } from "./submission-status.ts";
 
 export interface IntakeRequest {
@@ -46,7 +46,7 @@ export async function submitIntake(
     return {
       filename: item.filename,
       file_size: item.file_size,
-      mime_type: item.mime_type,
+      mime_type: storedMediaType(item.mime_type),
       item_metadata: item.item_metadata ?? null,
       status: rejection ? "rejected" : "pending",
       error_message: rejection ?? null,
