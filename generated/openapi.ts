@@ -189,6 +189,11 @@ export interface paths {
          *     200 whatever the status; monitors that gate on the HTTP status use `GET /v1/readyz` instead. No
          *     secrets, connection strings or hostnames are exposed. No authentication.
          *
+         *     **Statuses only.** Anyone can call this, so it says no more than the statuses: not the version, the
+         *     worker's last heartbeat, the oldest due job's age, latencies or pending migration counts (earlier
+         *     versions did). Operators read those details from `GET /health` on the metrics port (`METRICS_PORT`,
+         *     loopback by default, never the API port): the same report with every detail.
+         *
          *     `healthy`: every check passes. `degraded`: the worker has not been seen for a while or the oldest due
          *     job has waited too long. `unhealthy`: the database is unreachable or migrations are pending.
          *
@@ -213,8 +218,17 @@ export interface paths {
         };
         /**
          * Readiness probe
-         * @description The same report as `GET /v1/health`, answered 200 only when the overall status is `healthy` and 503
-         *     when it is `degraded` or `unhealthy`. No authentication.
+         * @description The same report as `GET /v1/health` (statuses only), answered 200 only when the overall status is
+         *     `healthy` and 503 when it is `degraded` or `unhealthy`. No authentication.
+         *
+         *     **Scopes.** `scope=all` (the default) gates on every check, the worker included: the service as a
+         *     whole is ready. `scope=api` gates on this API instance alone (its database and migrations; the worker
+         *     is neither checked nor reported): that is the probe for container health checks and load balancers,
+         *     so that a worker outage does not take every API replica out of rotation.
+         *
+         *     **Shutdown.** From the moment the instance is told to stop (SIGTERM or SIGINT), both scopes answer
+         *     503 with `status: unhealthy` and `shutting_down: true`, while the instance keeps answering other
+         *     requests for `SHUTDOWN_DRAIN_SECONDS` so that load balancers can take it out of rotation first.
          *
          *     Never refused by load shedding, so an overloaded instance still reports its dependencies. Rate-limited
          *     per client address in a bucket shared only with `GET /v1/health` (`RATE_LIMIT_PROBE_PER_MINUTE`,
@@ -1220,34 +1234,60 @@ export interface components {
          * @enum {string}
          */
         HealthStatus: "healthy" | "degraded" | "unhealthy";
-        /** @description Overall status (the worst of the checks) and each dependency check. */
+        /**
+         * @description Overall status (the worst of the checks) and each dependency check. The public probes carry the
+         *     statuses only; the detail fields (`version`, `latency_ms`, `last_seen_at`,
+         *     `oldest_due_job_age_seconds`, `pending`) appear only in the operator's report on the metrics port.
+         * @example {
+         *       "status": "healthy",
+         *       "checks": {
+         *         "database": {
+         *           "status": "healthy"
+         *         },
+         *         "worker": {
+         *           "status": "healthy"
+         *         },
+         *         "migrations": {
+         *           "status": "healthy"
+         *         }
+         *       }
+         *     }
+         */
         HealthResponse: {
             status: components["schemas"]["HealthStatus"];
-            /** @description The service version. */
-            version: string;
+            /** @description The service version (operator's report only). */
+            version?: string;
+            /**
+             * @description Present while this instance is shutting down; readiness is then 503.
+             * @constant
+             */
+            shutting_down?: true;
             checks: {
                 /** @description `unhealthy` when the database does not answer. */
                 database: {
                     status: components["schemas"]["HealthStatus"];
-                    /** @description Round-trip time of a trivial query; null when it failed. */
-                    latency_ms: number | null;
+                    /** @description Round-trip time of a trivial query; null when it failed (operator's report only). */
+                    latency_ms?: number | null;
                 };
-                /** @description `degraded` when no worker was seen recently or the oldest due job waits too long. */
-                worker: {
+                /**
+                 * @description `degraded` when no worker was seen recently or the oldest due job waits too long. Absent from
+                 *     `GET /v1/readyz?scope=api`.
+                 */
+                worker?: {
                     status: components["schemas"]["HealthStatus"];
                     /**
                      * Format: date-time
-                     * @description Last worker heartbeat (RFC 3339 in UTC with `Z`); null when none was seen or the check failed.
+                     * @description Last worker heartbeat (RFC 3339 in UTC with `Z`); null when none was seen or the check failed (operator's report only).
                      */
-                    last_seen_at: string | null;
-                    /** @description How long the oldest due job has been waiting; null when none is waiting or the check failed. */
-                    oldest_due_job_age_seconds: number | null;
+                    last_seen_at?: string | null;
+                    /** @description How long the oldest due job has been waiting; null when none is waiting or the check failed (operator's report only). */
+                    oldest_due_job_age_seconds?: number | null;
                 };
                 /** @description `unhealthy` when migrations are pending or could not be checked. */
                 migrations: {
                     status: components["schemas"]["HealthStatus"];
-                    /** @description Migrations known to this code but not applied; null when the database could not be checked. */
-                    pending: number | null;
+                    /** @description Migrations known to this code but not applied; null when the database could not be checked (operator's report only). */
+                    pending?: number | null;
                 };
             };
         };
@@ -1947,7 +1987,14 @@ export interface operations {
     };
     getReadiness: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description `all` (default): every dependency, the worker included. `api`: this API instance's own readiness
+                 *     (database and migrations), for container health checks.
+                 * @example api
+                 */
+                scope?: "all" | "api";
+            };
             header?: never;
             path?: never;
             cookie?: never;

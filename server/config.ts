@@ -295,6 +295,11 @@ export const SETTINGS = {
     "25000",
     "On SIGTERM or SIGINT, how long in-flight requests and jobs may take to finish before they are cut off.",
   ),
+  SHUTDOWN_DRAIN_SECONDS: setting(
+    integer(0, 300),
+    undefined,
+    "On SIGTERM or SIGINT, how long the API keeps answering (readiness already 503, every response closing its connection) before it stops accepting connections, so load balancers take it out of rotation first. Default 5 when NODE_ENV=production, else 0.",
+  ),
   VALIDATE_RESPONSES: setting(
     boolean,
     undefined,
@@ -349,6 +354,8 @@ export interface Config {
   metricsPort: number;
   metricsHost: string;
   shutdownTimeoutMs: number;
+  /** Seconds the API keeps answering after a stop signal before it closes its listener (the Kubernetes pattern). */
+  shutdownDrainSeconds: number;
   validateResponses: boolean;
   seedDemo: boolean;
 }
@@ -421,6 +428,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsPort: v.METRICS_PORT,
     metricsHost: v.METRICS_HOST,
     shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS,
+    shutdownDrainSeconds: v.SHUTDOWN_DRAIN_SECONDS ?? (isProduction ? 5 : 0),
     validateResponses: v.VALIDATE_RESPONSES ?? v.NODE_ENV === "test",
     seedDemo: v.SEED_DEMO && !isProduction,
   };

@@ -24,7 +24,8 @@ import { createApp } from "./http/app.ts";
 import type { Config } from "./config.ts";
 import { stopEventLoopMonitor } from "./http/load-shedding.ts";
 import { startMetricsServer, type MetricsServer } from "./metrics.ts";
-import type { Services } from "./services.ts";
+import type { ProcessState, Services } from "./services.ts";
+import { checkHealth } from "../handlers/probes/health-checks.ts";
 import { TimeoutError, withTimeout } from "./timeouts.ts";
 
 export const VERSION: string = (
@@ -103,7 +104,12 @@ export interface RunningService {
 
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-/** The API's HTTP server, counting in-flight responses so that a shutdown can drain them. */
+/**
+ * The API's HTTP server, counting in-flight responses so that a shutdown can drain them. Draining keeps the
+ * listener open for a window first (readiness already answers 503, every response closes its connection),
+ * so that clients and load balancers move away before connections are refused: closing idle keep-alive
+ * connections at once resets the requests clients were just sending on them.
+ */
 function createApiServer(app: http.RequestListener) {
   const inFlight = new Set<http.ServerResponse>();
   let draining = false;
@@ -120,10 +126,14 @@ function createApiServer(app: http.RequestListener) {
 
   return {
     server,
-    /** Stops accepting, lets in-flight requests finish within `timeoutMs`, then cuts the rest off. */
-    async drain(timeoutMs: number): Promise<number> {
+    /**
+     * Answers on for `windowMs` (each response closing its connection), then stops accepting, lets in-flight
+     * requests finish within `timeoutMs`, and cuts the rest off. Returns how many were cut off.
+     */
+    async drain(timeoutMs: number, windowMs = 0): Promise<number> {
       draining = true;
       for (const res of inFlight) if (!res.headersSent) res.setHeader("Connection", "close");
+      if (windowMs > 0) await new Promise((resolve) => setTimeout(resolve, windowMs));
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       try {
@@ -152,6 +162,8 @@ export async function startService(config: Config, role: Role, logger: Logger): 
   try {
     await migrateAll(database.db, database.url);
     const services = await buildServices(config, database.db, logger);
+    const state: ProcessState = { shuttingDown: false };
+    services.state = state;
     if (role !== "api") {
       const workerLog = logger.child({ component: "worker" });
       worker = await startWorker(services, database.url, {
@@ -175,16 +187,23 @@ export async function startService(config: Config, role: Role, logger: Logger): 
       port = typeof address === "object" && address ? address.port : config.port;
     }
     if (config.metricsPort > 0)
-      metrics = await startMetricsServer(services, { port: config.metricsPort, host: config.metricsHost });
+      metrics = await startMetricsServer(services, {
+        port: config.metricsPort,
+        host: config.metricsHost,
+        healthReport: () => checkHealth(services),
+      });
 
     let stopping: Promise<StopReport> | undefined;
     const stop = async (reason: string): Promise<StopReport> => {
       const started = Date.now();
       const timeoutMs = config.shutdownTimeoutMs;
-      logger.info({ reason, timeout_ms: timeoutMs }, "shutting down");
+      // Readiness answers 503 from here on; the API keeps answering through the drain window.
+      state.shuttingDown = true;
+      const drainMs = api ? config.shutdownDrainSeconds * 1000 : 0;
+      logger.info({ reason, timeout_ms: timeoutMs, drain_ms: drainMs }, "shutting down");
       const errors: string[] = [];
       const [drained, workerStopped] = await Promise.allSettled([
-        api ? api.drain(timeoutMs) : Promise.resolve(0),
+        api ? api.drain(timeoutMs, drainMs) : Promise.resolve(0),
         // graphile-worker aborts running jobs at the deadline; the margin lets it release them.
         worker ? withTimeout(worker.stop(), timeoutMs + 5000, "stopping the worker") : Promise.resolve(),
       ]);

@@ -5,6 +5,11 @@ import type { SecretBox } from "./secrets.ts";
 import type { TokenService } from "./auth/tokens.ts";
 import type { Logger } from "./logger.ts";
 
+/** Where this process is in its life, shared with the handlers (readiness turns 503 once a shutdown starts). */
+export interface ProcessState {
+  shuttingDown: boolean;
+}
+
 export interface Services {
   config: Config;
   db: Database;
@@ -13,4 +18,6 @@ export interface Services {
   tokens: TokenService;
   version: string;
   logger: Logger;
+  /** Set by the process that serves the API (server/lifecycle.ts); absent in tools and some tests. */
+  state?: ProcessState;
 }
