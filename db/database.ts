@@ -13,12 +13,30 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
 export type Database = Knex;
 
-export function createDatabase(connectionString: string, poolMax = 10, applicationName = "integrator-api"): Database {
+/** Receives what knex would otherwise print to stdout as plain text (failed acquires with stacks, connection errors). */
+export type DatabaseLog = (level: "debug" | "warn" | "error", message: string) => void;
+
+export function createDatabase(
+  connectionString: string,
+  poolMax = 10,
+  applicationName = "integrator-api",
+  log?: DatabaseLog,
+): Database {
   return knexFactory({
     client: "pg",
     connection: { connectionString, application_name: applicationName, connectionTimeoutMillis: 5000 },
     pool: { min: 0, max: poolMax, acquireTimeoutMillis: 10_000, idleTimeoutMillis: 30_000 },
     acquireConnectionTimeout: 10_000,
+    ...(log
+      ? {
+          log: {
+            debug: (message: unknown) => log("debug", String(message)),
+            warn: (message: unknown) => log("warn", String(message)),
+            error: (message: unknown) => log("error", String(message)),
+            deprecate: (message: unknown) => log("warn", String(message)),
+          },
+        }
+      : {}),
   });
 }
 

@@ -13,8 +13,10 @@ import {
   startEmbeddedPostgres,
   withMigrationLock,
   type Database,
+  type DatabaseLog,
   type EmbeddedServer,
 } from "../db/database.ts";
+import { databaseLog } from "./database-log.ts";
 import { createSecretBox, loadEncryptionKey } from "./secrets.ts";
 import { createTokenService } from "./auth/tokens.ts";
 import { createLogger, type Logger } from "./logger.ts";
@@ -41,7 +43,7 @@ export interface DatabaseHandle {
 
 export async function openDatabase(
   config: Config,
-  options: { applicationName?: string; onLog?: (line: string) => void } = {},
+  options: { applicationName?: string; onLog?: (line: string) => void; log?: DatabaseLog } = {},
 ): Promise<DatabaseHandle> {
   const embedded = config.databaseUrl
     ? undefined
@@ -51,7 +53,7 @@ export async function openDatabase(
         ...(options.onLog ? { onLog: options.onLog } : {}),
       });
   const url = config.databaseUrl ?? (embedded as EmbeddedServer).url;
-  const db = createDatabase(url, config.dbPoolMax, options.applicationName);
+  const db = createDatabase(url, config.dbPoolMax, options.applicationName, options.log);
   return {
     url,
     db,
@@ -154,6 +156,7 @@ export async function startService(config: Config, role: Role, logger: Logger): 
   const database = await openDatabase(config, {
     applicationName: `integrator-${role}`,
     onLog: (line) => logger.debug({ component: "embedded-postgres" }, line),
+    log: databaseLog(logger),
   });
   let worker: WorkerHandle | undefined;
   let api: ReturnType<typeof createApiServer> | undefined;
