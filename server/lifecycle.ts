@@ -103,11 +103,22 @@ export interface RunningService {
 
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-/** The API's HTTP server, counting in-flight responses so that a shutdown can drain them. */
-function createApiServer(app: http.RequestListener) {
+/**
+ * The API's HTTP server, counting in-flight responses so that a shutdown can drain them. A request must
+ * arrive whole within HTTP_REQUEST_TIMEOUT_MS (its headers within HTTP_HEADERS_TIMEOUT_MS), else Node
+ * answers 408 and closes the connection: a slow body cannot hold a connection for Node's default 300 s.
+ * Connections beyond HTTP_MAX_CONNECTIONS are closed as they arrive.
+ */
+export function createApiServer(app: http.RequestListener, limits: Config["http"]) {
   const inFlight = new Set<http.ServerResponse>();
   let draining = false;
-  const server = http.createServer();
+  const server = http.createServer({
+    requestTimeout: limits.requestTimeoutMs,
+    headersTimeout: limits.headersTimeoutMs,
+    // Node checks those timeouts on this interval (30 s by default, coarser than the timeouts themselves).
+    connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
+  });
+  server.maxConnections = limits.maxConnections;
   // Registered before the app: every response is tracked from its start.
   server.on("request", (_req: http.IncomingMessage, res: http.ServerResponse) => {
     inFlight.add(res);
@@ -162,7 +173,13 @@ export async function startService(config: Config, role: Role, logger: Logger): 
       });
     }
     if (role !== "worker") {
-      api = createApiServer(await createApp(services, { handlers }));
+      if (config.isProduction && !config.trustProxySet) {
+        logger.warn(
+          { setting: "TRUST_PROXY" },
+          "TRUST_PROXY is not set: every client is identified by the socket's peer address. Behind a proxy or load balancer all clients share that proxy's address and therefore one set of per-address rate limits; set TRUST_PROXY to the proxy's addresses (or hop count), or to false to confirm there is no proxy.",
+        );
+      }
+      api = createApiServer(await createApp(services, { handlers }), config.http);
       const server = api.server;
       await new Promise<void>((resolve, reject) => {
         server.once("error", reject);

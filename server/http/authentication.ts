@@ -38,6 +38,8 @@ export function requireBearer(tokens: TokenService): (req: Request, res: Respons
         );
       }
       if (!principal.roles.some((role) => (ALLOWED_ROLES as readonly string[]).includes(role))) {
+        // Not req.user: nothing downstream may act for it; the rate limits count its failures by principal.
+        res.locals.forbiddenPrincipal = principal;
         return next(
           new ApiError(
             "FORBIDDEN",
