@@ -75,7 +75,15 @@ export async function buildServices(
   db: Database,
   logger: Logger = createLogger({ level: config.logLevel }),
 ): Promise<Services> {
-  const secretBox = createSecretBox(loadEncryptionKey(config.encryptionKey, config.dataDir));
+  const key = loadEncryptionKey(config.encryptionKey, config.dataDir);
+  // Which encoding was read tells an operator a key was understood as intended; the key is never logged.
+  logger.info(
+    config.encryptionKey
+      ? { key_source: "ENCRYPTION_KEY", key_encoding: config.encryptionKeyEncoding }
+      : { key_source: "DATA_DIR", key_encoding: "hex" },
+    "encryption key loaded",
+  );
+  const secretBox = createSecretBox(key);
   const tokens = await createTokenService(db, secretBox, config);
   return { config, db, secretBox, tokens, version: VERSION, logger };
 }

@@ -97,7 +97,7 @@ export async function createTokenService(db: Database, box: SecretBox, config: C
   const remoteKeys = external
     ? createRemoteJWKSet(new URL(external.jwksUrl), { timeoutDuration: 5000, cooldownDuration: 30_000 })
     : undefined;
-  const issuer = config.publicBaseUrl;
+  const issuer = config.tokenIssuer;
   const verified = new Map<string, { principal: Principal; expiresAt: number }>();
 
   return {
