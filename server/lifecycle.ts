@@ -17,6 +17,7 @@ import {
 } from "../db/database.ts";
 import { createSecretBox, loadEncryptionKey } from "./secrets.ts";
 import { createTokenService } from "./auth/tokens.ts";
+import { createHashGate } from "./auth/passwords.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { migrateWorkerSchema, startWorker, type WorkerHandle } from "../worker/runner.ts";
 import { handlers } from "../handlers/index.ts";
@@ -84,8 +85,9 @@ export async function buildServices(
     "encryption key loaded",
   );
   const secretBox = createSecretBox(key);
-  const tokens = await createTokenService(db, secretBox, config);
-  return { config, db, secretBox, tokens, version: VERSION, logger };
+  const tokens = await createTokenService(db, secretBox, config, logger);
+  const hashGate = createHashGate(config.hashing);
+  return { config, db, secretBox, tokens, hashGate, version: VERSION, logger };
 }
 
 export type Role = "all" | "api" | "worker";

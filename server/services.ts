@@ -4,6 +4,7 @@ import type { Database } from "../db/database.ts";
 import type { SecretBox } from "./secrets.ts";
 import type { TokenService } from "./auth/tokens.ts";
 import type { Logger } from "./logger.ts";
+import type { HashGate } from "./auth/passwords.ts";
 
 export interface Services {
   config: Config;
@@ -11,6 +12,8 @@ export interface Services {
   /** Seals and opens the secrets stored in the database (AES-256-GCM under ENCRYPTION_KEY). */
   secretBox: SecretBox;
   tokens: TokenService;
+  /** Checks passwords and client secrets, a bounded number at a time (AUTH_HASH_CONCURRENCY). */
+  hashGate: HashGate;
   version: string;
   logger: Logger;
 }
