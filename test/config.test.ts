@@ -2,7 +2,7 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import t from "tap";
-import { ConfigError, loadConfig } from "../server/config.ts";
+import { loadConfig } from "../server/config.ts";
 
 t.test("defaults apply when nothing is set", async (t) => {
   const config = loadConfig({});

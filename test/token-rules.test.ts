@@ -33,11 +33,14 @@ t.test(
 
 /** A token signed with the service's own current key, with exactly the claims given. */
 async function signOwn(server: TestServer, claims: Record<string, unknown>): Promise<string> {
-  const row = (await server.services
-    .db("integrator.signing_keys")
+  const row = await server.services
+    .db<{ kid: string; private_jwk_encrypted: string; retired_at: Date | null; created_at: Date }>(
+      "integrator.signing_keys",
+    )
     .whereNull("retired_at")
     .orderBy("created_at", "desc")
-    .first("kid", "private_jwk_encrypted")) as { kid: string; private_jwk_encrypted: string };
+    .first("kid", "private_jwk_encrypted");
+  if (!row) throw new Error("no active signing key");
   const key = await importJWK(JSON.parse(server.services.secretBox.open(row.private_jwk_encrypted)) as JWK, "ES256");
   return new SignJWT(claims).setProtectedHeader({ alg: "ES256", kid: row.kid, typ: "JWT" }).sign(key);
 }
