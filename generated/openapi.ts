@@ -392,6 +392,14 @@ export interface paths {
          *     malformed parameter, including any schema violation of the form), `unsupported_grant_type`,
          *     `invalid_grant` (wrong username or password); 401 `invalid_client` (client authentication failed;
          *     with `WWW-Authenticate: Basic` when Basic was used).
+         *
+         *     Abuse bounds: after `AUTH_LOGIN_FREE_FAILURES` failed password grants for one username (counted
+         *     across every replica; unknown usernames alike), further attempts for it are answered 429
+         *     `RATE_LIMITED` (`error.details.scope` `username`, `Retry-After`) without checking the password, for
+         *     a lock that doubles with each further failure up to `AUTH_LOGIN_BACKOFF_MAX_SECONDS`; a success
+         *     clears the count. Password and secret checks run a bounded number at a time: when too many wait,
+         *     the answer is 503 `SERVICE_UNAVAILABLE` with `Retry-After` at once. A disabled user or client gets
+         *     `invalid_grant` / `invalid_client`, and the tokens it already holds stop working.
          */
         post: operations["issueToken"];
         delete?: never;
@@ -1293,11 +1301,17 @@ export interface components {
         };
         /**
          * @description Context handed to the partner (the `ctx` claim of the assertion). Keys must be among the partner's
-         *     context keys; values are strings, integers or booleans only (no floats, nulls, arrays or objects).
-         *     Any violation, schema or registry, is 422 `CONTEXT_INVALID` naming the offending keys in
+         *     context keys; values are strings (at most 512 characters), integers (within ±2^53-1) or booleans
+         *     only (no floats, nulls, arrays or objects); at most 50 keys of at most 64 characters. Any violation,
+         *     schema or registry, is 422 `CONTEXT_INVALID` naming the offending keys in
          *     `error.details.keys` (per `x-validation-error`; the violations in `error.details.errors`). Values of
          *     the wrong type are found before keys the partner does not accept, which need the partner's registry
          *     entry.
+         * @example {
+         *       "employee_id": "E-1042",
+         *       "plan_year": 2027,
+         *       "dependants": true
+         *     }
          */
         ContextValues: {
             [key: string]: string | number | boolean;

@@ -6,6 +6,7 @@ import * as webhooks from "./0003_webhooks.ts";
 import * as partners from "./0004_partners.ts";
 import * as rateLimits from "./0005_rate_limits.ts";
 import * as idempotencyExactBytes from "./0009_idempotency_exact_bytes.ts";
+import * as accountProtection from "./0008_account_protection.ts";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -19,6 +20,7 @@ const migrations: [string, Migration][] = [
   ["0004_partners", partners],
   ["0005_rate_limits", rateLimits],
   ["0009_idempotency_exact_bytes", idempotencyExactBytes],
+  ["0008_account_protection", accountProtection],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

@@ -17,7 +17,8 @@ import { poolStatistics } from "../../db/database.ts";
 import { loadShedding } from "./load-shedding.ts";
 import { requestLogger, type Logger } from "../logger.ts";
 import { observeRequest } from "../metrics.ts";
-import { createRateLimits } from "./rate-limit.ts";
+import { createRateLimits, type OpenRoute } from "./rate-limit.ts";
+import { securityHeaders } from "./security-headers.ts";
 import type { Services } from "../services.ts";
 import {
   findOverride,
@@ -139,7 +140,8 @@ export async function createApp(services: Services, options: AppOptions): Promis
   app.set("query parser", "simple");
   app.set("trust proxy", services.config.trustProxy);
 
-  // Request id first, so that every answer, errors included, carries it.
+  // Security headers and the request id first, so that every answer, errors included, carries them.
+  app.use(securityHeaders());
   app.use((req, res, next) => {
     const offered = req.headers["x-request-id"];
     const requestId = typeof offered === "string" && SAFE_REQUEST_ID.test(offered) ? offered : randomUUID();
@@ -198,7 +200,14 @@ export async function createApp(services: Services, options: AppOptions): Promis
   // Authentication runs before the body is read or validated: without a valid token nothing is said about
   // the body. Rate limits sit around it: per principal once it is known, per address otherwise.
   const rateLimits = createRateLimits(services, logger);
-  const limitOpen = rateLimits.open(isProbe);
+  const limitOpen = rateLimits.open((res): OpenRoute => {
+    const operation = operationOf(res);
+    if (!operation) return "unmatched";
+    if (operation.probe) return "probe";
+    if (operation.operationId === "issueToken") return "token";
+    if (operation.operationId === "receivePartnerCallback") return "callback";
+    return "address";
+  });
   const authenticate = rateLimits.protect(requireBearer(services.tokens));
   app.use((req, res, next) => {
     if (operationOf(res)?.secured) authenticate(req, res, next);
