@@ -47,7 +47,7 @@ export async function seedTenantRows(
       `insert into integrator.webhook_deliveries (tenant_id, subscription_id, event_type, payload, status, attempts, created_at)
        select ?, ?, 'intake.submitted', '{"event":"intake.submitted"}'::jsonb, 'delivered', 1, now() - (g || ' seconds')::interval
          from generate_series(?::int, ?::int) g`,
-      [tenantId, subscription?.id, start + 1, start + count],
+      [tenantId, subscription?.id ?? null, start + 1, start + count],
     );
     progress(start + count);
   }
