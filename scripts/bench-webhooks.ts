@@ -96,8 +96,10 @@ async function main(): Promise<void> {
     const emittedAt = new Map<string, number>();
     const latencies: number[] = [];
     let received = 0;
+    // Keep-alive as Node's own default (5 s): a receiver that lets connections be reused.
     const receiver = await startReceiver(ca, () => ({ status: 204 }), {
       keepRecords: false,
+      keepAliveTimeoutMs: 5000,
       onRequest: (request) => {
         received++;
         const event = JSON.parse(request.rawBody.toString("utf8")) as { data: { submission_id: string } };
