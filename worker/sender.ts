@@ -7,7 +7,8 @@ import fs from "node:fs";
 import https from "node:https";
 import net from "node:net";
 import tls from "node:tls";
-import { checkWebhookUrl, isBlockedAddress, parseIpLiteral } from "../server/url-safety.ts";
+import { checkWebhookUrl, isBlockedAddress, parseIpLiteral, type UrlVerdict } from "../server/url-safety.ts";
+import { boundedMemo } from "./memo.ts";
 import type { Config } from "../server/config.ts";
 
 const MAX_RESPONSE_BYTES = 4096;
@@ -22,6 +23,8 @@ export interface SendSettings {
   secureContext: tls.SecureContext | undefined;
   /** Kept-alive connections per checked target (see ConnectionPools); absent: a fresh connection per attempt. */
   pools?: ConnectionPools;
+  /** The URL rule (checkWebhookUrl), memoized by URL text; absent: checked afresh each attempt. */
+  checkUrl?: (url: string) => UrlVerdict;
 }
 
 const MAX_POOLS = 200;
@@ -89,6 +92,7 @@ export interface WebhookRequest {
 export function sendSettings(webhooks: Config["webhooks"]): SendSettings {
   return {
     pools: new ConnectionPools(),
+    checkUrl: boundedMemo(checkWebhookUrl),
     timeoutMs: webhooks.timeoutMs,
     allowPrivateTargets: webhooks.allowPrivateTargets,
     resolve: webhooks.resolve,
@@ -169,7 +173,7 @@ export async function sendWebhook(
   settings: SendSettings,
   shutdown?: AbortSignal,
 ): Promise<SendOutcome> {
-  const verdict = checkWebhookUrl(request.url);
+  const verdict = (settings.checkUrl ?? checkWebhookUrl)(request.url);
   if (!verdict.ok) return failed(`The subscription URL breaks a URL rule: ${verdict.message}`);
   const { url, host } = verdict;
   const deadline = Date.now() + settings.timeoutMs;

@@ -11,6 +11,7 @@ import { signatureHeaders } from "../signatures.ts";
 import { recordDeliveryOutcome } from "../../server/metrics.ts";
 import { isDeliverWebhookPayload } from "../../db/jobs.ts";
 import { sendSettings, sendWebhook, type SendSettings } from "../sender.ts";
+import { boundedMemo } from "../memo.ts";
 import { DEACTIVATED_MESSAGE, failWithoutAttempt, findDeliveryToSend, recordAttempt } from "../../db/webhooks.ts";
 
 const MAX_RETRY_DELAY_SECONDS = 10 * 60 * 60;
@@ -26,12 +27,14 @@ export function deliverWebhook(
 ): Task<"deliver_webhook"> {
   const { maxAttempts, retryBaseSeconds } = services.config.webhooks;
   const userAgent = `integrator-api-webhooks/${services.version}`;
+  // A subscription's secret opened once, kept by its sealed text (a new secret is new text).
+  const openSecret = boundedMemo((sealed) => services.secretBox.open(sealed));
   return async (payload, helpers) => {
     if (!isDeliverWebhookPayload(payload)) {
       helpers.logger.error(`deliver_webhook job ${helpers.job.id} has a malformed payload; dropped`);
       return;
     }
-    const { db, secretBox } = services;
+    const { db } = services;
     const delivery = await findDeliveryToSend(db, payload.tenant_id, payload.delivery_id);
     if (!delivery || delivery.status !== "pending") return;
     if (!delivery.subscription_active) {
@@ -51,7 +54,7 @@ export function deliverWebhook(
 
     let secret: string;
     try {
-      secret = secretBox.open(delivery.secret_encrypted);
+      secret = openSecret(delivery.secret_encrypted);
     } catch {
       // Sealed under another ENCRYPTION_KEY: no attempt could ever be signed, so do not leave it pending.
       helpers.logger.error(
