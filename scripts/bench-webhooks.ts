@@ -80,7 +80,8 @@ async function main(): Promise<void> {
     const config = loadConfig({
       WORKER_CONCURRENCY: "5",
       ...process.env,
-      NODE_ENV: "production",
+      // Development: the receiver's test-only settings (WEBHOOK_RESOLVE, WEBHOOK_CA_FILE, private targets) are refused in production.
+      NODE_ENV: "development",
       DATABASE_URL: postgres.url,
       DATA_DIR: tempDir,
       ENCRYPTION_KEY: randomBytes(32).toString("hex"),
