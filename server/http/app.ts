@@ -237,7 +237,10 @@ export async function createApp(services: Services, options: AppOptions): Promis
     const run = async (): Promise<void> => {
       if (!route || !operation) throw new ApiError("NOT_FOUND", "No such route");
       // Second gate behind the passport middleware: a protected operation never runs without a principal.
-      if (operation.secured && !req.user) return backend.handlers.unauthorizedHandler?.(contextOf(route), req, res);
+      if (operation.secured && !req.user) {
+        await backend.handlers.unauthorizedHandler?.(contextOf(route), req, res);
+        return;
+      }
       const handler = backend.handlers[route.operationId] ?? backend.handlers.notImplemented;
       await handler?.(contextOf(route), req, res);
     };

@@ -32,7 +32,7 @@ export function compileRoutes(document: OpenAPIV3_1.Document): RouteTable {
   for (const [template, pathItem] of Object.entries(document.paths ?? {})) {
     const operations = new Map<string, string>();
     for (const method of METHODS) {
-      const operationId = (pathItem as OpenAPIV3_1.PathItemObject | undefined)?.[method]?.operationId;
+      const operationId = pathItem?.[method]?.operationId;
       if (operationId) operations.set(method.toUpperCase(), operationId);
     }
     const names: string[] = [];
