@@ -162,8 +162,9 @@ interface Pairing {
   floor: Figures[];
 }
 
+/** The median over rounds of service ÷ the floor segment measured just before it: robust to a round the machine's other work swamped. */
 const ratioOf = (pairing: Pairing, pick: (f: Figures) => number) =>
-  mean(pairing.service.map(pick)) / mean(pairing.floor.map(pick));
+  median(pairing.service.map((figures, index) => pick(figures) / pick(pairing.floor[index] as Figures)));
 
 /** Alternates floor and service segment by segment: F S1 F S2 … in each round, each S paired with the F before it. */
 async function alternate(
@@ -323,7 +324,7 @@ async function ratiosAgainstFloor(adminUrl: string): Promise<string[]> {
       ),
     );
     return [
-      `Pool ${api.config.dbPoolMax} connections each; ${ROUNDS} round(s) of ${DURATION} s segments, floor and service alternating.`,
+      `Pool ${api.config.dbPoolMax} connections each; ${ROUNDS} round(s) of ${DURATION} s segments, floor and service alternating; req/s and latencies are means over rounds, each ratio the median over rounds of a segment against the floor segment just before it.`,
       "",
       ...table(pairings),
       "",
