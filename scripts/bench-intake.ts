@@ -14,13 +14,12 @@ import { execFile } from "node:child_process";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
-import pg from "pg";
 import { pino } from "pino";
 import { createApp } from "../server/http/app.ts";
 import { buildServices, migrateAll } from "../server/lifecycle.ts";
 import { createLogger } from "../server/logger.ts";
 import { loadConfig, type Config } from "../server/config.ts";
-import { createDatabase } from "../db/database.ts";
+import { createDatabase, createDatabaseOnServer, dropDatabaseOnServer } from "../db/database.ts";
 import { createTenant } from "../db/principals.ts";
 import { handlers } from "../handlers/index.ts";
 import { throwawayPostgres, withDatabase } from "./throwaway-postgres.ts";
@@ -135,11 +134,8 @@ async function startApi(databaseUrl: string): Promise<Api> {
 }
 
 async function createDatabaseNamed(adminUrl: string, name: string): Promise<string> {
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`drop database if exists ${name}`);
-  await admin.query(`create database ${name}`);
-  await admin.end();
+  await dropDatabaseOnServer(adminUrl, name);
+  await createDatabaseOnServer(adminUrl, name);
   return withDatabase(adminUrl, name);
 }
 

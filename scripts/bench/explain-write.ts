@@ -3,17 +3,14 @@
 // execution times and the per-trigger (foreign key) times. `node scripts/bench/explain-write.ts`
 import { randomUUID } from "node:crypto";
 import pg from "pg";
-import { createDatabase } from "../../db/database.ts";
+import { createDatabase, createDatabaseOnServer, dropDatabaseOnServer } from "../../db/database.ts";
 import { migrateAll } from "../../server/lifecycle.ts";
 import { throwawayPostgres, withDatabase } from "../throwaway-postgres.ts";
 import { uuidV7 } from "../../db/ids.ts";
 
 const postgres = await throwawayPostgres("integrator-explain");
-const admin = new pg.Client({ connectionString: postgres.adminUrl });
-await admin.connect();
-await admin.query("drop database if exists integrator_explain");
-await admin.query("create database integrator_explain");
-await admin.end();
+await dropDatabaseOnServer(postgres.adminUrl, "integrator_explain");
+await createDatabaseOnServer(postgres.adminUrl, "integrator_explain");
 const url = withDatabase(postgres.adminUrl, "integrator_explain");
 const db = createDatabase(url, 2);
 await migrateAll(db, url);
