@@ -8,6 +8,7 @@ import * as partners from "./0004_partners.ts";
 import * as rateLimits from "./0005_rate_limits.ts";
 import * as webhookOperations from "./0007_webhook_operations.ts";
 import * as webhooks from "./0003_webhooks.ts";
+import * as writePath from "./0010_write_path.ts";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -23,6 +24,7 @@ const migrations: [string, Migration][] = [
   ["0007_webhook_operations", webhookOperations],
   ["0008_account_protection", accountProtection],
   ["0009_idempotency_exact_bytes", idempotencyExactBytes],
+  ["0010_write_path", writePath],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {
