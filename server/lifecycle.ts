@@ -19,6 +19,7 @@ import {
 import { databaseLog } from "./database-log.ts";
 import { createSecretBox, loadEncryptionKey } from "./secrets.ts";
 import { createTokenService } from "./auth/tokens.ts";
+import { createHashGate } from "./auth/passwords.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { migrateWorkerSchema, startWorker, type WorkerHandle } from "../worker/runner.ts";
 import { handlers } from "../handlers/index.ts";
@@ -78,9 +79,18 @@ export async function buildServices(
   db: Database,
   logger: Logger = createLogger({ level: config.logLevel }),
 ): Promise<Services> {
-  const secretBox = createSecretBox(loadEncryptionKey(config.encryptionKey, config.dataDir));
-  const tokens = await createTokenService(db, secretBox, config);
-  return { config, db, secretBox, tokens, version: VERSION, logger };
+  const key = loadEncryptionKey(config.encryptionKey, config.dataDir);
+  // Which encoding was read tells an operator a key was understood as intended; the key is never logged.
+  logger.info(
+    config.encryptionKey
+      ? { key_source: "ENCRYPTION_KEY", key_encoding: config.encryptionKeyEncoding }
+      : { key_source: "DATA_DIR", key_encoding: "hex" },
+    "encryption key loaded",
+  );
+  const secretBox = createSecretBox(key);
+  const tokens = await createTokenService(db, secretBox, config, logger);
+  const hashGate = createHashGate(config.hashing);
+  return { config, db, secretBox, tokens, hashGate, version: VERSION, logger };
 }
 
 export type Role = "all" | "api" | "worker";
@@ -110,12 +120,21 @@ const message = (error: unknown) => (error instanceof Error ? error.message : St
  * The API's HTTP server, counting in-flight responses so that a shutdown can drain them. Draining keeps the
  * listener open for a window first (readiness already answers 503, every response closes its connection),
  * so that clients and load balancers move away before connections are refused: closing idle keep-alive
- * connections at once resets the requests clients were just sending on them.
+ * connections at once resets the requests clients were just sending on them. A request must arrive whole
+ * within HTTP_REQUEST_TIMEOUT_MS (its headers within HTTP_HEADERS_TIMEOUT_MS), else Node answers 408 and
+ * closes the connection: a slow body cannot hold a connection for Node's default 300 s. Connections beyond
+ * HTTP_MAX_CONNECTIONS are closed as they arrive.
  */
-function createApiServer(app: http.RequestListener) {
+export function createApiServer(app: http.RequestListener, limits: Config["http"]) {
   const inFlight = new Set<http.ServerResponse>();
   let draining = false;
-  const server = http.createServer();
+  const server = http.createServer({
+    requestTimeout: limits.requestTimeoutMs,
+    headersTimeout: limits.headersTimeoutMs,
+    // Node checks those timeouts on this interval (30 s by default, coarser than the timeouts themselves).
+    connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
+  });
+  server.maxConnections = limits.maxConnections;
   // Registered before the app: every response is tracked from its start.
   server.on("request", (_req: http.IncomingMessage, res: http.ServerResponse) => {
     inFlight.add(res);
@@ -177,7 +196,13 @@ export async function startService(config: Config, role: Role, logger: Logger): 
       });
     }
     if (role !== "worker") {
-      api = createApiServer(await createApp(services, { handlers }));
+      if (config.isProduction && !config.trustProxySet) {
+        logger.warn(
+          { setting: "TRUST_PROXY" },
+          "TRUST_PROXY is not set: every client is identified by the socket's peer address. Behind a proxy or load balancer all clients share that proxy's address and therefore one set of per-address rate limits; set TRUST_PROXY to the proxy's addresses (or hop count), or to false to confirm there is no proxy.",
+        );
+      }
+      api = createApiServer(await createApp(services, { handlers }), config.http);
       const server = api.server;
       await new Promise<void>((resolve, reject) => {
         server.once("error", reject);

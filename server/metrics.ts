@@ -28,7 +28,7 @@ const shedRequests = new Counter({
 
 const rateLimitedRequests = new Counter({
   name: "integrator_http_requests_rate_limited_total",
-  help: "Requests refused with 429 by a rate limit, by scope (principal, address, unauthenticated, probe).",
+  help: "Requests refused with 429 by a rate limit, by scope (principal, forbidden, unauthenticated, token, callback, unmatched, address, probe, username).",
   labelNames: ["scope"] as const,
   registers: [processRegistry],
 });
@@ -44,8 +44,18 @@ const deliveryOutcomes = new Counter({
 for (const outcome of ["delivered", "retrying", "failed"] as const) deliveryOutcomes.inc({ outcome }, 0);
 
 for (const reason of ["event_loop_delay", "db_pool_pending"] as const) shedRequests.inc({ reason }, 0);
-for (const scope of ["principal", "address", "unauthenticated", "probe"] as const)
-  rateLimitedRequests.inc({ scope }, 0);
+export const RATE_LIMIT_SCOPES = [
+  "principal",
+  "forbidden",
+  "unauthenticated",
+  "token",
+  "callback",
+  "unmatched",
+  "address",
+  "probe",
+  "username",
+] as const;
+for (const scope of RATE_LIMIT_SCOPES) rateLimitedRequests.inc({ scope }, 0);
 
 export function observeRequest(operationId: string, method: string, status: number | "aborted", seconds: number): void {
   requestDuration.observe({ operation_id: operationId, method, status: String(status) }, seconds);
@@ -55,7 +65,7 @@ export function recordShedRequest(reason: "event_loop_delay" | "db_pool_pending"
   shedRequests.inc({ reason });
 }
 
-export function recordRateLimited(scope: "principal" | "address" | "unauthenticated" | "probe"): void {
+export function recordRateLimited(scope: (typeof RATE_LIMIT_SCOPES)[number]): void {
   rateLimitedRequests.inc({ scope });
 }
 

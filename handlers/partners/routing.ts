@@ -150,7 +150,8 @@ export async function routeToPartner(
   return runIdempotent(
     services.db,
     scope,
-    requestFingerprint(request.body, tenantId),
+    // No key, no fingerprint: it is only ever compared with a remembered one.
+    scope === undefined ? "" : requestFingerprint(request.body, tenantId),
     services.config.idempotencyTtlHours,
     async (trx) => {
       const decision = await decide(services, request, partner, request.correlationId ?? randomUUID());
