@@ -58,10 +58,13 @@ async function main(): Promise<void> {
     if (running) stopAndExit(running, signal);
   };
   const stopAndExit = (service: RunningService, signal: string) => {
-    const backstop = setTimeout(() => {
-      logger.fatal("shutdown did not finish in time; exiting");
-      process.exit(1);
-    }, config.shutdownTimeoutMs + STOP_MARGIN_MS);
+    const backstop = setTimeout(
+      () => {
+        logger.fatal("shutdown did not finish in time; exiting");
+        process.exit(1);
+      },
+      config.shutdownDrainSeconds * 1000 + config.shutdownTimeoutMs + STOP_MARGIN_MS,
+    );
     backstop.unref();
     service.stop(signal).then(
       (report) => process.exit(report.errors.length === 0 ? 0 : 1),
