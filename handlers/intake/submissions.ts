@@ -15,7 +15,7 @@ import {
   type SubmissionRow,
 } from "../../db/intake.ts";
 
-import { itemRejection, metadataIssues, type IntakeItemInput } from "./item-rules.ts";
+import { itemRejection, metadataIssues, storedMediaType, type IntakeItemInput } from "./item-rules.ts";
 import { aggregate } from "./submission-status.ts";
 
 export interface IntakeRequest {
@@ -52,7 +52,7 @@ export async function submitIntake(
     return {
       filename: item.filename,
       file_size: item.file_size,
-      mime_type: item.mime_type,
+      mime_type: storedMediaType(item.mime_type),
       item_metadata: item.item_metadata ?? null,
       status: rejection ? "rejected" : "pending",
       error_message: rejection ?? null,

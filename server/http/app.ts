@@ -18,11 +18,13 @@ import { poolStatistics } from "../../db/database.ts";
 import { loadShedding } from "./load-shedding.ts";
 import { requestLogger, type Logger } from "../logger.ts";
 import { observeRequest } from "../metrics.ts";
-import { createRateLimits } from "./rate-limit.ts";
+import { createRateLimits, type OpenRoute } from "./rate-limit.ts";
+import { securityHeaders } from "./security-headers.ts";
 import type { Services } from "../services.ts";
 import {
   findOverride,
   jsonInvalidIssue,
+  nonFiniteNumberIssues,
   offendingKeys,
   overrideRules,
   RequestValidationError,
@@ -103,10 +105,12 @@ export async function createApp(services: Services, options: AppOptions): Promis
       const reply = await (
         handler as (
           call: Call<OperationId>,
-        ) => Promise<{ status: number; body?: unknown; headers?: Record<string, string> }>
+        ) => Promise<{ status: number; body?: unknown; headers?: Record<string, string>; rawJson?: string }>
       )(call);
       for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
-      if (reply.body === undefined) res.status(reply.status).end();
+      if (reply.rawJson !== undefined)
+        res.status(reply.status).type("application/json; charset=utf-8").send(reply.rawJson);
+      else if (reply.body === undefined) res.status(reply.status).end();
       else res.status(reply.status).json(reply.body);
     };
   }
@@ -136,7 +140,8 @@ export async function createApp(services: Services, options: AppOptions): Promis
   app.set("query parser", "simple");
   app.set("trust proxy", services.config.trustProxy);
 
-  // Request id first, so that every answer, errors included, carries it.
+  // Security headers and the request id first, so that every answer, errors included, carries them.
+  app.use(securityHeaders());
   app.use((req, res, next) => {
     const offered = req.headers["x-request-id"];
     const requestId = typeof offered === "string" && SAFE_REQUEST_ID.test(offered) ? offered : randomUUID();
@@ -198,7 +203,14 @@ export async function createApp(services: Services, options: AppOptions): Promis
   // Authentication runs before the body is read or validated: without a valid token nothing is said about
   // the body. Rate limits sit around it: per principal once it is known, per address otherwise.
   const rateLimits = createRateLimits(services, logger);
-  const limitOpen = rateLimits.open(isProbe);
+  const limitOpen = rateLimits.open((res): OpenRoute => {
+    const operation = operationOf(res);
+    if (!operation) return "unmatched";
+    if (operation.probe) return "probe";
+    if (operation.operationId === "issueToken") return "token";
+    if (operation.operationId === "receivePartnerCallback") return "callback";
+    return "address";
+  });
   const authenticate = rateLimits.protect(requireBearer(services.tokens));
   app.use((req, res, next) => {
     if (operationOf(res)?.secured) authenticate(req, res, next);
@@ -223,9 +235,11 @@ export async function createApp(services: Services, options: AppOptions): Promis
     ),
   );
 
-  // What the schema allows but PostgreSQL cannot store is refused like a schema violation, before any handler runs.
+  // What the schema allows but PostgreSQL cannot store (or JSON cannot write: numbers that overflowed to
+  // ±Infinity) is refused like a schema violation, before any handler runs.
   app.use((req, _res, next) => {
-    const issues = req.body === undefined ? [] : unstorableTextIssues(req.body);
+    const issues =
+      req.body === undefined ? [] : [...nonFiniteNumberIssues(req.body), ...unstorableTextIssues(req.body)];
     next(issues.length > 0 ? new RequestValidationError(issues) : undefined);
   });
 
