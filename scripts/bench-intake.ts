@@ -96,6 +96,7 @@ async function startApi(databaseUrl: string): Promise<Api> {
     // The floor sheds nothing either: a shed request is a fast 503 that would flatter the figures.
     LOAD_SHED_EVENT_LOOP_DELAY_MS: "0",
     LOAD_SHED_DB_PENDING_ACQUIRES: "0",
+    PUBLIC_BASE_URL: "https://integrator.bench.example",
     ...process.env,
     NODE_ENV: "production",
     DATABASE_URL: databaseUrl,

@@ -76,11 +76,14 @@ export function mean(values: number[]): number {
   return values.length === 0 ? Number.NaN : sum(values) / values.length;
 }
 
+/** The middle value, or the mean of the two middle values of an even count. */
 export function median(values: number[]): number {
-  return percentile(
-    [...values].sort((a, b) => a - b),
-    50,
-  );
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 }
 
 export const fixed = (value: number, digits = 0): string => (Number.isFinite(value) ? value.toFixed(digits) : "–");
