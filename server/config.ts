@@ -293,6 +293,41 @@ export const SETTINGS = {
   ),
   WEBHOOK_RESOLVE: setting(resolveMap, undefined, "Tests only: fixed DNS answers for deliveries, host=ip,host2=ip."),
   WEBHOOK_CA_FILE: setting(text, undefined, "Tests only: PEM file of an extra CA trusted for deliveries."),
+  WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT: setting(
+    integer(1, 10_000),
+    "20",
+    "Webhook subscriptions a tenant may hold (deleted ones do not count, disabled ones do); one more is 409 WEBHOOK_SUBSCRIPTION_LIMIT_REACHED.",
+  ),
+  WEBHOOK_DISABLE_AFTER_FAILED_DELIVERIES: setting(
+    integer(0, 1_000_000),
+    "20",
+    "A subscription whose deliveries end failed this many times in a row is disabled; 0 turns this rule off.",
+  ),
+  WEBHOOK_DISABLE_AFTER_FAILING_DAYS: setting(
+    decimal(0, 365),
+    "5",
+    "A subscription whose every attempt has failed for this many days is disabled (fractions allowed); 0 turns this rule off.",
+  ),
+  WEBHOOK_SECRET_ROTATION_OVERLAP_HOURS: setting(
+    decimal(0, 24 * 30),
+    "24",
+    "After a secret rotation, hours during which deliveries are signed with both the new and the previous secret.",
+  ),
+  WEBHOOK_MANUAL_SENDS_PER_MINUTE: setting(
+    integer(1, 100_000),
+    "10",
+    "Redeliveries and test events together a tenant may request in any 60 seconds (429 RATE_LIMITED beyond).",
+  ),
+  WEBHOOK_RETENTION_DAYS: setting(
+    integer(1, 3650),
+    "30",
+    "Days after creation when final deliveries and their attempts are purged by the purge_webhook_deliveries job.",
+  ),
+  WEBHOOK_PURGE_BATCH_SIZE: setting(
+    integer(1, 100_000),
+    "1000",
+    "Deliveries deleted per statement by the purge job (small batches keep locks short).",
+  ),
   WORKER_CONCURRENCY: setting(integer(1, 100), "5", "Jobs the worker runs at once."),
   HEALTH_WORKER_STALE_SECONDS: setting(
     integer(5, 86400),
@@ -370,6 +405,11 @@ export const SETTINGS = {
     "25000",
     "On SIGTERM or SIGINT, how long in-flight requests and jobs may take to finish before they are cut off.",
   ),
+  SHUTDOWN_DRAIN_SECONDS: setting(
+    integer(0, 300),
+    undefined,
+    "On SIGTERM or SIGINT, how long the API keeps answering (readiness already 503, every response closing its connection) before it stops accepting connections, so load balancers take it out of rotation first. Default 5 when NODE_ENV=production, else 0.",
+  ),
   VALIDATE_RESPONSES: setting(
     boolean,
     undefined,
@@ -423,6 +463,13 @@ export interface Config {
     allowPrivateTargets: boolean;
     resolve: Record<string, string>;
     caFile: string | undefined;
+    maxSubscriptionsPerTenant: number;
+    disableAfterFailedDeliveries: number;
+    disableAfterFailingDays: number;
+    secretRotationOverlapHours: number;
+    manualSendsPerMinute: number;
+    retentionDays: number;
+    purgeBatchSize: number;
   };
   workerConcurrency: number;
   health: { workerStaleSeconds: number; queueLagSeconds: number };
@@ -441,6 +488,8 @@ export interface Config {
   metricsPort: number;
   metricsHost: string;
   shutdownTimeoutMs: number;
+  /** Seconds the API keeps answering after a stop signal before it closes its listener (the Kubernetes pattern). */
+  shutdownDrainSeconds: number;
   validateResponses: boolean;
   seedDemo: boolean;
 }
@@ -512,6 +561,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       allowPrivateTargets: v.WEBHOOK_ALLOW_PRIVATE_TARGETS,
       resolve: v.WEBHOOK_RESOLVE ?? {},
       caFile: v.WEBHOOK_CA_FILE,
+      maxSubscriptionsPerTenant: v.WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT,
+      disableAfterFailedDeliveries: v.WEBHOOK_DISABLE_AFTER_FAILED_DELIVERIES,
+      disableAfterFailingDays: v.WEBHOOK_DISABLE_AFTER_FAILING_DAYS,
+      secretRotationOverlapHours: v.WEBHOOK_SECRET_ROTATION_OVERLAP_HOURS,
+      manualSendsPerMinute: v.WEBHOOK_MANUAL_SENDS_PER_MINUTE,
+      retentionDays: v.WEBHOOK_RETENTION_DAYS,
+      purgeBatchSize: v.WEBHOOK_PURGE_BATCH_SIZE,
     },
     workerConcurrency: v.WORKER_CONCURRENCY,
     health: { workerStaleSeconds: v.HEALTH_WORKER_STALE_SECONDS, queueLagSeconds: v.HEALTH_QUEUE_LAG_SECONDS },
@@ -536,6 +592,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsPort: v.METRICS_PORT,
     metricsHost: v.METRICS_HOST,
     shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS,
+    shutdownDrainSeconds: v.SHUTDOWN_DRAIN_SECONDS ?? (isProduction ? 5 : 0),
     validateResponses: v.VALIDATE_RESPONSES ?? v.NODE_ENV === "test",
     seedDemo: v.SEED_DEMO && !isProduction,
   };

@@ -138,10 +138,13 @@ export interface MetricsServer {
 
 let defaultMetricsStarted = false;
 
-/** Serves GET /metrics (Prometheus text format) on its own port; port 0 picks a free one. */
+/**
+ * Serves GET /metrics (Prometheus text format) on its own port, and GET /health (the operator's health
+ * report with every detail the public probes leave out) when `healthReport` is given; port 0 picks a free one.
+ */
 export async function startMetricsServer(
   services: Services,
-  options: { port: number; host?: string },
+  options: { port: number; host?: string; healthReport?: () => Promise<unknown> },
 ): Promise<MetricsServer> {
   if (!defaultMetricsStarted) {
     collectDefaultMetrics({ register: processRegistry });
@@ -150,12 +153,26 @@ export async function startMetricsServer(
   const scrape = scrapeRegistry(services);
   const server = http.createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
-    if (path !== "/metrics") {
+    const healthReport = options.healthReport;
+    if (path !== "/metrics" && !(path === "/health" && healthReport)) {
       res.writeHead(404, { "Content-Type": "text/plain" }).end("Not found: metrics are at /metrics\n");
       return;
     }
     if (req.method !== "GET" && req.method !== "HEAD") {
       res.writeHead(405, { Allow: "GET, HEAD", "Content-Type": "text/plain" }).end("Method not allowed\n");
+      return;
+    }
+    if (path === "/health" && healthReport) {
+      healthReport().then(
+        (report) => {
+          res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-store" });
+          res.end(req.method === "HEAD" ? undefined : JSON.stringify(report));
+        },
+        (error: unknown) => {
+          services.logger.error({ err: error }, "metrics: health report failed");
+          res.writeHead(500, { "Content-Type": "text/plain" }).end("Health report failed\n");
+        },
+      );
       return;
     }
     scrape

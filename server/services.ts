@@ -6,6 +6,11 @@ import type { TokenService } from "./auth/tokens.ts";
 import type { Logger } from "./logger.ts";
 import type { HashGate } from "./auth/passwords.ts";
 
+/** Where this process is in its life, shared with the handlers (readiness turns 503 once a shutdown starts). */
+export interface ProcessState {
+  shuttingDown: boolean;
+}
+
 export interface Services {
   config: Config;
   db: Database;
@@ -16,4 +21,6 @@ export interface Services {
   hashGate: HashGate;
   version: string;
   logger: Logger;
+  /** Set by the process that serves the API (server/lifecycle.ts); absent in tools and some tests. */
+  state?: ProcessState;
 }
