@@ -46,7 +46,7 @@ t.test(
     const jwks = await waitFor(
       async () => (await (await server.request("/.well-known/jwks.json")).json()) as { keys: { kid: string }[] },
       (body) => body.keys.length === 2,
-      { seconds: 10 },
+      { seconds: 30 },
     );
     t.same(jwks.keys.map((key) => key.kid).sort(), [oldKid, newKid].sort(), "the JWKS publishes both keys");
     const user = await createTestUser(server.services, tenant.tenantId);
@@ -56,7 +56,7 @@ t.test(
         return ((await res.json()) as { access_token: string }).access_token;
       },
       (token) => decodeProtectedHeader(token).kid === newKid,
-      { seconds: 10 },
+      { seconds: 30 },
     );
     t.equal(decodeProtectedHeader(granted).kid, newKid, "the server signs with the new key once it has reloaded");
   },
