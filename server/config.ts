@@ -2,6 +2,7 @@
 // and a one-line description; the README's settings table is checked against this list by a test.
 import { isIP } from "node:net";
 import path from "node:path";
+import { DEFAULT_WEBHOOK_PORTS, parsePortRanges, type PortRanges } from "./url-safety.ts";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -79,6 +80,12 @@ const resolveMap: Parser<Record<string, string>> = (raw, name) => {
     entries[host.toLowerCase()] = address;
   }
   return entries;
+};
+
+const portRanges: Parser<PortRanges> = (raw, name) => {
+  const parsed = parsePortRanges(raw);
+  if (typeof parsed === "string") throw new ConfigError(`${name} ${parsed}`);
+  return parsed;
 };
 
 const nodeEnv: Parser<string> = (raw, name) => {
@@ -231,6 +238,11 @@ export const SETTINGS = {
     "Delay before the first retry; retry n waits base x 6^(n-1), capped at 10 hours.",
   ),
   WEBHOOK_TIMEOUT_MS: setting(integer(100, 120000), "10000", "Timeout of one webhook delivery attempt."),
+  WEBHOOK_ALLOWED_PORTS: setting(
+    portRanges,
+    DEFAULT_WEBHOOK_PORTS,
+    "Ports a subscription URL may name, as ports and ranges (443,8443,1024-65535); checked at creation and at send time. Port 0 never.",
+  ),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: setting(
     boolean,
     "false",
@@ -337,6 +349,7 @@ export interface Config {
     maxAttempts: number;
     retryBaseSeconds: number;
     timeoutMs: number;
+    allowedPorts: PortRanges;
     allowPrivateTargets: boolean;
     resolve: Record<string, string>;
     caFile: string | undefined;
@@ -401,6 +414,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxAttempts: v.MAX_DELIVERY_ATTEMPTS,
       retryBaseSeconds: v.WEBHOOK_RETRY_BASE_SECONDS,
       timeoutMs: v.WEBHOOK_TIMEOUT_MS,
+      allowedPorts: v.WEBHOOK_ALLOWED_PORTS,
       allowPrivateTargets: v.WEBHOOK_ALLOW_PRIVATE_TARGETS,
       resolve: v.WEBHOOK_RESOLVE ?? {},
       caFile: v.WEBHOOK_CA_FILE,

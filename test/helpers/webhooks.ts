@@ -46,6 +46,8 @@ export function webhookEnv(ca: TestCa, overrides: Record<string, string> = {}): 
     WEBHOOK_RESOLVE: `${RECEIVER_HOST}=127.0.0.1`,
     WEBHOOK_CA_FILE: ca.caFile,
     WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+    // The loopback receivers listen on ephemeral ports.
+    WEBHOOK_ALLOWED_PORTS: "443,1024-65535",
     ...overrides,
   };
 }

@@ -76,12 +76,28 @@ export function deliverWebhook(
           "User-Agent": userAgent,
           "X-Service-Review-Event": delivery.event_type,
           "X-Service-Review-Delivery": delivery.id,
-          ...signatureHeaders(secret, body),
+          ...signatureHeaders([secret], {
+            id: delivery.id,
+            timestamp: Math.floor(attemptedAt.getTime() / 1000),
+            body,
+          }),
         },
       },
       settings,
       helpers.abortSignal,
     );
+    if (!outcome.delivered) {
+      // The tenant sees the coarse class; the detail (addresses, error codes) stays in our logs.
+      services.logger.info(
+        {
+          delivery_id: delivery.id,
+          tenant: delivery.tenant_id,
+          failure: outcome.errorMessage,
+          detail: outcome.detail,
+        },
+        "webhook attempt failed",
+      );
+    }
 
     const attempt = delivery.attempts + 1;
     const common = {
