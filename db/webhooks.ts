@@ -4,7 +4,7 @@ import type { Knex } from "knex";
 import type { components } from "../generated/openapi.ts";
 import type { EventEnvelope, EventSelector } from "./events.ts";
 import { isUuid } from "./ids.ts";
-import { JOB, deliveryJobKey } from "./jobs.ts";
+import { deliveryJobKey } from "./jobs.ts";
 import { rfc3339, rfc3339OrNull } from "./timestamps.ts";
 
 type Schemas = components["schemas"];
@@ -12,9 +12,6 @@ type Schemas = components["schemas"];
 export type SubscriptionView = Omit<Schemas["WebhookSubscriptionResponse"], "secret">;
 export type DeliveryView = Schemas["WebhookDeliveryResponse"];
 export type DeliveryStatus = Schemas["WebhookDeliveryStatus"];
-
-/** graphile-worker's own retries of the job cover only unexpected errors (a database outage); send failures are retried by the task. */
-const JOB_MAX_ATTEMPTS = 10;
 
 export const DEACTIVATED_MESSAGE = "Subscription deactivated; the delivery was not sent";
 
@@ -200,21 +197,18 @@ export interface AttemptRecord {
  * or this attempt already recorded by another run), in which case nothing is written.
  */
 export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<boolean> {
-  const payload: GraphileWorker.Tasks["deliver_webhook"] = {
-    tenant_id: attempt.tenantId,
-    delivery_id: attempt.deliveryId,
-  };
-  // The running job holds the delivery's key; add_job moves the key to the new job and the running
-  // one simply completes, so graphile-worker's own backoff never drives the schedule.
+  // The running job holds the delivery's key; queueing with it moves the key to the new job and the
+  // running one simply completes, so graphile-worker's own backoff never drives the schedule. The new
+  // job's priority is the tenant's backlog rank (integrator.queue_delivery_job, migration 0006).
   const result = await db.raw<{ rows: { id: string }[] }>(
     `with recorded as (
        update integrator.webhook_deliveries
           set status = ?, attempts = attempts + 1, last_attempt_at = ?, response_code = ?, error_message = ?, updated_at = now()
         where tenant_id = ? and id = ? and status = 'pending' and attempts = ?
-       returning id
+       returning tenant_id, id
      )
      select id, case when ?::timestamptz is not null
-                     then (graphile_worker.add_job(?, ?::json, run_at => ?::timestamptz, max_attempts => ?, job_key => ?)).id
+                     then integrator.queue_delivery_job(tenant_id, id, integrator.delivery_backlog(tenant_id), ?::timestamptz, ?)
                 end as next_job_id
        from recorded`,
     [
@@ -226,10 +220,7 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<b
       attempt.deliveryId,
       attempt.attemptsBefore,
       attempt.retryAt ?? null,
-      JOB.deliverWebhook,
-      JSON.stringify(payload),
       attempt.retryAt ?? null,
-      JOB_MAX_ATTEMPTS,
       deliveryJobKey(attempt.deliveryId),
     ],
   );

@@ -250,7 +250,16 @@ export const SETTINGS = {
   ),
   WEBHOOK_RESOLVE: setting(resolveMap, undefined, "Tests only: fixed DNS answers for deliveries, host=ip,host2=ip."),
   WEBHOOK_CA_FILE: setting(text, undefined, "Tests only: PEM file of an extra CA trusted for deliveries."),
-  WORKER_CONCURRENCY: setting(integer(1, 100), "5", "Jobs the worker runs at once."),
+  WORKER_CONCURRENCY: setting(
+    integer(1, 100),
+    "5",
+    "Jobs the worker runs at once for one tenant; the worker keeps one more slot for tenants with nothing in flight (README, Webhooks).",
+  ),
+  WORKER_DEAD_AFTER_SECONDS: setting(
+    integer(10, 3600),
+    "30",
+    "A worker whose heartbeat is this old is dead: the jobs it holds are released to the queue (checked every 10 s) and readiness reports them until then.",
+  ),
   HEALTH_WORKER_STALE_SECONDS: setting(
     integer(5, 86400),
     "60",
@@ -355,6 +364,7 @@ export interface Config {
     caFile: string | undefined;
   };
   workerConcurrency: number;
+  workerDeadAfterSeconds: number;
   health: { workerStaleSeconds: number; queueLagSeconds: number };
   rateLimit: { perMinute: number; anonPerMinute: number; probePerMinute: number; store: "memory" | "postgres" };
   trustProxy: boolean | number | string[];
@@ -420,6 +430,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       caFile: v.WEBHOOK_CA_FILE,
     },
     workerConcurrency: v.WORKER_CONCURRENCY,
+    workerDeadAfterSeconds: v.WORKER_DEAD_AFTER_SECONDS,
     health: { workerStaleSeconds: v.HEALTH_WORKER_STALE_SECONDS, queueLagSeconds: v.HEALTH_QUEUE_LAG_SECONDS },
     rateLimit: {
       perMinute: v.RATE_LIMIT_PER_MINUTE,
