@@ -1,7 +1,9 @@
 // Delivery failure modes that need settings of their own (decisions §5): the timeout, the send-time
 // SSRF check when private targets are not allowed, an untrusted certificate, the retry schedule and
 // the attempt bookkeeping after every attempt.
+import net from "node:net";
 import t from "tap";
+import { RECEIVER_HOST } from "./helpers/https-receiver.ts";
 import { retryDelaySeconds } from "../worker/tasks/deliver_webhook.ts";
 import { deliveryJobKey } from "../db/jobs.ts";
 import { startWebhookRig, testCa } from "./helpers/webhooks.ts";
@@ -82,6 +84,40 @@ t.test(
       error_message: "Target not allowed",
     });
     t.equal(connections, 0, "no connection to the refused port");
+  },
+);
+
+t.test(
+  "tenants see a coarse failure class; the detail (error code, address) is only in the service's log",
+  async (t) => {
+    const text: string[] = [];
+    const rig = await startWebhookRig(t, ca, {
+      env: { MAX_DELIVERY_ATTEMPTS: "1" },
+      logDestination: { write: (line: string) => void text.push(line) },
+    });
+    const closed = await new Promise<number>((resolve) => {
+      const probe = net.createServer();
+      probe.listen(0, "127.0.0.1", () => {
+        const address = probe.address();
+        probe.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+      });
+    });
+    const { id } = await rig.subscribe(`https://${RECEIVER_HOST}:${closed}/closed`);
+    await rig.emitIntake();
+    const delivery = await rig.finalDelivery(id);
+    t.match(delivery, { status: "failed", error_message: "Connection failed", response_code: null });
+    t.notMatch(delivery?.error_message, /ECONNREFUSED|127\.0\.0\.1|refused/i, "no code, address or port state");
+    const lines = await waitFor(
+      async () =>
+        text
+          .join("")
+          .split("\n")
+          .filter(Boolean)
+          .map((line) => JSON.parse(line) as { msg?: string; delivery_id?: string; failure?: string; detail?: string })
+          .filter((line) => line.msg === "webhook attempt failed" && line.delivery_id === delivery?.id),
+      (found) => found.length > 0,
+    );
+    t.match(lines[0], { failure: "Connection failed", detail: /ECONNREFUSED/ }, "the log keeps the detail");
   },
 );
 
