@@ -14,7 +14,8 @@ const ca = testCa(t);
 
 t.test("a receiver that does not answer within WEBHOOK_TIMEOUT_MS is a failed attempt", async (t) => {
   const rig = await startWebhookRig(t, ca, {
-    env: { WEBHOOK_TIMEOUT_MS: "400", MAX_DELIVERY_ATTEMPTS: "2" },
+    // Long enough for the TLS handshake on a busy machine: the receiver, not the handshake, must be what stalls.
+    env: { WEBHOOK_TIMEOUT_MS: "1500", MAX_DELIVERY_ATTEMPTS: "2" },
     answer: () => "stall",
   });
   const { id } = await rig.subscribe(rig.receiver.url("/stall"));
