@@ -49,6 +49,8 @@ export function webhookEnv(ca: TestCa, overrides: Record<string, string> = {}): 
     WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
     // The loopback receivers listen on ephemeral ports.
     WEBHOOK_ALLOWED_PORTS: "443,1024-65535",
+    // One rig tenant subscribes many receivers' paths in a test file; the limit has tests of its own.
+    WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT: "10000",
     ...overrides,
   };
 }
