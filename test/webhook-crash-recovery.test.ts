@@ -8,6 +8,7 @@ import path from "node:path";
 import t from "tap";
 import { emitEvent } from "../db/events.ts";
 import { startWorker } from "../worker/runner.ts";
+import { checkHealth } from "../handlers/probes/health-checks.ts";
 import { startWebhookRig, testCa } from "./helpers/webhooks.ts";
 import { waitFor } from "./helpers/wait.ts";
 
@@ -65,14 +66,18 @@ t.test(
     const inFlightAtKill = new Set([...sentBeforeKill].filter((id) => pendingAtKill.has(id)));
     t.ok(inFlightAtKill.size > 0, `${inFlightAtKill.size} attempts were in flight at the kill`);
 
+    // The public probe says statuses; the counts are the operator's report (GET /health on the metrics port).
     const readiness = async () => {
       const res = await server.request("/v1/readyz");
-      return { status: res.status, worker: ((await res.json()) as { checks: { worker: WorkerCheck } }).checks.worker };
+      const publicWorker = ((await res.json()) as { checks: { worker: { status: string } } }).checks.worker;
+      const report = (await checkHealth(server.services)).checks.worker as WorkerCheck;
+      return { status: res.status, publicStatus: publicWorker.status, worker: report };
     };
     const stranded = await waitFor(readiness, (probe) => (probe.worker.stranded_jobs ?? 0) > 0, {
       seconds: deadAfter + 20,
     });
     t.equal(stranded.status, 503, "readiness is 503 while jobs are stranded");
+    t.equal(stranded.publicStatus, "degraded");
     t.match(stranded.worker, { status: "degraded" });
     t.ok((stranded.worker.stranded_jobs ?? 0) >= inFlightAtKill.size, `stranded_jobs ${stranded.worker.stranded_jobs}`);
     const strandedSeenAfterMs = performance.now() - killedAt;
