@@ -72,15 +72,13 @@ export async function startWorker(
     gracefulShutdownAbortTimeout: services.config.shutdownTimeoutMs,
     pollInterval: options.pollInterval ?? 1000,
     taskList: options.tasks ?? taskList(services),
-    // graphile-worker's batching (0.17): the pool fetches and locks up to concurrency + 1 due jobs at a
-    // time and hands them out locally (one get_jobs round trip for many jobs), and completions
-    // that finish in the same tick are written in one statement. A job whose completion was not yet
-    // written when the process died runs again after its lock expires (4 h): deliver_webhook then
-    // finds its delivery final and does nothing, or, if a retry is still pending, makes that attempt
-    // early; nothing is lost either way.
+    // Completions that finish in the same tick are written in one statement (graphile-worker 0.17
+    // batching). Its localQueue (batched fetching) is not used: it ignores forbiddenFlags, and a slot
+    // that passes flags bypasses it, so the jobs it had locked waited unserved (worker/fairness.ts
+    // needs the flags). A job whose completion was not written when the process died is released by
+    // the dead-worker sweep and runs again: deliver_webhook finds its delivery final and does nothing.
     preset: {
       worker: {
-        localQueue: { size: services.config.workerConcurrency + 1 },
         completeJobBatchDelay: 0,
       },
     },
