@@ -4,7 +4,7 @@ import type { Knex } from "knex";
 import type { components } from "../generated/openapi.ts";
 import type { EventSelector } from "./events.ts";
 import { isUuid } from "./ids.ts";
-import { JOB, deliveryJobKey } from "./jobs.ts";
+import { deliveryJobKey } from "./jobs.ts";
 import { rfc3339, rfc3339OrNull } from "./timestamps.ts";
 
 type Schemas = components["schemas"];
@@ -17,9 +17,6 @@ export type DeliveredEventKind = Schemas["WebhookDeliveredEventKind"];
 export type DeliveryEnvelope = Schemas["WebhookEventEnvelope"];
 export type AttemptView = Schemas["WebhookDeliveryAttempt"];
 export type AttemptErrorClass = Schemas["WebhookDeliveryErrorClass"];
-
-/** graphile-worker's own retries of the job cover only unexpected errors (a database outage); send failures are retried by the task. */
-const JOB_MAX_ATTEMPTS = 10;
 
 export const DEACTIVATED_MESSAGE = "Subscription deactivated; the delivery was not sent";
 export const DISABLED_MESSAGE = "Subscription disabled by endpoint health; the delivery was not sent";
@@ -423,13 +420,11 @@ export async function queueManualDelivery(
       })
       .returning(DELIVERY_COLUMNS)) as DeliveryRow[];
     if (!row) throw new Error("the delivery insert returned no row");
-    const job: GraphileWorker.Tasks["deliver_webhook"] = { tenant_id: input.tenantId, delivery_id: row.id };
-    await trx.raw("select graphile_worker.add_job(?, ?::json, max_attempts => ?, job_key => ?)", [
-      JOB.deliverWebhook,
-      JSON.stringify(job),
-      JOB_MAX_ATTEMPTS,
-      deliveryJobKey(row.id),
-    ]);
+    // Queued like every delivery job: with the tenant's backlog rank and flag (migration 0006).
+    await trx.raw(
+      "select integrator.queue_delivery_job(?::uuid, ?::uuid, integrator.delivery_backlog(?::uuid), null, ?)",
+      [input.tenantId, row.id, input.tenantId, deliveryJobKey(row.id)],
+    );
     return { queued: deliveryView(row) };
   });
 }
@@ -512,10 +507,6 @@ export interface AttemptRecord {
  * moved on (final, or this attempt already recorded by another run), in which case nothing is written.
  */
 export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<boolean> {
-  const payload: GraphileWorker.Tasks["deliver_webhook"] = {
-    tenant_id: attempt.tenantId,
-    delivery_id: attempt.deliveryId,
-  };
   const delivered = attempt.status === "delivered";
   const deliveryFailed = attempt.status === "failed";
   const { disableAfterFailedDeliveries: failedInARow, disableAfterFailingDays: failingDays } = attempt.health;
@@ -561,7 +552,7 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<b
         where s.tenant_id = v.tenant_id and s.id = v.id and s.is_active
      )
      select id, case when ?::timestamptz is not null
-                     then (graphile_worker.add_job(?, ?::json, run_at => ?::timestamptz, max_attempts => ?, job_key => ?)).id
+                     then integrator.queue_delivery_job(tenant_id, id, integrator.delivery_backlog(tenant_id), ?::timestamptz, ?)
                 end as next_job_id
        from recorded`,
     [
@@ -592,10 +583,7 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<b
       failingDays,
       // next job
       attempt.retryAt ?? null,
-      JOB.deliverWebhook,
-      JSON.stringify(payload),
       attempt.retryAt ?? null,
-      JOB_MAX_ATTEMPTS,
       deliveryJobKey(attempt.deliveryId),
     ],
   );

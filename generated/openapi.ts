@@ -117,7 +117,7 @@ export interface paths {
          *
          *     The response carries the signing `secret` (`whsec_` followed by 32 random bytes in base64url). It is
          *     returned this once, stored encrypted, and never listed or logged: keep it to verify
-         *     `X-Service-Review-Signature` on deliveries.
+         *     `X-Service-Review-Signature` and `webhook-signature` on deliveries (see `WebhookEventEnvelope`).
          *
          *     A `url` that breaks a URL rule (see `WebhookSubscriptionCreateRequest.url`) is a schema violation:
          *     422 with a `detail` entry at `["body", "url"]` of type `value_error` whose `msg` names the rule.
@@ -614,7 +614,8 @@ export interface webhooks {
                 header: {
                     /**
                      * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
+                     *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
+                     *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                      */
                     "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                     /** @description The event kind; equal to the body's `event`. */
@@ -623,6 +624,16 @@ export interface webhooks {
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                     /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
+                    /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                    "webhook-id": components["parameters"]["WebhookStandardId"];
+                    /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
+                    "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
+                    /**
+                     * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
+                     *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                     *     separated by spaces, newest first.
+                     */
+                    "webhook-signature": components["parameters"]["WebhookStandardSignature"];
                 };
                 path?: never;
                 cookie?: never;
@@ -663,7 +674,8 @@ export interface webhooks {
                 header: {
                     /**
                      * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
+                     *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
+                     *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                      */
                     "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                     /** @description The event kind; equal to the body's `event`. */
@@ -672,6 +684,16 @@ export interface webhooks {
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                     /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
+                    /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                    "webhook-id": components["parameters"]["WebhookStandardId"];
+                    /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
+                    "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
+                    /**
+                     * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
+                     *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                     *     separated by spaces, newest first.
+                     */
+                    "webhook-signature": components["parameters"]["WebhookStandardSignature"];
                 };
                 path?: never;
                 cookie?: never;
@@ -712,7 +734,8 @@ export interface webhooks {
                 header: {
                     /**
                      * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
+                     *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
+                     *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                      */
                     "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                     /** @description The event kind; equal to the body's `event`. */
@@ -721,6 +744,16 @@ export interface webhooks {
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                     /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
+                    /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                    "webhook-id": components["parameters"]["WebhookStandardId"];
+                    /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
+                    "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
+                    /**
+                     * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
+                     *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                     *     separated by spaces, newest first.
+                     */
+                    "webhook-signature": components["parameters"]["WebhookStandardSignature"];
                 };
                 path?: never;
                 cookie?: never;
@@ -761,7 +794,8 @@ export interface webhooks {
                 header: {
                     /**
                      * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
+                     *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
+                     *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                      */
                     "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                     /** @description The event kind; equal to the body's `event`. */
@@ -770,6 +804,16 @@ export interface webhooks {
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                     /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
+                    /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                    "webhook-id": components["parameters"]["WebhookStandardId"];
+                    /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
+                    "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
+                    /**
+                     * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
+                     *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                     *     separated by spaces, newest first.
+                     */
+                    "webhook-signature": components["parameters"]["WebhookStandardSignature"];
                 };
                 path?: never;
                 cookie?: never;
@@ -810,7 +854,8 @@ export interface webhooks {
                 header: {
                     /**
                      * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
+                     *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
+                     *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                      */
                     "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                     /** @description The event kind; equal to the body's `event`. */
@@ -819,6 +864,16 @@ export interface webhooks {
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                     /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
+                    /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                    "webhook-id": components["parameters"]["WebhookStandardId"];
+                    /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
+                    "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
+                    /**
+                     * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
+                     *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                     *     separated by spaces, newest first.
+                     */
+                    "webhook-signature": components["parameters"]["WebhookStandardSignature"];
                 };
                 path?: never;
                 cookie?: never;
@@ -860,7 +915,8 @@ export interface webhooks {
                 header: {
                     /**
                      * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
+                     *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
+                     *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                      */
                     "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                     /** @description The event kind; equal to the body's `event`. */
@@ -869,6 +925,16 @@ export interface webhooks {
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                     /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
+                    /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                    "webhook-id": components["parameters"]["WebhookStandardId"];
+                    /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
+                    "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
+                    /**
+                     * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
+                     *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                     *     separated by spaces, newest first.
+                     */
+                    "webhook-signature": components["parameters"]["WebhookStandardSignature"];
                 };
                 path?: never;
                 cookie?: never;
@@ -910,7 +976,8 @@ export interface webhooks {
                 header: {
                     /**
                      * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
+                     *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
+                     *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                      */
                     "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                     /** @description The event kind; equal to the body's `event`. */
@@ -919,6 +986,16 @@ export interface webhooks {
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                     /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
+                    /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                    "webhook-id": components["parameters"]["WebhookStandardId"];
+                    /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
+                    "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
+                    /**
+                     * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
+                     *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                     *     separated by spaces, newest first.
+                     */
+                    "webhook-signature": components["parameters"]["WebhookStandardSignature"];
                 };
                 path?: never;
                 cookie?: never;
@@ -959,7 +1036,8 @@ export interface webhooks {
                 header: {
                     /**
                      * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
+                     *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
+                     *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                      */
                     "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                     /** @description The event kind; equal to the body's `event`. */
@@ -968,6 +1046,16 @@ export interface webhooks {
                     "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                     /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                     "User-Agent": components["parameters"]["WebhookUserAgent"];
+                    /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                    "webhook-id": components["parameters"]["WebhookStandardId"];
+                    /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
+                    "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
+                    /**
+                     * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
+                     *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                     *     separated by spaces, newest first.
+                     */
+                    "webhook-signature": components["parameters"]["WebhookStandardSignature"];
                 };
                 path?: never;
                 cookie?: never;
@@ -1009,7 +1097,8 @@ export interface webhooks {
                 header: {
                     /**
                      * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
+                     *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
+                     *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                      */
                     "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                     /** @description The event kind; equal to the body's `event`. */
@@ -1253,8 +1342,11 @@ export interface components {
              *     `["body", "url"]`: a parseable absolute URL; scheme `https`; no user or password part; the host
              *     is not an IP literal in a private, loopback, link-local, shared, multicast, unspecified,
              *     documentation or reserved range (IPv4 and IPv6, including IPv4-mapped IPv6 and shorthand forms
-             *     such as `127.1`); the host contains a dot (a fully qualified name). At send time the host is
-             *     resolved and every address is checked against the same ranges again.
+             *     such as `127.1`); the host contains a dot (a fully qualified name; a public IP literal needs
+             *     none, so `https://[2001:4860:4860::8888]/hook` is accepted); the port is one of the service's
+             *     `WEBHOOK_ALLOWED_PORTS` (default `443` only; port 0 never), refused with the msg `URL port must
+             *     be 443` naming the allowed ports. At send time the host is resolved and every address is
+             *     checked against the same ranges again, and the port against `WEBHOOK_ALLOWED_PORTS`.
              * @example https://hooks.example.com/review
              */
             url: string;
@@ -1340,7 +1432,15 @@ export interface components {
             last_attempt_at: string | null;
             /** @description The HTTP status of the last attempt; null before the first or when no response was received. */
             response_code: number | null;
-            /** @description Why the last attempt failed (at most 500 characters); null after a success. */
+            /**
+             * @description Why the last attempt failed, as a coarse class (the detail stays in the service's logs): `Timeout`,
+             *     `Connection failed`, `TLS failed`, `DNS lookup failed`, `Invalid HTTP response`, `Target not
+             *     allowed` (the URL's port or a resolved address is refused at send time), `HTTP status NNN` (any
+             *     answer outside 2xx, redirects included), `Interrupted: the worker stopped`, `Request failed`; or
+             *     why the delivery ended without an attempt (e.g. its subscription was deactivated). At most 500
+             *     characters; null after a success.
+             * @example HTTP status 503
+             */
             error_message: string | null;
             /**
              * Format: date-time
@@ -1403,11 +1503,24 @@ export interface components {
          *
          *     **Sending.** The envelope is serialised as JSON with keys sorted at every depth and no whitespace
          *     (`{"a":1,"b":[1,2]}`) and POSTed with `Content-Type: application/json` and the headers
-         *     `X-Service-Review-Signature`, `X-Service-Review-Event`, `X-Service-Review-Delivery` and `User-Agent`.
+         *     `X-Service-Review-Signature`, `X-Service-Review-Event`, `X-Service-Review-Delivery`, `User-Agent`,
+         *     and the Standard Webhooks headers `webhook-id`, `webhook-timestamp` and `webhook-signature`.
          *
-         *     **Signing.** `X-Service-Review-Signature` is the lowercase hex HMAC-SHA256 of the raw body bytes,
-         *     keyed with the subscription secret returned at creation. Verify over the bytes as received, before
-         *     parsing, with a constant-time comparison.
+         *     **Signing.** Two schemes, side by side; verify either.
+         *     - `X-Service-Review-Signature` is the lowercase hex HMAC-SHA256 of the raw body bytes, keyed with the
+         *       whole subscription secret as returned at creation (`whsec_…`, its UTF-8 bytes). Verify over the
+         *       bytes as received, before parsing, with a constant-time comparison.
+         *     - Standard Webhooks (https://www.standardwebhooks.com): `webhook-signature` is `v1,` followed by the
+         *       base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`. The key is the 32 bytes the
+         *       secret encodes: the text after `whsec_` decoded as base64url. Libraries that decode standard
+         *       base64 after `whsec_` (such as the `standardwebhooks` npm package) take the same key when given
+         *       `whsec_` + the standard base64 of those bytes. `webhook-id` is the delivery id (the same on every
+         *       retry: deduplicate on it) and `webhook-timestamp` the attempt's time in unix seconds: refuse
+         *       timestamps far from your clock (the libraries allow 5 minutes) to stop replays.
+         *     - While a subscription is signed with more than one secret (a secret rotation's overlap), both
+         *       headers carry one signature per secret, newest secret first: `X-Service-Review-Signature` the hex
+         *       digests separated by commas, `webhook-signature` the `v1,…` entries separated by spaces. A delivery
+         *       is authentic when any one of them verifies.
          *
          *     **Delivery and retries.** Any 2xx marks the delivery `delivered`. Any other status, a redirect (never
          *     followed), a timeout (`WEBHOOK_TIMEOUT_MS`, default 10 s) or a connection error is a failed attempt.
@@ -1584,8 +1697,10 @@ export interface components {
                     latency_ms?: number | null;
                 };
                 /**
-                 * @description `degraded` when no worker was seen recently or the oldest due job waits too long. Absent from
-                 *     `GET /v1/readyz?scope=api`.
+                 * @description `degraded` when no worker was seen recently, the oldest due job waits too long, or jobs are
+                 *     stranded (locked by a worker that stopped heart-beating; they are released to the queue
+                 *     within `WORKER_DEAD_AFTER_SECONDS` plus a sweep) or overdue (locked longer than any attempt may
+                 *     take). Absent from `GET /v1/readyz?scope=api`.
                  */
                 worker?: {
                     status: components["schemas"]["HealthStatus"];
@@ -1596,6 +1711,16 @@ export interface components {
                     last_seen_at?: string | null;
                     /** @description How long the oldest due job has been waiting; null when none is waiting or the check failed (operator's report only). */
                     oldest_due_job_age_seconds?: number | null;
+                    /**
+                     * @description Jobs locked by a worker whose heartbeat stopped; null when the check failed (operator's report only).
+                     * @example 0
+                     */
+                    stranded_jobs?: number | null;
+                    /**
+                     * @description Jobs locked for longer than an attempt may take (5 minutes); null when the check failed (operator's report only).
+                     * @example 0
+                     */
+                    overdue_locked_jobs?: number | null;
                 };
                 /** @description `unhealthy` when migrations are pending or could not be checked. */
                 migrations: {
@@ -1984,9 +2109,20 @@ export interface components {
         DeliveryId: string;
         /**
          * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-         *     over the bytes as received (do not re-serialise) and compare in constant time.
+         *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
+         *     rotation's overlap, one digest per secret separated by commas, newest secret first.
          */
         WebhookSignature: string;
+        /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+        WebhookStandardId: string;
+        /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
+        WebhookStandardTimestamp: string;
+        /**
+         * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
+         *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+         *     separated by spaces, newest first.
+         */
+        WebhookStandardSignature: string;
         /** @description The event kind; equal to the body's `event`. */
         WebhookEvent: components["schemas"]["WebhookDeliveredEventKind"];
         /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */

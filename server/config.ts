@@ -2,6 +2,7 @@
 // and a one-line description; the README's settings table is checked against this list by a test.
 import { isIP } from "node:net";
 import path from "node:path";
+import { DEFAULT_WEBHOOK_PORTS, parsePortRanges, type PortRanges } from "./url-safety.ts";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -99,6 +100,12 @@ const resolveMap: Parser<Record<string, string>> = (raw, name) => {
     entries[host.toLowerCase()] = address;
   }
   return entries;
+};
+
+const portRanges: Parser<PortRanges> = (raw, name) => {
+  const parsed = parsePortRanges(raw);
+  if (typeof parsed === "string") throw new ConfigError(`${name} ${parsed}`);
+  return parsed;
 };
 
 const nodeEnv: Parser<string> = (raw, name) => {
@@ -286,6 +293,11 @@ export const SETTINGS = {
     "Delay before the first retry; retry n waits base x 6^(n-1), capped at 10 hours.",
   ),
   WEBHOOK_TIMEOUT_MS: setting(integer(100, 120000), "10000", "Timeout of one webhook delivery attempt."),
+  WEBHOOK_ALLOWED_PORTS: setting(
+    portRanges,
+    DEFAULT_WEBHOOK_PORTS,
+    "Ports a subscription URL may name, as ports and ranges (443,8443,1024-65535); checked at creation and at send time. Port 0 never.",
+  ),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: setting(
     boolean,
     "false",
@@ -293,6 +305,16 @@ export const SETTINGS = {
   ),
   WEBHOOK_RESOLVE: setting(resolveMap, undefined, "Tests only: fixed DNS answers for deliveries, host=ip,host2=ip."),
   WEBHOOK_CA_FILE: setting(text, undefined, "Tests only: PEM file of an extra CA trusted for deliveries."),
+  WORKER_CONCURRENCY: setting(
+    integer(1, 100),
+    "5",
+    "Jobs the worker runs at once for one tenant; the worker keeps one more slot for tenants with nothing in flight (README, Webhooks).",
+  ),
+  WORKER_DEAD_AFTER_SECONDS: setting(
+    integer(10, 3600),
+    "30",
+    "A worker whose heartbeat is this old is dead: the jobs it holds are released to the queue (checked every 10 s) and readiness reports them until then.",
+  ),
   WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT: setting(
     integer(1, 10_000),
     "20",
@@ -328,7 +350,6 @@ export const SETTINGS = {
     "1000",
     "Deliveries deleted per statement by the purge job (small batches keep locks short).",
   ),
-  WORKER_CONCURRENCY: setting(integer(1, 100), "5", "Jobs the worker runs at once."),
   HEALTH_WORKER_STALE_SECONDS: setting(
     integer(5, 86400),
     "60",
@@ -460,6 +481,7 @@ export interface Config {
     maxAttempts: number;
     retryBaseSeconds: number;
     timeoutMs: number;
+    allowedPorts: PortRanges;
     allowPrivateTargets: boolean;
     resolve: Record<string, string>;
     caFile: string | undefined;
@@ -472,6 +494,7 @@ export interface Config {
     purgeBatchSize: number;
   };
   workerConcurrency: number;
+  workerDeadAfterSeconds: number;
   health: { workerStaleSeconds: number; queueLagSeconds: number };
   rateLimit: {
     perMinute: number;
@@ -558,6 +581,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxAttempts: v.MAX_DELIVERY_ATTEMPTS,
       retryBaseSeconds: v.WEBHOOK_RETRY_BASE_SECONDS,
       timeoutMs: v.WEBHOOK_TIMEOUT_MS,
+      allowedPorts: v.WEBHOOK_ALLOWED_PORTS,
       allowPrivateTargets: v.WEBHOOK_ALLOW_PRIVATE_TARGETS,
       resolve: v.WEBHOOK_RESOLVE ?? {},
       caFile: v.WEBHOOK_CA_FILE,
@@ -570,6 +594,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       purgeBatchSize: v.WEBHOOK_PURGE_BATCH_SIZE,
     },
     workerConcurrency: v.WORKER_CONCURRENCY,
+    workerDeadAfterSeconds: v.WORKER_DEAD_AFTER_SECONDS,
     health: { workerStaleSeconds: v.HEALTH_WORKER_STALE_SECONDS, queueLagSeconds: v.HEALTH_QUEUE_LAG_SECONDS },
     rateLimit: {
       perMinute: v.RATE_LIMIT_PER_MINUTE,

@@ -142,6 +142,45 @@ export function checkUrl(
   return { ok: true, url };
 }
 
+/** Inclusive port ranges, e.g. [[443, 443], [1024, 65535]] (WEBHOOK_ALLOWED_PORTS). */
+export type PortRanges = readonly (readonly [number, number])[];
+
+export const DEFAULT_WEBHOOK_PORTS = "443";
+
+/**
+ * Parses a comma-separated list of ports and ranges ("443,8443,1024-65535"). Every entry is a whole
+ * number from 1 to 65535 (port 0 is never a target) or a range low-high with low <= high; returns a
+ * message instead when the text breaks that.
+ */
+export function parsePortRanges(text: string): PortRanges | string {
+  const entries = text
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry.length > 0);
+  if (entries.length === 0) return "must name at least one port";
+  const ranges: [number, number][] = [];
+  for (const entry of entries) {
+    const match = /^(\d{1,5})(?:\s*-\s*(\d{1,5}))?$/.exec(entry);
+    const low = Number(match?.[1]);
+    const high = match?.[2] === undefined ? low : Number(match[2]);
+    if (!match || low < 1 || high > 65535 || low > high) {
+      return `must be ports from 1 to 65535 and ranges low-high separated by commas, got "${entry}"`;
+    }
+    ranges.push([low, high]);
+  }
+  return ranges;
+}
+
+export function portAllowed(port: number, allowed: PortRanges): boolean {
+  return port >= 1 && port <= 65535 && allowed.some(([low, high]) => port >= low && port <= high);
+}
+
+/** "443, 8443 and 1024-65535": the allowed ports as the refusal message names them. */
+function describePorts(allowed: PortRanges): string {
+  const parts = allowed.map(([low, high]) => (low === high ? String(low) : `${low}-${high}`));
+  return parts.length === 1 ? (parts[0] ?? "") : `${parts.slice(0, -1).join(", ")} or ${parts.at(-1) ?? ""}`;
+}
+
 export type UrlVerdict =
   { ok: true; url: URL; host: string; port: number } | { ok: false; rule: string; message: string };
 
@@ -161,10 +200,12 @@ function isQualified(name: string): boolean {
 
 /**
  * The subscription URL rules of contract §5, checked in order: parseable absolute URL, https,
- * no userinfo, host not a blocked IP literal (nor localhost), host contains a dot.
- * On success `host` is url.hostname without IPv6 brackets and `port` is url.port or 443.
+ * no userinfo, host not a blocked IP literal (nor localhost), host contains a dot (a public IP
+ * literal needs none: IPv6 literals never have one), and the port one of `allowedPorts`
+ * (WEBHOOK_ALLOWED_PORTS; port 0 never). On success `host` is url.hostname without IPv6 brackets
+ * and `port` is url.port or 443.
  */
-export function checkWebhookUrl(raw: string): UrlVerdict {
+export function checkWebhookUrl(raw: string, options: { allowedPorts: PortRanges }): UrlVerdict {
   const basics = checkUrl(raw, { name: "URL" });
   if (!basics.ok) return basics;
   const { url } = basics;
@@ -180,10 +221,14 @@ export function checkWebhookUrl(raw: string): UrlVerdict {
   if (literal === undefined && isLocalhost(name)) {
     return reject("blocked_address", "URL host must not be localhost (a loopback name)");
   }
-  if (!isQualified(name)) {
+  if (literal === undefined && !isQualified(name)) {
     return reject("host_not_qualified", "URL host must be a fully qualified domain name (contain a dot)");
   }
   const host = hostname.startsWith("[") && hostname.endsWith("]") ? hostname.slice(1, -1) : hostname;
+  // WHATWG URL parsing keeps an explicit ":0" (and drops ":443"), so port 0 reaches this check.
   const port = url.port === "" ? 443 : Number(url.port);
+  if (!portAllowed(port, options.allowedPorts)) {
+    return reject("port_not_allowed", `URL port must be ${describePorts(options.allowedPorts)}`);
+  }
   return { ok: true, url, host, port };
 }

@@ -67,6 +67,43 @@ t.test("a due job waiting longer than HEALTH_QUEUE_LAG_SECONDS makes health degr
   t.equal((await server.request("/v1/readyz")).status, 503);
 });
 
+t.test(
+  "a job locked by a live worker is not stranded; one locked longer than 5 minutes is overdue and makes readiness 503",
+  async (t) => {
+    const server = await startTestServer(t);
+    const worker = await startWorker(server.services, server.databaseUrl, { tasks: {} });
+    t.teardown(() => worker.stop());
+    const [runnerId] = worker.runnerIds();
+    t.type(runnerId, "string", "the heartbeat names graphile-worker's runner id");
+    const lock = async (minutes: number) => {
+      const added = await server.services.db.raw<{ rows: { id: string }[] }>(
+        "select (graphile_worker.add_job('nobody_runs_this', '{}'::json)).id",
+      );
+      await server.services.db.raw(
+        "update graphile_worker._private_jobs set locked_by = ?, locked_at = now() - make_interval(mins => ?) where id = ?",
+        [runnerId ?? "", minutes, added.rows[0]?.id ?? 0],
+      );
+    };
+    await lock(2);
+    t.equal((await server.request("/v1/readyz")).status, 200);
+    // The counts are for operators only (GET /health on the metrics port); the public probes say statuses.
+    t.match((await checkHealth(server.services)).checks.worker, {
+      status: "healthy",
+      stranded_jobs: 0,
+      overdue_locked_jobs: 0,
+    });
+    await lock(6);
+    const ready = await server.request("/v1/readyz");
+    t.equal(ready.status, 503);
+    t.match((await ready.json()).checks.worker, { status: "degraded" });
+    t.match((await checkHealth(server.services)).checks.worker, {
+      status: "degraded",
+      stranded_jobs: 0,
+      overdue_locked_jobs: 1,
+    });
+  },
+);
+
 t.test("no secrets, connection strings or hostnames in the health body", async (t) => {
   const server = await startTestServer(t);
   const text = await (await server.request("/v1/health")).text();

@@ -2,7 +2,17 @@
 // ranges that are blocked both at creation (IP literals) and at send time (resolved addresses).
 import t from "tap";
 import type { Test } from "tap";
-import { checkWebhookUrl, isBlockedAddress, parseIpLiteral } from "../server/url-safety.ts";
+import {
+  checkWebhookUrl as checkWithPorts,
+  isBlockedAddress,
+  parseIpLiteral,
+  parsePortRanges,
+  type PortRanges,
+} from "../server/url-safety.ts";
+
+// The structural rules are tested with every port allowed; the port rule has tests of its own below.
+const EVERY_PORT: PortRanges = [[1, 65535]];
+const checkWebhookUrl = (raw: string) => checkWithPorts(raw, { allowedPorts: EVERY_PORT });
 
 function ruleOf(raw: string): string {
   const verdict = checkWebhookUrl(raw);
@@ -153,9 +163,70 @@ t.test("host_not_qualified: the host must contain a dot", async (t) => {
   );
   const verdict = checkWebhookUrl("https://intranet/");
   if (!verdict.ok) t.equal(verdict.message, "URL host must be a fully qualified domain name (contain a dot)");
-  // A public IPv6 literal has no dot, so it fails this rule even though its range is allowed.
-  t.equal(ruleOf("https://[2606:4700:4700::1111]/"), "host_not_qualified");
-  t.equal(ruleOf("https://[::ffff:8.8.8.8]/"), "host_not_qualified");
+});
+
+t.test("public IPv6 literals are accepted: the dot rule is for names, not IP literals", async (t) => {
+  for (const url of [
+    "https://[2001:4860:4860::8888]/hook",
+    "https://[2606:4700:4700::1111]/",
+    "https://[::ffff:8.8.8.8]/",
+    "https://[2001:4860:4860::8888]:443/x",
+  ]) {
+    const verdict = checkWebhookUrl(url);
+    t.equal(verdict.ok, true, url);
+  }
+  const verdict = checkWebhookUrl("https://[2001:4860:4860::8888]/hook");
+  if (verdict.ok) t.equal(verdict.host, "2001:4860:4860::8888", "host without brackets");
+  // Every blocked range is still refused as an IPv6 literal.
+  expectRule(
+    t,
+    [
+      "https://[::1]/",
+      "https://[fe80::1]/",
+      "https://[fc00::1]/",
+      "https://[fd12:3456::1]/",
+      "https://[ff02::1]/",
+      "https://[::]/",
+      "https://[2001:db8::1]/",
+      "https://[::ffff:127.0.0.1]/",
+      "https://[::ffff:10.0.0.1]/",
+      "https://[64:ff9b::a00:1]/",
+      "https://[2002:c0a8:101::1]/",
+      "https://[::127.0.0.1]/",
+    ],
+    "blocked_address",
+  );
+});
+
+t.test("port_not_allowed: the port must be one of WEBHOOK_ALLOWED_PORTS, and never 0", async (t) => {
+  const only443 = parsePortRanges("443");
+  const mixed = parsePortRanges("443, 8443,1024-2048");
+  if (typeof only443 === "string" || typeof mixed === "string") return t.fail("valid lists parse");
+  const rule = (url: string, allowed: PortRanges) => {
+    const verdict = checkWithPorts(url, { allowedPorts: allowed });
+    return verdict.ok ? "ok" : verdict.rule;
+  };
+  t.equal(rule("https://hooks.example.com/", only443), "ok", "no port is 443");
+  t.equal(rule("https://hooks.example.com:443/", only443), "ok");
+  t.equal(rule("https://hooks.example.com:8443/", only443), "port_not_allowed");
+  t.equal(rule("https://hooks.example.com:22/", only443), "port_not_allowed");
+  t.equal(rule("https://hooks.example.com:0/", only443), "port_not_allowed");
+  t.equal(rule("https://hooks.example.com:0/", EVERY_PORT), "port_not_allowed", "port 0 never, whatever the list");
+  t.equal(rule("https://[2001:4860:4860::8888]:22/", only443), "port_not_allowed");
+  t.equal(rule("https://hooks.example.com:8443/", mixed), "ok");
+  t.equal(rule("https://hooks.example.com:1024/", mixed), "ok");
+  t.equal(rule("https://hooks.example.com:2048/", mixed), "ok");
+  t.equal(rule("https://hooks.example.com:2049/", mixed), "port_not_allowed");
+  t.equal(rule("https://hooks.example.com:1023/", mixed), "port_not_allowed");
+  const refused = checkWithPorts("https://hooks.example.com:22/", { allowedPorts: mixed });
+  if (!refused.ok) t.equal(refused.message, "URL port must be 443, 8443 or 1024-2048");
+  t.same(mixed, [
+    [443, 443],
+    [8443, 8443],
+    [1024, 2048],
+  ]);
+  for (const bad of ["", "0", "65536", "80-", "2048-1024", "https", "443;8443", "0-100"])
+    t.type(parsePortRanges(bad), "string", `"${bad}" is refused`);
 });
 
 t.test("allowed: public names and public IPv4 literals pass, with host and port", async (t) => {

@@ -7,6 +7,7 @@ import fs from "node:fs";
 import net from "node:net";
 import { createHmac, timingSafeEqual } from "node:crypto";
 import t from "tap";
+import { Webhook } from "standardwebhooks";
 import { canonicalJson } from "../server/canonical-json.ts";
 import { emitEvent, EVENT_KINDS, type EventKind } from "../db/events.ts";
 import { JOB, deliveryJobKey } from "../db/jobs.ts";
@@ -93,32 +94,73 @@ t.test(
 );
 
 t.test(
-  "the README's receiver-side verification example accepts a real delivery and rejects a tampered one",
+  "the README's receiver example accepts a real delivery and refuses a tampered body, another id, a stale or future timestamp and missing headers",
   async (t) => {
     const readme = fs.readFileSync(new URL("../README.md", import.meta.url), "utf8");
-    const source = /function signatureIsValid\(rawBody, header, secret\) \{[\s\S]*?\n\}/.exec(readme)?.[0];
-    if (!source) return t.fail("the README has no signatureIsValid example");
-    const signatureIsValid = new Function("createHmac", "timingSafeEqual", `${source}\nreturn signatureIsValid;`)(
+    const source = /function verifiedDeliveryId\(rawBody, headers, secret[\s\S]*?\n\}/.exec(readme)?.[0];
+    if (!source) return t.fail("the README has no verifiedDeliveryId example");
+    const verifiedDeliveryId = new Function("createHmac", "timingSafeEqual", `${source}\nreturn verifiedDeliveryId;`)(
       createHmac,
       timingSafeEqual,
-    ) as (rawBody: Buffer, header: unknown, secret: string) => boolean;
+    ) as (rawBody: Buffer, headers: Record<string, unknown>, secret: string, nowMs?: number) => string | null;
     const path = `/readme-${crypto.randomUUID()}`;
     const { id, secret } = await rig.subscribe(rig.receiver.url(path));
     await rig.emitIntake();
-    t.equal((await rig.finalDelivery(id))?.status, "delivered");
+    const delivery = await rig.finalDelivery(id);
+    t.equal(delivery?.status, "delivered");
     const [request] = rig.receiver.receivedAt(path);
-    if (!request) return t.fail("nothing received");
-    const header = request.headers["x-service-review-signature"];
-    t.ok(signatureIsValid(request.rawBody, header, secret), "a real delivery verifies");
-    t.notOk(
-      signatureIsValid(
-        Buffer.from(request.rawBody.toString("utf8").replace("order-4711", "order-4712")),
-        header,
-        secret,
-      ),
-      "a changed body does not",
+    if (!request || !delivery) return t.fail("nothing received");
+    const headers = request.headers as Record<string, unknown>;
+    t.equal(verifiedDeliveryId(request.rawBody, headers, secret), delivery.id, "a real delivery verifies: its id");
+    const tampered = Buffer.from(request.rawBody.toString("utf8").replace("order-4711", "order-4712"));
+    t.equal(verifiedDeliveryId(tampered, headers, secret), null, "a changed body does not");
+    t.equal(
+      verifiedDeliveryId(request.rawBody, { ...headers, "webhook-id": crypto.randomUUID() }, secret),
+      null,
+      "another id does not (the id is signed, so deduplicating on it is safe)",
     );
-    t.notOk(signatureIsValid(request.rawBody, undefined, secret), "a missing header does not");
+    const sentAt = Number(headers["webhook-timestamp"]) * 1000;
+    t.equal(verifiedDeliveryId(request.rawBody, headers, secret, sentAt + 4 * 60_000), delivery.id, "4 minutes later");
+    t.equal(
+      verifiedDeliveryId(request.rawBody, headers, secret, sentAt + 6 * 60_000),
+      null,
+      "a replay 6 minutes later",
+    );
+    t.equal(verifiedDeliveryId(request.rawBody, headers, secret, sentAt - 6 * 60_000), null, "6 minutes early");
+    t.equal(verifiedDeliveryId(request.rawBody, { ...headers, "webhook-signature": undefined }, secret), null);
+    t.equal(verifiedDeliveryId(request.rawBody, headers, `${secret.slice(0, -2)}AA`), null, "another secret");
+  },
+);
+
+t.test(
+  "every attempt carries webhook-id (the delivery id, the same on retries), webhook-timestamp and webhook-signature, which the standardwebhooks package verifies; X-Service-Review-Signature is unchanged",
+  async (t) => {
+    const path = `/fail-twice-standard-${crypto.randomUUID()}`;
+    const { id, secret } = await rig.subscribe(rig.receiver.url(path));
+    await rig.emitIntake();
+    const delivery = await rig.finalDelivery(id);
+    t.match(delivery, { status: "delivered", attempts: 3 });
+    const received = rig.receiver.receivedAt(path);
+    t.equal(received.length, 3);
+    const verifier = new Webhook(`whsec_${Buffer.from(secret.slice(6), "base64url").toString("base64")}`);
+    for (const request of received) {
+      t.equal(request.headers["webhook-id"], delivery?.id, "webhook-id is the delivery id");
+      t.match(request.headers["webhook-timestamp"], /^\d{10}$/);
+      t.ok(
+        Math.abs(Number(request.headers["webhook-timestamp"]) - Date.now() / 1000) < 120,
+        "the attempt's time in unix seconds",
+      );
+      t.same(
+        verifier.verify(request.rawBody.toString("utf8"), request.headers as Record<string, string>),
+        JSON.parse(request.rawBody.toString("utf8")),
+        "standardwebhooks verifies the attempt",
+      );
+      t.equal(
+        request.headers["x-service-review-signature"],
+        createHmac("sha256", secret).update(request.rawBody).digest("hex"),
+        "our signature: the hex HMAC of the body under the whole secret, as before",
+      );
+    }
   },
 );
 
@@ -174,7 +216,7 @@ t.test(
     const { id } = await rig.subscribe(rig.receiver.url(path));
     await rig.emitIntake();
     const delivery = await rig.finalDelivery(id);
-    t.match(delivery, { status: "failed", attempts: 3, response_code: 503, error_message: "HTTP 503 response" });
+    t.match(delivery, { status: "failed", attempts: 3, response_code: 503, error_message: "HTTP status 503" });
     t.equal(rig.receiver.receivedAt(path).length, 3);
     t.equal(
       await rig.server.services
@@ -195,7 +237,7 @@ t.test("a redirect is a failed attempt and its Location is never followed", asyn
     status: "failed",
     attempts: 3,
     response_code: 302,
-    error_message: "Redirect (HTTP 302) not followed",
+    error_message: "HTTP status 302",
   });
   t.equal(rig.receiver.receivedAt(path).length, 3);
   t.equal(rig.receiver.receivedAt("/followed").length, 0, "the Location was not requested");
@@ -209,7 +251,7 @@ t.test("a refused connection is a failed attempt", async (t) => {
     status: "failed",
     attempts: 3,
     response_code: null,
-    error_message: "Connection refused",
+    error_message: "Connection failed",
   });
 });
 

@@ -187,7 +187,7 @@ t.test("url rule: localhost names are refused", async (t) => {
 });
 
 t.test("url rule: the host must be a fully qualified name (contain a dot)", async (t) => {
-  for (const url of ["https://intranet/x", "https://hooks:8443/x"])
+  for (const url of ["https://intranet/x", "https://hooks:443/x"])
     await expectUrlRefused(t, url, /fully qualified domain name \(contain a dot\)/);
 });
 
@@ -197,17 +197,44 @@ t.test("url rules are checked in order and the first broken one is reported", as
   await expectUrlRefused(t, "https://10.0.0.1/", /private/);
 });
 
+t.test("url: fully qualified names and public IPv4 and IPv6 literals are accepted", async (t) => {
+  for (const url of [
+    "https://hooks.example.com/review",
+    "https://hooks.example.com:443/a?b=c",
+    "https://93.184.216.34/x",
+    "https://[2001:4860:4860::8888]/hook",
+    "https://[2606:4700:4700::1111]:443/x",
+  ]) {
+    t.equal((await subscribe({ url, events: ["*"] }, await createTestTenant(server.services))).status, 201, url);
+  }
+});
+
 t.test(
-  "url: fully qualified names and public IPv4 literals are accepted; a public IPv6 literal has no dot and is refused by that rule",
+  "url rule: the port must be one of WEBHOOK_ALLOWED_PORTS (default 443), port 0 never: 422 value_error at body.url",
   async (t) => {
     for (const url of [
-      "https://hooks.example.com/accepted",
-      "https://hooks.example.com:8443/a?b=c",
-      "https://93.184.216.34/x",
-    ]) {
-      t.equal((await subscribe({ url, events: ["*"] }, await createTestTenant(server.services))).status, 201, url);
-    }
-    await expectUrlRefused(t, "https://[2606:4700:4700::1111]/x", /contain a dot/);
+      "https://hooks.example.com:8443/a",
+      "https://hooks.example.com:22/",
+      "https://hooks.example.com:0/",
+      "https://93.184.216.34:25/x",
+      "https://[2001:4860:4860::8888]:8080/hook",
+    ])
+      await expectUrlRefused(t, url, /URL port must be 443$/);
+    const wide = await startTestServer(t, { env: { WEBHOOK_ALLOWED_PORTS: "443,8443,1024-65535" } });
+    const tenant = await createTestTenant(wide.services);
+    const create = (url: string) =>
+      wide.request("/v1/webhooks/subscriptions", { method: "POST", token: tenant.token, json: { url, events: ["*"] } });
+    t.equal((await create("https://hooks.example.com:8443/a")).status, 201);
+    t.equal((await create("https://hooks.example.com:40000/a")).status, 201);
+    const refused = await create("https://hooks.example.com:22/a");
+    t.equal(refused.status, 422);
+    const body = (await refused.json()) as { detail: { loc: unknown[]; type: string; msg: string }[] };
+    t.match(body.detail[0], {
+      loc: ["body", "url"],
+      type: "value_error",
+      msg: /URL port must be 443, 8443 or 1024-65535/,
+    });
+    t.equal((await create("https://hooks.example.com:0/a")).status, 422, "port 0 never");
   },
 );
 

@@ -1,14 +1,28 @@
-// Runs graphile-worker against the service's PostgreSQL: the tasks in worker/tasks, the crontab, and a
-// heartbeat the health check reads to tell whether a worker is alive.
+// Runs graphile-worker against the service's PostgreSQL: the tasks in worker/tasks, the crontab, fair
+// slots between tenants (worker/fairness.ts), and a heartbeat naming this worker's graphile-worker runner
+// ids. The health check reads the heartbeats to tell whether a worker is alive; every worker also
+// releases, at each beat, the jobs held by workers whose heartbeat stopped WORKER_DEAD_AFTER_SECONDS
+// ago (a kill -9 or a crash leaves them locked, and graphile-worker itself waits 4 hours).
 import os from "node:os";
 import { randomBytes } from "node:crypto";
 import { Logger, run, runMigrations, type Runner, type TaskList } from "graphile-worker";
 import type { Services } from "../server/services.ts";
-import { pruneHeartbeats, recordHeartbeat, removeHeartbeat } from "../db/worker-heartbeats.ts";
+import {
+  pruneHeartbeats,
+  recordHeartbeat,
+  releaseJobsOfDeadWorkers,
+  removeHeartbeat,
+} from "../db/worker-heartbeats.ts";
+import { TenantSlots } from "./fairness.ts";
 import { taskList } from "./tasks/index.ts";
 import { crontab } from "./crontab.ts";
 
 const HEARTBEAT_INTERVAL_MS = 10_000;
+
+/** A beat at least three times per WORKER_DEAD_AFTER_SECONDS, and at most every 10 s. */
+export function heartbeatIntervalMs(deadAfterSeconds: number): number {
+  return Math.min(HEARTBEAT_INTERVAL_MS, Math.floor((deadAfterSeconds * 1000) / 3));
+}
 
 /** graphile-worker's own schema (graphile_worker); every role applies it at start, like the knex migrations. */
 export async function migrateWorkerSchema(connectionString: string): Promise<void> {
@@ -22,6 +36,9 @@ function quietLogger(log: (level: string, message: string) => void = () => undef
 export interface WorkerHandle {
   workerId: string;
   runner: Runner;
+  /** graphile-worker's pool id: what this worker writes into the locked_by of the jobs it takes. */
+  runnerIds(): string[];
+  slots: TenantSlots;
   stop(): Promise<void>;
 }
 
@@ -31,28 +48,37 @@ export async function startWorker(
   options: { log?: (level: string, message: string) => void; tasks?: TaskList; pollInterval?: number } = {},
 ): Promise<WorkerHandle> {
   const workerId = `${os.hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
+  const { workerDeadAfterSeconds } = services.config;
+  const slots = new TenantSlots(services.config.workerConcurrency);
+  const runnerIds = new Set<string>();
+  slots.events.on("pool:create", ({ workerPool }) => runnerIds.add(workerPool.id));
   const beat = () =>
-    recordHeartbeat(services.db, workerId)
+    recordHeartbeat(services.db, workerId, [...runnerIds])
       .then(() => pruneHeartbeats(services.db))
+      .then(() => releaseJobsOfDeadWorkers(services.db, workerDeadAfterSeconds))
+      .then((released) => {
+        if (released.length > 0)
+          options.log?.("warn", `released the jobs of stopped workers ${released.join(", ")} to the queue`);
+      })
       .catch(() => undefined);
   const runner = await run({
     connectionString,
-    concurrency: services.config.workerConcurrency,
+    concurrency: slots.concurrency,
+    forbiddenFlags: slots.forbiddenFlags,
+    events: slots.events,
     noHandleSignals: true,
     // On stop, running jobs get this long to finish; then their abort signal fires and the jobs still
     // running are released back to the queue for another worker.
     gracefulShutdownAbortTimeout: services.config.shutdownTimeoutMs,
     pollInterval: options.pollInterval ?? 1000,
     taskList: options.tasks ?? taskList(services),
-    // graphile-worker's batching (0.17): the pool fetches and locks up to concurrency + 1 due jobs at a
-    // time and hands them out locally (one get_jobs round trip for many jobs), and completions
-    // that finish in the same tick are written in one statement. A job whose completion was not yet
-    // written when the process died runs again after its lock expires (4 h): deliver_webhook then
-    // finds its delivery final and does nothing, or, if a retry is still pending, makes that attempt
-    // early; nothing is lost either way.
+    // Completions that finish in the same tick are written in one statement (graphile-worker 0.17
+    // batching). Its localQueue (batched fetching) is not used: it ignores forbiddenFlags, and a slot
+    // that passes flags bypasses it, so the jobs it had locked waited unserved (worker/fairness.ts
+    // needs the flags). A job whose completion was not written when the process died is released by
+    // the dead-worker sweep and runs again: deliver_webhook finds its delivery final and does nothing.
     preset: {
       worker: {
-        localQueue: { size: services.config.workerConcurrency + 1 },
         completeJobBatchDelay: 0,
       },
     },
@@ -64,11 +90,13 @@ export async function startWorker(
     options.log?.("error", `worker stopped: ${error instanceof Error ? error.message : String(error)}`),
   );
   await beat();
-  const heartbeat = setInterval(() => void beat(), HEARTBEAT_INTERVAL_MS);
+  const heartbeat = setInterval(() => void beat(), heartbeatIntervalMs(workerDeadAfterSeconds));
   heartbeat.unref();
   return {
     workerId,
     runner,
+    runnerIds: () => [...runnerIds],
+    slots,
     async stop() {
       clearInterval(heartbeat);
       await runner.stop();

@@ -2,12 +2,21 @@
 // resolved once, every address is checked against the blocked ranges, and the connection goes to a
 // checked address (no second lookup). Redirects are never followed; the whole attempt — resolution,
 // connect, TLS and response headers — runs under one timeout; at most a few KiB of the answer are read.
+// What a failed attempt tells the tenant is a coarse class (FAILURE), never an address, a port's state
+// or a TLS error code: those would make the service a port scanner of public hosts. The detail goes
+// to our logs only (SendOutcome.detail).
 import dns from "node:dns";
 import fs from "node:fs";
 import https from "node:https";
 import net from "node:net";
 import tls from "node:tls";
-import { checkWebhookUrl, isBlockedAddress, parseIpLiteral, type UrlVerdict } from "../server/url-safety.ts";
+import {
+  checkWebhookUrl,
+  isBlockedAddress,
+  parseIpLiteral,
+  type PortRanges,
+  type UrlVerdict,
+} from "../server/url-safety.ts";
 import { boundedMemo } from "./memo.ts";
 import type { Config } from "../server/config.ts";
 
@@ -17,6 +26,8 @@ const MAX_ERROR_LENGTH = 500;
 export interface SendSettings {
   timeoutMs: number;
   allowPrivateTargets: boolean;
+  /** WEBHOOK_ALLOWED_PORTS, checked again at send time. */
+  allowedPorts: PortRanges;
   /** Fixed answers instead of DNS, by lowercase host name (tests only). */
   resolve: Record<string, string>;
   /** Node's default roots plus WEBHOOK_CA_FILE, built once (parsing ~150 roots per connection is slow); undefined means the defaults. */
@@ -79,8 +90,32 @@ export class ConnectionPools {
   }
 }
 
+/**
+ * The failure classes shown to tenants as a delivery's error_message (the document lists them).
+ * An HTTP answer outside 2xx is "HTTP status NNN" (FAILURE.httpStatus).
+ */
+export const FAILURE = {
+  timeout: "Timeout",
+  connection: "Connection failed",
+  tls: "TLS failed",
+  dns: "DNS lookup failed",
+  invalidResponse: "Invalid HTTP response",
+  targetNotAllowed: "Target not allowed",
+  interrupted: "Interrupted: the worker stopped",
+  other: "Request failed",
+  httpStatus: (status: number) => `HTTP status ${status}`,
+} as const;
+
 export type SendOutcome =
-  { delivered: true; responseCode: number } | { delivered: false; responseCode: number | null; errorMessage: string };
+  | { delivered: true; responseCode: number }
+  | {
+      delivered: false;
+      responseCode: number | null;
+      /** The coarse class the tenant sees (FAILURE). */
+      errorMessage: string;
+      /** What happened exactly, for our logs only. */
+      detail: string;
+    };
 
 export interface WebhookRequest {
   url: string;
@@ -92,9 +127,10 @@ export interface WebhookRequest {
 export function sendSettings(webhooks: Config["webhooks"]): SendSettings {
   return {
     pools: new ConnectionPools(),
-    checkUrl: boundedMemo(checkWebhookUrl),
+    checkUrl: boundedMemo((url: string) => checkWebhookUrl(url, { allowedPorts: webhooks.allowedPorts })),
     timeoutMs: webhooks.timeoutMs,
     allowPrivateTargets: webhooks.allowPrivateTargets,
+    allowedPorts: webhooks.allowedPorts,
     resolve: webhooks.resolve,
     secureContext: webhooks.caFile
       ? tls.createSecureContext({ ca: [...tls.rootCertificates, fs.readFileSync(webhooks.caFile, "utf8")] })
@@ -104,6 +140,11 @@ export function sendSettings(webhooks: Config["webhooks"]): SendSettings {
 
 class AttemptFailed extends Error {
   override name = "AttemptFailed";
+  readonly failure: string;
+  constructor(failure: string, detail: string) {
+    super(detail);
+    this.failure = failure;
+  }
 }
 
 /** A reused kept-alive connection failed before the answer began; `cause` is the socket's error. */
@@ -111,8 +152,8 @@ class StaleConnection extends Error {
   override name = "StaleConnection";
 }
 
-function failed(errorMessage: string, responseCode: number | null = null): SendOutcome {
-  return { delivered: false, responseCode, errorMessage: errorMessage.slice(0, MAX_ERROR_LENGTH) };
+function failed(errorMessage: string, detail: string, responseCode: number | null = null): SendOutcome {
+  return { delivered: false, responseCode, errorMessage: errorMessage.slice(0, MAX_ERROR_LENGTH), detail };
 }
 
 async function resolveHost(host: string, settings: SendSettings): Promise<dns.LookupAddress[]> {
@@ -124,35 +165,29 @@ async function resolveHost(host: string, settings: SendSettings): Promise<dns.Lo
     return await dns.promises.lookup(host, { all: true, verbatim: true });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new AttemptFailed(
-      code === "ENOTFOUND" || code === "ENODATA"
-        ? `Host ${host} was not found (DNS)`
-        : `DNS lookup of ${host} failed (${code ?? "error"})`,
-    );
+    throw new AttemptFailed(FAILURE.dns, `DNS lookup of ${host} failed (${code ?? "error"})`);
   }
 }
 
-// Error messages name the failure, never an address or anything secret (they are shown to the tenant).
-function describeError(error: unknown): string {
-  if (error instanceof AttemptFailed) return error.message;
-  if (error instanceof StaleConnection) return describeError(error.cause);
+// The coarse class of an error, and the detail for the logs.
+function classify(error: unknown): { failure: string; detail: string } {
+  if (error instanceof AttemptFailed) return { failure: error.failure, detail: error.message };
+  if (error instanceof StaleConnection) return classify(error.cause);
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  const detail = `${code ?? (error instanceof Error ? error.name : "unknown error")}: ${error instanceof Error ? error.message : String(error)}`;
   switch (code) {
     case "ECONNREFUSED":
-      return "Connection refused";
     case "ECONNRESET":
-      return "Connection reset by the receiver";
     case "EHOSTUNREACH":
     case "ENETUNREACH":
-      return "Receiver unreachable";
     case "EPIPE":
-      return "Connection closed by the receiver while sending";
     case "ETIMEDOUT":
-      return "Connection timed out";
+    case "EADDRNOTAVAIL":
+      return { failure: FAILURE.connection, detail };
     case "HPE_INVALID_CONSTANT":
     case "HPE_INVALID_STATUS":
     case "HPE_INVALID_HEADER_TOKEN":
-      return "The receiver's answer is not valid HTTP";
+      return { failure: FAILURE.invalidResponse, detail };
     default:
       break;
   }
@@ -160,45 +195,51 @@ function describeError(error: unknown): string {
     typeof code === "string" &&
     /^(ERR_TLS_|ERR_SSL_|UNABLE_TO_|CERT_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_|ERR_TLS_CERT)/.test(code)
   )
-    return `TLS handshake failed (${code})`;
-  return `Request failed (${code ?? (error instanceof Error ? error.name : "unknown error")})`;
+    return { failure: FAILURE.tls, detail };
+  return { failure: FAILURE.other, detail };
 }
 
 /**
- * Sends one attempt. Never throws: every failure (URL rule, resolution, blocked address, connection,
- * TLS, timeout, non-2xx answer) is a failed outcome with a message for the delivery log.
+ * Sends one attempt. Never throws: every failure (URL rule, port, resolution, blocked address,
+ * connection, TLS, timeout, non-2xx answer) is a failed outcome with its class and detail.
+ * `shutdown` (the worker's long-lived abort signal) cuts the attempt short; its listener is removed
+ * when the attempt ends, so attempts leave nothing behind on it.
  */
 export async function sendWebhook(
   request: WebhookRequest,
   settings: SendSettings,
   shutdown?: AbortSignal,
 ): Promise<SendOutcome> {
-  const verdict = (settings.checkUrl ?? checkWebhookUrl)(request.url);
-  if (!verdict.ok) return failed(`The subscription URL breaks a URL rule: ${verdict.message}`);
+  const verdict = settings.checkUrl
+    ? settings.checkUrl(request.url)
+    : checkWebhookUrl(request.url, { allowedPorts: settings.allowedPorts });
+  if (!verdict.ok) return failed(FAILURE.targetNotAllowed, `URL rule ${verdict.rule}: ${verdict.message}`);
   const { url, host } = verdict;
   const deadline = Date.now() + settings.timeoutMs;
   const abort = new AbortController();
   let timer: NodeJS.Timeout | undefined;
+  let onShutdown: (() => void) | undefined;
   const timedOut = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      reject(new AttemptFailed(`Timed out after ${settings.timeoutMs} ms`));
+      reject(new AttemptFailed(FAILURE.timeout, `Timed out after ${settings.timeoutMs} ms`));
       abort.abort();
     }, settings.timeoutMs);
     // A worker shutting down cuts the attempt short; it is recorded as failed and retried.
-    shutdown?.addEventListener(
-      "abort",
-      () => {
-        reject(new AttemptFailed("Aborted: the worker is shutting down"));
-        abort.abort();
-      },
-      { once: true },
-    );
+    onShutdown = () => {
+      reject(new AttemptFailed(FAILURE.interrupted, "Aborted: the worker is shutting down"));
+      abort.abort();
+    };
+    if (shutdown?.aborted) onShutdown();
+    else shutdown?.addEventListener("abort", onShutdown, { once: true });
   });
   try {
     const addresses = await Promise.race([resolveHost(host, settings), timedOut]);
-    if (addresses.length === 0) return failed(`Host ${host} has no addresses`);
+    if (addresses.length === 0) return failed(FAILURE.dns, `Host ${host} has no addresses`);
     if (!settings.allowPrivateTargets && addresses.some((entry) => isBlockedAddress(entry.address))) {
-      return failed(`Host ${host} resolves to a private, loopback, link-local or reserved address; not connecting`);
+      return failed(
+        FAILURE.targetNotAllowed,
+        `Host ${host} resolves to a private, loopback, link-local or reserved address; not connecting`,
+      );
     }
     const attempt = (pooled: boolean) => post(url, host, addresses, request, settings, abort.signal, deadline, pooled);
     // A kept-alive connection the receiver closed just as it was reused fails before any answer: once,
@@ -211,16 +252,18 @@ export async function sendWebhook(
       timedOut,
     ]);
   } catch (error) {
-    return failed(describeError(error));
+    const { failure, detail } = classify(error);
+    return failed(failure, detail);
   } finally {
     clearTimeout(timer);
+    if (onShutdown) shutdown?.removeEventListener("abort", onShutdown);
   }
 }
 
 function outcomeOf(status: number): SendOutcome {
   if (status >= 200 && status < 300) return { delivered: true, responseCode: status };
-  if (status >= 300 && status < 400) return failed(`Redirect (HTTP ${status}) not followed`, status);
-  return failed(`HTTP ${status} response`, status);
+  if (status >= 300 && status < 400) return failed(FAILURE.httpStatus(status), "redirect not followed", status);
+  return failed(FAILURE.httpStatus(status), `HTTP ${status}`, status);
 }
 
 function post(

@@ -1,9 +1,50 @@
-// How a delivery is signed (contract §Signing): the hex HMAC-SHA256 of the exact body bytes under the
-// subscription's secret, sent as X-Service-Review-Signature.
+// How a delivery is signed. Two schemes side by side, each with every secret in `secrets` (one normally;
+// during a rotation overlap the new secret first, then the old one):
+//
+// - ours (contract §Signing, unchanged): X-Service-Review-Signature is the hex HMAC-SHA256 of the exact
+//   body bytes, keyed with the whole secret string as handed out (`whsec_…`, its UTF-8 bytes). Several
+//   secrets: the hex digests joined by commas, newest secret first. With one secret the header is
+//   exactly what it always was.
+// - Standard Webhooks (https://www.standardwebhooks.com): webhook-id (the delivery id, the same on every
+//   retry), webhook-timestamp (unix seconds of this attempt) and webhook-signature, `v1,<base64
+//   HMAC-SHA256 of "id.timestamp.body">`, entries separated by spaces. The key is the 32 bytes the
+//   secret encodes: the text after `whsec_`, decoded as base64url. (Libraries that only read standard
+//   base64 after `whsec_`, such as the `standardwebhooks` npm package, take the same key as
+//   `whsec_` + Buffer.from(secret.slice(6), "base64url").toString("base64"); the README shows it.)
+import { createHmac } from "node:crypto";
 import { hmacSha256Hex } from "../server/signing.ts";
 
 export const SIGNATURE_HEADER = "X-Service-Review-Signature";
+export const STANDARD_ID_HEADER = "webhook-id";
+export const STANDARD_TIMESTAMP_HEADER = "webhook-timestamp";
+export const STANDARD_SIGNATURE_HEADER = "webhook-signature";
 
-export function signatureHeaders(secret: string, body: string): Record<string, string> {
-  return { [SIGNATURE_HEADER]: hmacSha256Hex(secret, body) };
+const SECRET_PREFIX = "whsec_";
+
+/** The Standard Webhooks key of a secret: the bytes the base64url text after `whsec_` encodes. */
+export function standardWebhooksKey(secret: string): Buffer {
+  return Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, "base64url");
+}
+
+export interface SignedMessage {
+  /** The delivery id (stable across retries). */
+  id: string;
+  /** Unix seconds of the attempt. */
+  timestamp: number;
+  /** The exact body sent. */
+  body: string;
+}
+
+export function signatureHeaders(secrets: readonly string[], message: SignedMessage): Record<string, string> {
+  if (secrets.length === 0) throw new Error("signatureHeaders needs at least one secret");
+  const timestamp = String(Math.floor(message.timestamp));
+  const signedContent = `${message.id}.${timestamp}.${message.body}`;
+  return {
+    [SIGNATURE_HEADER]: secrets.map((secret) => hmacSha256Hex(secret, message.body)).join(","),
+    [STANDARD_ID_HEADER]: message.id,
+    [STANDARD_TIMESTAMP_HEADER]: timestamp,
+    [STANDARD_SIGNATURE_HEADER]: secrets
+      .map((secret) => `v1,${createHmac("sha256", standardWebhooksKey(secret)).update(signedContent).digest("base64")}`)
+      .join(" "),
+  };
 }

@@ -6,6 +6,8 @@ import * as idempotencyExactBytes from "./0009_idempotency_exact_bytes.ts";
 import * as intake from "./0002_intake.ts";
 import * as partners from "./0004_partners.ts";
 import * as rateLimits from "./0005_rate_limits.ts";
+import * as webhookEngine from "./0006_webhook_engine.ts";
+import * as webhookEngineAfterOperations from "./0013_webhook_engine_emit.ts";
 import * as webhookOperations from "./0007_webhook_operations.ts";
 import * as webhooks from "./0003_webhooks.ts";
 import * as writePath from "./0010_write_path.ts";
@@ -21,10 +23,13 @@ const migrations: [string, Migration][] = [
   ["0003_webhooks", webhooks],
   ["0004_partners", partners],
   ["0005_rate_limits", rateLimits],
+  ["0006_webhook_engine", webhookEngine],
   ["0007_webhook_operations", webhookOperations],
   ["0008_account_protection", accountProtection],
   ["0009_idempotency_exact_bytes", idempotencyExactBytes],
   ["0010_write_path", writePath],
+  // After 0007, which replaced emit_event again: its version, queueing through queue_delivery_job.
+  ["0013_webhook_engine_emit", webhookEngineAfterOperations],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

@@ -1,8 +1,9 @@
 // The dependency checks behind GET /v1/health and GET /v1/readyz: the database answers, every
-// migration this code knows is applied, and the worker is alive and keeping up with due jobs.
+// migration this code knows is applied, and the worker is alive, keeping up with due jobs, and no job is
+// stranded (locked by a worker whose heartbeat stopped) or overdue (locked longer than any attempt takes).
 import { pendingMigrations, pingDatabase } from "../../db/database.ts";
 import { oldestDueJobAge } from "../../db/job-queue.ts";
-import { workerLiveness } from "../../db/worker-heartbeats.ts";
+import { lockedJobCounts, workerLiveness } from "../../db/worker-heartbeats.ts";
 import { withTimeout } from "../../server/timeouts.ts";
 import type { Services } from "../../server/services.ts";
 import { rfc3339OrNull } from "../../db/timestamps.ts";
@@ -14,12 +15,29 @@ export interface HealthReport {
   version: string;
   checks: {
     database: { status: CheckStatus; latency_ms: number | null };
-    worker: { status: CheckStatus; last_seen_at: string | null; oldest_due_job_age_seconds: number | null };
+    worker: {
+      status: CheckStatus;
+      last_seen_at: string | null;
+      oldest_due_job_age_seconds: number | null;
+      stranded_jobs: number | null;
+      overdue_locked_jobs: number | null;
+    };
     migrations: { status: CheckStatus; pending: number | null };
   };
 }
 
 const CHECK_TIMEOUT_MS = 2000;
+
+/** A job locked this long is overdue: an attempt lasts at most WEBHOOK_TIMEOUT_MS (at most 2 minutes). */
+export const OVERDUE_LOCK_SECONDS = 300;
+
+const WORKER_UNKNOWN = {
+  status: "unhealthy" as const,
+  last_seen_at: null,
+  oldest_due_job_age_seconds: null,
+  stranded_jobs: null,
+  overdue_locked_jobs: null,
+};
 
 async function checkDatabase(services: Services): Promise<HealthReport["checks"]["database"]> {
   const started = performance.now();
@@ -43,21 +61,28 @@ async function checkMigrations(services: Services): Promise<HealthReport["checks
 async function checkWorker(services: Services): Promise<HealthReport["checks"]["worker"]> {
   const { workerStaleSeconds, queueLagSeconds } = services.config.health;
   try {
-    const [liveness, oldestDue] = await withTimeout(
-      Promise.all([workerLiveness(services.db), oldestDueJobAge(services.db)]),
+    const [liveness, oldestDue, locked] = await withTimeout(
+      Promise.all([
+        workerLiveness(services.db),
+        oldestDueJobAge(services.db),
+        lockedJobCounts(services.db, services.config.workerDeadAfterSeconds, OVERDUE_LOCK_SECONDS),
+      ]),
       CHECK_TIMEOUT_MS,
       "worker check",
     );
     const seenAge = liveness.secondsSinceSeen;
     const alive = seenAge !== null && seenAge <= workerStaleSeconds;
     const keepingUp = oldestDue === null || oldestDue <= queueLagSeconds;
+    const noStuckJobs = locked.stranded === 0 && locked.overdue === 0;
     return {
-      status: alive && keepingUp ? "healthy" : "degraded",
+      status: alive && keepingUp && noStuckJobs ? "healthy" : "degraded",
       last_seen_at: rfc3339OrNull(liveness.lastSeenAt),
       oldest_due_job_age_seconds: oldestDue === null ? null : Math.max(0, Math.round(oldestDue * 10) / 10),
+      stranded_jobs: locked.stranded,
+      overdue_locked_jobs: locked.overdue,
     };
   } catch {
-    return { status: "unhealthy", last_seen_at: null, oldest_due_job_age_seconds: null };
+    return WORKER_UNKNOWN;
   }
 }
 
@@ -66,10 +91,7 @@ export async function checkHealth(services: Services): Promise<HealthReport> {
   const [migrations, worker] =
     database.status === "healthy"
       ? await Promise.all([checkMigrations(services), checkWorker(services)])
-      : [
-          { status: "unhealthy" as const, pending: null },
-          { status: "unhealthy" as const, last_seen_at: null, oldest_due_job_age_seconds: null },
-        ];
+      : [{ status: "unhealthy" as const, pending: null }, WORKER_UNKNOWN];
   const statuses = [database.status, migrations.status, worker.status];
   const status: CheckStatus = statuses.includes("unhealthy")
     ? "unhealthy"

@@ -51,7 +51,7 @@ export const createWebhookSubscription: OperationHandler<"createWebhookSubscript
   services,
 }) => {
   const caller = principalOf({ principal });
-  const verdict = checkWebhookUrl(body.url);
+  const verdict = checkWebhookUrl(body.url, { allowedPorts: services.config.webhooks.allowedPorts });
   if (!verdict.ok) throw new RequestValidationError([valueError(["body", "url"], verdict.message, body.url)]);
   const secret = newSigningSecret();
   try {

@@ -82,8 +82,8 @@ export interface ReceivedRequest {
   receivedAt: number;
 }
 
-/** What the receiver does with a request: answer with a status (and headers), or never answer. */
-export type Answer = { status: number; headers?: Record<string, string> } | "stall";
+/** What the receiver does with a request: answer with a status (and headers), maybe after a delay, or never answer. */
+export type Answer = { status: number; headers?: Record<string, string>; delayMs?: number } | "stall";
 
 export interface Receiver {
   port: number;
@@ -130,8 +130,18 @@ export async function startReceiver(
         stalled.add(res);
         return;
       }
-      res.writeHead(reply.status, reply.headers);
-      res.end();
+      const send = () => {
+        if (res.destroyed) return;
+        res.writeHead(reply.status, reply.headers);
+        res.end();
+      };
+      if (reply.delayMs) {
+        stalled.add(res);
+        setTimeout(() => {
+          stalled.delete(res);
+          send();
+        }, reply.delayMs);
+      } else send();
     });
   });
   server.keepAliveTimeout = options.keepAliveTimeoutMs ?? 1000;

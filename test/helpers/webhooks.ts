@@ -1,6 +1,7 @@
 // A test server with a real graphile-worker and a real HTTPS receiver on loopback (its certificate
 // signed by a test CA made at run time), wired together the way decisions §5 allows for tests:
 // WEBHOOK_RESOLVE points hooks.test.example at 127.0.0.1, WEBHOOK_CA_FILE trusts the test CA.
+import type { DestinationStream } from "pino";
 import type { Test } from "tap";
 import { startWorker } from "../../worker/runner.ts";
 import { emitEvent, type EventDataByKind } from "../../db/events.ts";
@@ -46,6 +47,8 @@ export function webhookEnv(ca: TestCa, overrides: Record<string, string> = {}): 
     WEBHOOK_RESOLVE: `${RECEIVER_HOST}=127.0.0.1`,
     WEBHOOK_CA_FILE: ca.caFile,
     WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+    // The loopback receivers listen on ephemeral ports.
+    WEBHOOK_ALLOWED_PORTS: "443,1024-65535",
     // One rig tenant subscribes many receivers' paths in a test file; the limit has tests of its own.
     WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT: "10000",
     ...overrides,
@@ -59,9 +62,14 @@ export async function startWebhookRig(
     env?: Record<string, string>;
     answer?: (request: ReceivedRequest, countForPath: number) => Answer;
     worker?: boolean;
+    /** Receives the service's JSON log lines (the worker's included). */
+    logDestination?: DestinationStream;
   } = {},
 ): Promise<WebhookRig> {
-  const server = await startTestServer(t, { env: webhookEnv(ca, options.env) });
+  const server = await startTestServer(t, {
+    env: webhookEnv(ca, options.env),
+    ...(options.logDestination ? { logDestination: options.logDestination } : {}),
+  });
   const receiver = await startReceiver(ca, options.answer);
   t.teardown(() => receiver.close());
   if (options.worker !== false) {

@@ -28,14 +28,6 @@ export function retryDelaySeconds(retry: number, baseSeconds: number): number {
   return Math.min(baseSeconds * 6 ** (retry - 1), MAX_RETRY_DELAY_SECONDS);
 }
 
-/**
- * The signature headers for every secret that signs now. worker/signatures.ts signs with one secret
- * until its list form lands (wh-engine, issue 11 point 5): until then the newest secret signs alone.
- */
-function signedWith(secrets: readonly string[], body: string): Record<string, string> {
-  return signatureHeaders(secrets[0] ?? "", body);
-}
-
 export function deliverWebhook(
   services: Services,
   settings: SendSettings = sendSettings(services.config.webhooks),
@@ -112,12 +104,28 @@ export function deliverWebhook(
           "User-Agent": userAgent,
           "X-Service-Review-Event": delivery.event_type,
           "X-Service-Review-Delivery": delivery.id,
-          ...signedWith(secrets, body),
+          ...signatureHeaders(secrets, {
+            id: delivery.id,
+            timestamp: Math.floor(attemptedAt.getTime() / 1000),
+            body,
+          }),
         },
       },
       settings,
       helpers.abortSignal,
     );
+    if (!outcome.delivered) {
+      // The tenant sees the coarse class; the detail (addresses, error codes) stays in our logs.
+      services.logger.info(
+        {
+          delivery_id: delivery.id,
+          tenant: delivery.tenant_id,
+          failure: outcome.errorMessage,
+          detail: outcome.detail,
+        },
+        "webhook attempt failed",
+      );
+    }
 
     const attempt = delivery.attempts + 1;
     const common = {
