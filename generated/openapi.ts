@@ -173,6 +173,42 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/portal-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a link to the webhook portal page
+         * @description Returns a link to the webhook portal (`/portal`), the page where a tenant's developers see their
+         *     subscriptions, deliveries and every attempt, and fix what failed (resend, test event, secret
+         *     rotation, re-enable). Hand the link to a teammate or embed it in an iframe of your own dashboard
+         *     (allowed embedders: the `PORTAL_FRAME_ANCESTORS` setting).
+         *
+         *     The link is `PUBLIC_BASE_URL` + `/portal#token=<credential>`. The credential sits in the URL fragment,
+         *     which browsers never send to a server, so it does not reach request logs or `Referer` headers. It is an
+         *     ES256 JWT (`aud` `integrator-portal`, `scope` `webhooks:portal`, `tenant_id`, `sub` = the caller's
+         *     subject, `iat`, `exp`, `jti`) valid for `PORTAL_SESSION_TTL_MINUTES` minutes (default 15):
+         *     - it is accepted only by the operations that declare the `PortalSession` security scheme (the
+         *       webhook operations the page uses), always for that one tenant;
+         *     - every other operation refuses it with 401 `UNAUTHORIZED`, this one included: a portal credential
+         *       cannot create portal sessions;
+         *     - it cannot be revoked before it expires; keep the lifetime short.
+         *
+         *     The session is for the token's tenant, or for the tenant named by `tenant_id` (platform_admin only).
+         *     Each session is recorded as the audit action `webhooks.portal_session_created`.
+         */
+        post: operations["createWebhookPortalSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/health": {
         parameters: {
             query?: never;
@@ -1014,6 +1050,23 @@ export interface components {
             })[];
             /** @description The number of active subscriptions. */
             total: number;
+        };
+        /** @description A portal link. The credential in `url` is shown here only; it is never stored or logged. */
+        WebhookPortalSessionResponse: {
+            /** @description `PUBLIC_BASE_URL` + `/portal#token=` + the portal credential. */
+            url: string;
+            /**
+             * Format: uuid
+             * @description The tenant whose webhooks the link shows.
+             */
+            tenant_id: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC with `Z` when the credential expires (its `exp`).
+             */
+            expires_at: string;
+            /** @description Seconds the credential is valid from now (`PORTAL_SESSION_TTL_MINUTES` × 60). */
+            expires_in: number;
         };
         /**
          * @description `pending` until a send answers 2xx (`delivered`) or the last allowed attempt fails, or the
@@ -1886,6 +1939,50 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createWebhookPortalSession: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The tenant to act for. Must equal the token's tenant unless the caller has role `platform_admin`
+                 *     (403 `FORBIDDEN` otherwise). Defaults to the token's tenant.
+                 */
+                tenant_id?: components["parameters"]["TenantIdQuery"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The portal link and when its credential expires. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookPortalSessionResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description The `tenant_id` query names no registered tenant (platform_admin only; others get 403). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReviewApiErrorEnvelope"];
+                };
+            };
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];

@@ -119,6 +119,19 @@ const trustProxy: Parser<boolean | number | string[]> = (raw, name) => {
   return entries;
 };
 
+/** CSP frame-ancestors sources: 'none', 'self', or http(s) origins (wildcard subdomains allowed), space-separated. */
+const frameAncestors: Parser<string> = (raw, name) => {
+  const sources = raw.trim().split(/\s+/);
+  const valid = (source: string) =>
+    source === "'none'" || source === "'self'" || /^https?:\/\/(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?$/.test(source);
+  if (sources.length === 0 || !sources.every(valid) || (sources.includes("'none'") && sources.length > 1)) {
+    throw new ConfigError(
+      `${name} must be 'none', or 'self' and/or http(s) origins separated by spaces (e.g. https://dashboard.example.com), got "${raw}"`,
+    );
+  }
+  return sources.join(" ");
+};
+
 const logLevel: Parser<string> = (raw, name) => {
   if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(raw)) {
     throw new ConfigError(`${name} must be one of fatal, error, warn, info, debug, trace, silent, got "${raw}"`);
@@ -300,6 +313,16 @@ export const SETTINGS = {
     undefined,
     "Validate every response against the document (default true when NODE_ENV=test).",
   ),
+  PORTAL_SESSION_TTL_MINUTES: setting(
+    integer(1, 60),
+    "15",
+    "Lifetime of a webhook portal link's credential (POST /v1/webhooks/portal-sessions); it is revoked by expiry only.",
+  ),
+  PORTAL_FRAME_ANCESTORS: setting(
+    frameAncestors,
+    "'none'",
+    "Who may embed the /portal page in a frame (CSP frame-ancestors): 'none', or 'self' and/or origins such as https://dashboard.example.com, space-separated.",
+  ),
   SEED_DEMO: setting(
     boolean,
     "true",
@@ -351,6 +374,7 @@ export interface Config {
   shutdownTimeoutMs: number;
   validateResponses: boolean;
   seedDemo: boolean;
+  portal: { sessionTtlMinutes: number; frameAncestors: string };
 }
 
 /** Parses and checks every setting; throws ConfigError naming the first bad variable. */
@@ -423,5 +447,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS,
     validateResponses: v.VALIDATE_RESPONSES ?? v.NODE_ENV === "test",
     seedDemo: v.SEED_DEMO && !isProduction,
+    portal: { sessionTtlMinutes: v.PORTAL_SESSION_TTL_MINUTES, frameAncestors: v.PORTAL_FRAME_ANCESTORS },
   };
 }

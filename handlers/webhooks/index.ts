@@ -63,3 +63,5 @@ export const listWebhookDeliveries: OperationHandler<"listWebhookDeliveries"> = 
   const limit = query.limit === undefined ? DEFAULT_DELIVERIES_LIMIT : Number(query.limit);
   return { status: 200, body: await listDeliveries(services.db, principalOf({ principal }).tenantId, limit) };
 };
+
+export { createWebhookPortalSession } from "./portal-sessions.ts";

@@ -27,7 +27,15 @@ export interface Principal {
   tenantId: string;
   roles: string[];
   tokenId: string | undefined;
+  /** A webhook portal credential: accepted only by the operations declaring the PortalSession scheme. */
+  portal?: true;
 }
+
+/** The audience and scope of webhook portal credentials (POST /v1/webhooks/portal-sessions). */
+export const PORTAL_AUDIENCE = "integrator-portal";
+export const PORTAL_SCOPE = "webhooks:portal";
+/** A portal principal's subject: the creator's, marked, so its rate limit and created_by stand apart. */
+export const PORTAL_SUBJECT_PREFIX = "portal:";
 
 export class TokenRejected extends Error {
   override name = "TokenRejected";
@@ -65,7 +73,17 @@ export interface TokenService {
     audience?: string;
     extraClaims?: Record<string, unknown>;
   }): Promise<{ token: string; expiresIn: number; /** The exp claim, seconds since the epoch. */ expiresAt: number }>;
-  verify(token: string): Promise<Principal>;
+  /**
+   * Verifies an access token. With allowPortal, a portal credential (aud integrator-portal, scope
+   * webhooks:portal) is accepted too and yields a principal with portal set; without it one is rejected.
+   */
+  verify(token: string, options?: { allowPortal?: boolean }): Promise<Principal>;
+  /** Issues a webhook portal credential for one tenant (no roles; see PORTAL_AUDIENCE). */
+  issuePortal(input: {
+    subject: string;
+    tenantId: string;
+    expiresInSeconds: number;
+  }): Promise<{ token: string; expiresIn: number; expiresAt: number }>;
   jwks(): { keys: JWK[] };
   issuer: string;
 }
@@ -100,7 +118,7 @@ export async function createTokenService(db: Database, box: SecretBox, config: C
   const issuer = config.publicBaseUrl;
   const verified = new Map<string, { principal: Principal; expiresAt: number }>();
 
-  return {
+  const service: TokenService = {
     issuer,
     jwks: () => publicJwks,
     async issue({ subject, tenantId, roles, expiresInSeconds, audience, extraClaims }) {
@@ -117,21 +135,39 @@ export async function createTokenService(db: Database, box: SecretBox, config: C
         .sign(privateKey);
       return { token, expiresIn, expiresAt };
     },
-    async verify(token) {
-      const cached = verified.get(token);
-      if (cached && cached.expiresAt > Date.now()) return cached.principal;
-      if (cached) verified.delete(token);
-      const { principal, expiresAt } = await verifyUncached(token);
-      if (verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value as string);
-      verified.set(token, { principal, expiresAt });
+    async issuePortal({ subject, tenantId, expiresInSeconds }) {
+      return service.issue({
+        subject,
+        tenantId,
+        roles: [],
+        expiresInSeconds,
+        audience: PORTAL_AUDIENCE,
+        extraClaims: { scope: PORTAL_SCOPE },
+      });
+    },
+    async verify(token, options = {}) {
+      const principal = await verifyCached(token);
+      if (principal.portal && !options.allowPortal) throw new TokenRejected("a portal credential is not accepted here");
       return principal;
     },
   };
+  return service;
+
+  async function verifyCached(token: string): Promise<Principal> {
+    const cached = verified.get(token);
+    if (cached && cached.expiresAt > Date.now()) return cached.principal;
+    if (cached) verified.delete(token);
+    const { principal, expiresAt } = await verifyUncached(token);
+    if (verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value as string);
+    verified.set(token, { principal, expiresAt });
+    return principal;
+  }
 
   async function verifyUncached(token: string): Promise<{ principal: Principal; expiresAt: number }> {
     let claimedIssuer: unknown;
+    let claimedAudience: unknown;
     try {
-      claimedIssuer = decodeJwt(token).iss;
+      ({ iss: claimedIssuer, aud: claimedAudience } = decodeJwt(token));
     } catch {
       throw new TokenRejected("token is malformed");
     }
@@ -148,12 +184,34 @@ export async function createTokenService(db: Database, box: SecretBox, config: C
           expiresAt: expiryOf(payload),
         };
       }
+      if (claimedAudience === PORTAL_AUDIENCE) {
+        const { payload } = await jwtVerify(token, localKeys, {
+          issuer,
+          audience: PORTAL_AUDIENCE,
+          algorithms: ["ES256"],
+          clockTolerance: 5,
+          requiredClaims: ["exp", "iat", "scope"],
+        });
+        if (payload.scope !== PORTAL_SCOPE) throw new TokenRejected("portal credential has the wrong scope");
+        const principal = principalFrom(payload, "tenant_id", "roles");
+        return {
+          principal: {
+            ...principal,
+            subject: `${PORTAL_SUBJECT_PREFIX}${principal.subject}`,
+            roles: [],
+            portal: true,
+          },
+          expiresAt: expiryOf(payload),
+        };
+      }
       const { payload } = await jwtVerify(token, localKeys, {
         issuer,
         audience: config.selfAudience,
         algorithms: ["ES256"],
         clockTolerance: 5,
       });
+      // Defence in depth: a credential carrying the portal scope is never an access token.
+      if (payload.scope === PORTAL_SCOPE) throw new TokenRejected("a portal credential is not an access token");
       return { principal: principalFrom(payload, "tenant_id", "roles"), expiresAt: expiryOf(payload) };
     } catch (error) {
       if (error instanceof TokenRejected) throw error;

@@ -15,6 +15,7 @@ import type { Call, HandlerTable, OperationId } from "./operations.ts";
 import { loadDocument, resolveRef } from "./openapi-document.ts";
 import { poolStatistics } from "../../db/database.ts";
 import { loadShedding } from "./load-shedding.ts";
+import { portalPage } from "./portal-page.ts";
 import { requestLogger, type Logger } from "../logger.ts";
 import { observeRequest } from "../metrics.ts";
 import { createRateLimits } from "./rate-limit.ts";
@@ -37,6 +38,8 @@ const BODY_LIMIT = "1mb";
 interface ResolvedOperation {
   operationId: string;
   secured: boolean;
+  /** Declares the PortalSession scheme: a webhook portal credential is accepted too. */
+  portal: boolean;
   /** The health probes (tag health): never shed, rate-limited in a bucket of their own. */
   probe: boolean;
   overrides: OverrideRules;
@@ -79,6 +82,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
       resolved.set(operation.operationId, {
         operationId: operation.operationId,
         secured: security.some((requirement) => Object.keys(requirement).length > 0),
+        portal: security.some((requirement) => "PortalSession" in requirement),
         probe: (operation.tags ?? []).includes("health"),
         overrides: overrideRules(operation, (value) => resolveRef(document, value)),
       });
@@ -124,6 +128,9 @@ export async function createApp(services: Services, options: AppOptions): Promis
   });
   // Second gate behind the passport middleware: a protected operation never runs without a principal.
   backend.registerSecurityHandler("OAuth2PasswordBearer", (_context: Context, req: Request) => Boolean(req.user));
+  backend.registerSecurityHandler("PortalSession", (_context: Context, req: Request) =>
+    Boolean((req.user as Principal | undefined)?.portal),
+  );
   backend.register("unauthorizedHandler", async () => {
     throw new ApiError("UNAUTHORIZED", "A bearer token is required", {
       headers: { "WWW-Authenticate": 'Bearer realm="integrator-api"' },
@@ -196,11 +203,16 @@ export async function createApp(services: Services, options: AppOptions): Promis
   // the body. Rate limits sit around it: per principal once it is known, per address otherwise.
   const rateLimits = createRateLimits(services, logger);
   const limitOpen = rateLimits.open(isProbe);
-  const authenticate = rateLimits.protect(requireBearer(services.tokens));
+  const authenticate = rateLimits.protect(
+    requireBearer(services.tokens, (req) => operationOf(req.res as Response)?.portal === true),
+  );
   app.use((req, res, next) => {
     if (operationOf(res)?.secured) authenticate(req, res, next);
     else limitOpen(req, res, next);
   });
+
+  // The webhook portal page: static files, outside the API document (its API calls are ordinary operations).
+  app.use(portalPage(services.config.portal.frameAncestors));
 
   app.use(express.json({ limit: BODY_LIMIT, strict: false, type: ["application/json", "application/*+json"] }));
   app.use(express.urlencoded({ limit: "64kb", extended: false, type: "application/x-www-form-urlencoded" }));
