@@ -101,8 +101,9 @@ export interface paths {
         };
         /**
          * List active webhook subscriptions
-         * @description Lists the tenant's active subscriptions, without secrets. Deactivated subscriptions are not listed.
-         *     `total` is the number of subscriptions listed.
+         * @description Lists the tenant's active subscriptions, without secrets. Deactivated (deleted) subscriptions are not
+         *     listed; subscriptions disabled by endpoint health are (`status: disabled`, see
+         *     `enableWebhookSubscription`). `total` is the number of subscriptions listed.
          */
         get: operations["listWebhookSubscriptions"];
         put?: never;
@@ -117,6 +118,13 @@ export interface paths {
          *
          *     A `url` that breaks a URL rule (see `WebhookSubscriptionCreateRequest.url`) is a schema violation:
          *     422 with a `detail` entry at `["body", "url"]` of type `value_error` whose `msg` names the rule.
+         *
+         *     **Limits.** A tenant holds at most `WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT` subscriptions that are not
+         *     deleted (default 20; disabled ones count): one more is 409 `WEBHOOK_SUBSCRIPTION_LIMIT_REACHED` with
+         *     `error.details.limit`. A `url` identical (character for character) to that of one of the tenant's
+         *     subscriptions that is not deleted is 409 `WEBHOOK_SUBSCRIPTION_DUPLICATE_URL` with
+         *     `error.details.subscription_id`; change that subscription's events instead, or delete it first.
+         *     Both hold under concurrent calls.
          */
         post: operations["createWebhookSubscription"];
         delete?: never;
@@ -132,7 +140,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Get one webhook subscription
+         * @description Returns one subscription of the tenant, without its secret, including its health (`status`,
+         *     `disabled_at`, `disabled_reason`) and the end of a secret rotation's overlap window
+         *     (`previous_secret_expires_at`). A deleted (deactivated) subscription, an unknown id, an id that is not
+         *     a UUID, and a subscription of another tenant answer 404 `NOT_FOUND`.
+         */
+        get: operations["getWebhookSubscription"];
         put?: never;
         post?: never;
         /**
@@ -148,6 +163,91 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/subscriptions/{subscription_id}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-enable a subscription disabled by endpoint health
+         * @description Turns a `disabled` subscription back to `active`: it matches new events again and its failure
+         *     history starts afresh (`disabled_at` and `disabled_reason` become null). Deliveries that failed while
+         *     it was disabled are not sent again by themselves; resend them with `redeliverWebhookDelivery`.
+         *     Enabling an `active` subscription changes nothing and answers 200 as well. No request body.
+         *
+         *     **Endpoint health.** The worker disables a subscription by itself when its endpoint keeps failing:
+         *     after `WEBHOOK_DISABLE_AFTER_FAILED_DELIVERIES` deliveries in a row ended `failed` (default 20), or
+         *     when every attempt has failed for `WEBHOOK_DISABLE_AFTER_FAILING_DAYS` days (default 5); any delivered
+         *     attempt resets both. A disabled subscription is still listed (`status: disabled`, `is_active: true`)
+         *     and counts towards the subscription limit, but matches no new events, and its pending deliveries end
+         *     `failed` without another attempt. A deleted subscription (`is_active: false`) is gone: not listed,
+         *     not countable, not re-enabled (404).
+         */
+        post: operations["enableWebhookSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/subscriptions/{subscription_id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a subscription's signing secret
+         * @description Replaces the subscription's signing secret with a new one (`whsec_` followed by 32 random bytes in
+         *     base64url), returned in `secret` this once, like at creation. For an overlap window of
+         *     `WEBHOOK_SECRET_ROTATION_OVERLAP_HOURS` hours (default 24; until `previous_secret_expires_at`) every
+         *     delivery is signed with both the new and the previous secret: each signature header carries one
+         *     signature per secret, so a receiver still holding the previous secret keeps verifying while it is
+         *     updated. After the window only the new secret signs. Rotating again within the window makes the
+         *     secret being replaced the previous one; the one before it stops signing at once. Old secrets are
+         *     stored encrypted like the current one. Works on `active` and `disabled` subscriptions. No request body.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/subscriptions/{subscription_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event to a subscription
+         * @description Queues one `webhook.test` delivery (see the top-level `webhooks` section) to the subscription,
+         *     whatever event kinds it subscribes to, signed and retried like any other delivery (`origin: test`).
+         *     `webhook.test` is sent only by this operation; it cannot be subscribed to. No request body.
+         *
+         *     Manual sends (test events and redeliveries together) are limited per tenant to
+         *     `WEBHOOK_MANUAL_SENDS_PER_MINUTE` in any 60 seconds (default 10): beyond it 429 `RATE_LIMITED` with
+         *     `Retry-After` and `error.details.scope` `webhook_manual_sends`. A disabled subscription answers 409
+         *     `WEBHOOK_SUBSCRIPTION_DISABLED` (enable it first); a deleted one 404.
+         */
+        post: operations["sendWebhookTestEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/deliveries": {
         parameters: {
             query?: never;
@@ -158,15 +258,77 @@ export interface paths {
         /**
          * List recent webhook deliveries
          * @description Lists delivery records of the tenant's subscriptions, newest first (`created_at` descending, then
-         *     `id` descending), at most `limit` of them. `total` counts all of the tenant's deliveries.
+         *     `id` descending), at most `limit` of them. `total` counts all of the tenant's deliveries (kept
+         *     retention, every subscription, every origin), whatever the filters; it is exact and costs the same
+         *     however many deliveries there are.
+         *
+         *     **Paging.** When more deliveries match, `next_cursor` is an opaque string: pass it as `cursor` (with
+         *     the same filters) for the next page. Paging is keyset-based, so deliveries created meanwhile never
+         *     shift or repeat a page; they appear on a new first page. `next_cursor` is null on the last page. A
+         *     cursor that this operation did not hand out is 422 `value_error` at `["query", "cursor"]`.
+         *
+         *     **Filters** (combined with AND): `subscription_id`, `status`, `event_type`, and the creation time
+         *     range `created_after` (exclusive) / `created_before` (exclusive).
          *
          *     A delivery stays `pending` until a send answers 2xx (`delivered`) or its last attempt fails
          *     (`failed`); `attempts`, `last_attempt_at`, `response_code` and `error_message` are updated after every
-         *     attempt.
+         *     attempt. Each attempt's own record is in `getWebhookDelivery`. Deliveries and their attempts are
+         *     purged `WEBHOOK_RETENTION_DAYS` days after creation (default 30).
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/deliveries/{delivery_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get one delivery with every attempt
+         * @description Returns one delivery of the tenant (`delivery`) with `attempts`, every send attempt in order: when it
+         *     started, how long it took, its outcome, the HTTP status received and, for a failure, a coarse error
+         *     class (the detail stays in the service's logs). An unknown id, an id that is not a UUID, a purged
+         *     delivery and a delivery of another tenant answer 404 `NOT_FOUND`.
+         */
+        get: operations["getWebhookDelivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/deliveries/{delivery_id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a delivery's event again
+         * @description Queues a new delivery of the same event to the same subscription: a new delivery record (its own id,
+         *     sent as `X-Service-Review-Delivery`, and its own attempts) with `origin: redelivery` and
+         *     `redelivery_of` naming the delivery given here; the body is the original envelope, byte for byte
+         *     (same `timestamp`). The original is left as it is. Any delivery can be resent, whatever its status.
+         *     No request body.
+         *
+         *     Counted with test events in `WEBHOOK_MANUAL_SENDS_PER_MINUTE` per tenant (429 `RATE_LIMITED` with
+         *     `Retry-After` beyond it). A delivery whose subscription was deleted answers 409
+         *     `WEBHOOK_SUBSCRIPTION_INACTIVE`; one whose subscription is disabled 409 `WEBHOOK_SUBSCRIPTION_DISABLED`.
+         */
+        post: operations["redeliverWebhookDelivery"];
         delete?: never;
         options?: never;
         head?: never;
@@ -829,6 +991,56 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "webhook.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * webhook.test
+         * @description A test event, sent only when the tenant calls `sendWebhookTestEvent` (never by a lifecycle event;
+         *     it cannot be subscribed to). Signed and retried like every delivery; see `WebhookEventEnvelope`.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                     *     over the bytes as received (do not re-serialise) and compare in constant time.
+                     */
+                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                    /** @description The event kind; equal to the body's `event`. */
+                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                    "User-Agent": components["parameters"]["WebhookUserAgent"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["WebhookTestEvent"];
+                };
+            };
+            responses: {
+                "2XX": components["responses"]["WebhookDelivered"];
+                "4XX": components["responses"]["WebhookFailed"];
+                default: components["responses"]["WebhookFailed"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -842,7 +1054,9 @@ export interface components {
                  *     `PAYLOAD_TOO_LARGE` 413, `UNSUPPORTED_MEDIA_TYPE` 415, `IDEMPOTENCY_KEY_INVALID` 422,
                  *     `CONTEXT_INVALID` 422, `CALLBACK_PAYLOAD_INVALID` 400, `CALLBACK_SIGNATURE_INVALID` 400,
                  *     `RATE_LIMITED` 429 (with `Retry-After`), `INTERNAL_ERROR` 500, `NOT_IMPLEMENTED` 501,
-                 *     `SERVICE_UNAVAILABLE` 503 (with `Retry-After`).
+                 *     `SERVICE_UNAVAILABLE` 503 (with `Retry-After`), `WEBHOOK_SUBSCRIPTION_LIMIT_REACHED` 409,
+                 *     `WEBHOOK_SUBSCRIPTION_DUPLICATE_URL` 409, `WEBHOOK_SUBSCRIPTION_DISABLED` 409,
+                 *     `WEBHOOK_SUBSCRIPTION_INACTIVE` 409.
                  * @example IDEMPOTENCY_KEY_MISMATCH
                  */
                 code: string;
@@ -1005,6 +1219,18 @@ export interface components {
          * @enum {string}
          */
         WebhookEventSelector: "document.status_changed" | "document.uploaded" | "document.completed" | "adjudication.case_created" | "adjudication.case_resolved" | "intake.submitted" | "intake.batch_submitted" | "scorecard.created" | "*";
+        /**
+         * @description The event kind of a delivery: a `WebhookEventKind`, or `webhook.test`, sent only by
+         *     `sendWebhookTestEvent` (it cannot be subscribed to).
+         */
+        WebhookDeliveredEventKind: string | components["schemas"]["WebhookEventKind"] | "webhook.test";
+        /**
+         * @description `active`: events are delivered. `disabled`: endpoint health turned it off after repeated failures
+         *     (see `disabled_reason`); still listed, nothing is delivered until `enableWebhookSubscription`.
+         *     A deleted subscription has no status: it is `is_active: false` and is never shown.
+         * @enum {string}
+         */
+        WebhookSubscriptionStatus: "active" | "disabled";
         /** @description A new subscription. Unknown fields are ignored. */
         WebhookSubscriptionCreateRequest: {
             /**
@@ -1020,7 +1246,7 @@ export interface components {
             /** @description Event kinds to deliver, or `*` for all; duplicates are removed. */
             events: components["schemas"]["WebhookEventSelector"][];
         };
-        /** @description A webhook subscription. `secret` is present only in the create response. */
+        /** @description A webhook subscription. `secret` is present only in the create and rotate-secret responses. */
         WebhookSubscriptionResponse: {
             /** Format: uuid */
             id: string;
@@ -1037,9 +1263,23 @@ export interface components {
              * @description RFC 3339 timestamp in UTC with `Z`.
              */
             created_at: string;
+            status: components["schemas"]["WebhookSubscriptionStatus"];
+            /**
+             * Format: date-time
+             * @description When endpoint health disabled the subscription (RFC 3339 in UTC with `Z`); null when `active`.
+             */
+            disabled_at: string | null;
+            /** @description Why endpoint health disabled it, e.g. `20 deliveries in a row failed`; null when `active`. */
+            disabled_reason: string | null;
+            /**
+             * Format: date-time
+             * @description Until when the secret replaced by the last rotation still signs deliveries beside the current one
+             *     (RFC 3339 in UTC with `Z`); null when no rotation overlap window is open.
+             */
+            previous_secret_expires_at: string | null;
             /**
              * @description The signing secret (`whsec_` followed by 32 random bytes in base64url), returned once by the
-             *     create operation and never again.
+             *     create operation (and by each rotation, for the new secret) and never again.
              */
             secret?: string | null;
         };
@@ -1074,6 +1314,12 @@ export interface components {
          * @enum {string}
          */
         WebhookDeliveryStatus: "pending" | "delivered" | "failed";
+        /**
+         * @description Why the delivery exists: `event` (a lifecycle event matched the subscription), `redelivery`
+         *     (`redeliverWebhookDelivery`; see `redelivery_of`) or `test` (`sendWebhookTestEvent`).
+         * @enum {string}
+         */
+        WebhookDeliveryOrigin: "event" | "redelivery" | "test";
         /** @description One queued event for one subscription, with the outcome of its attempts. */
         WebhookDeliveryResponse: {
             /**
@@ -1083,7 +1329,7 @@ export interface components {
             id: string;
             /** Format: uuid */
             subscription_id: string;
-            /** @description The event kind (see `WebhookEventKind`). */
+            /** @description The event kind (see `WebhookDeliveredEventKind`). */
             event_type: string;
             payload: components["schemas"]["WebhookEventEnvelope"];
             status: components["schemas"]["WebhookDeliveryStatus"];
@@ -1103,12 +1349,56 @@ export interface components {
              * @description RFC 3339 timestamp in UTC with `Z`.
              */
             created_at: string;
+            origin: components["schemas"]["WebhookDeliveryOrigin"];
+            /**
+             * Format: uuid
+             * @description For `origin: redelivery`, the delivery that was resent (it may since have been purged); null otherwise.
+             */
+            redelivery_of: string | null;
         };
-        /** @description The tenant's newest deliveries. */
+        /**
+         * @description `delivered` (a 2xx answer) or `failed`.
+         * @enum {string}
+         */
+        WebhookDeliveryAttemptOutcome: "delivered" | "failed";
+        /**
+         * @description Why an attempt failed, as a coarse class (the detail is only in the service's logs): `timeout` (no
+         *     answer within `WEBHOOK_TIMEOUT_MS`), `connection_failed` (the address could not be resolved, was
+         *     refused by the send-time address rules, or the connection failed), `tls_failed` (TLS handshake or
+         *     certificate), `http_status` (an answer other than 2xx, including redirects; see `response_code`).
+         * @enum {string}
+         */
+        WebhookDeliveryErrorClass: "timeout" | "connection_failed" | "tls_failed" | "http_status";
+        /** @description One send attempt of a delivery. */
+        WebhookDeliveryAttempt: {
+            /** @description 1 for the first attempt, then 2, 3, … */
+            number: number;
+            /**
+             * Format: date-time
+             * @description When the attempt started (RFC 3339 in UTC with `Z`).
+             */
+            attempted_at: string;
+            /** @description How long the attempt took, from resolving the host to the answer's status line (or the failure). */
+            duration_ms: number;
+            outcome: components["schemas"]["WebhookDeliveryAttemptOutcome"];
+            /** @description The HTTP status received; null when none was. */
+            response_code: number | null;
+            /** @description Why it failed; null when `delivered`. */
+            error_class: components["schemas"]["WebhookDeliveryErrorClass"] | null;
+        };
+        /** @description One delivery and every attempt made to send it, oldest first. */
+        WebhookDeliveryDetailResponse: {
+            delivery: components["schemas"]["WebhookDeliveryResponse"];
+            /** @description Every attempt so far, oldest first (as many as `delivery.attempts`). */
+            attempts: components["schemas"]["WebhookDeliveryAttempt"][];
+        };
+        /** @description A page of the tenant's newest deliveries. */
         WebhookDeliveryListResponse: {
             deliveries: components["schemas"]["WebhookDeliveryResponse"][];
-            /** @description All of the tenant's deliveries, not only those returned. */
+            /** @description All of the tenant's deliveries, not only those returned, whatever the filters. */
             total: number;
+            /** @description Pass as `cursor` for the next page; null on the last page. */
+            next_cursor: string | null;
         };
         /**
          * @description The body of every webhook delivery.
@@ -1129,7 +1419,7 @@ export interface components {
          *     drop duplicates by it. A delivery of a deactivated subscription is not sent again.
          */
         WebhookEventEnvelope: {
-            event: components["schemas"]["WebhookEventKind"];
+            event: components["schemas"]["WebhookDeliveredEventKind"];
             /** Format: uuid */
             tenant_id: string;
             /**
@@ -1192,6 +1482,20 @@ export interface components {
             document_id?: string;
             /** Format: uuid */
             case_id?: string;
+        };
+        /** @description Data of `webhook.test`. */
+        WebhookTestEventData: {
+            /**
+             * Format: uuid
+             * @description The subscription the test event was sent to.
+             */
+            subscription_id: string;
+        };
+        /** @description The `webhook.test` delivery body. */
+        WebhookTestEvent: components["schemas"]["WebhookEventEnvelope"] & {
+            /** @constant */
+            event: "webhook.test";
+            data: components["schemas"]["WebhookTestEventData"];
         };
         /** @description The `document.status_changed` delivery body. */
         DocumentStatusChangedEvent: components["schemas"]["WebhookEventEnvelope"] & {
@@ -1594,6 +1898,23 @@ export interface components {
                 "application/json": components["schemas"]["ReviewApiErrorEnvelope"];
             };
         };
+        /**
+         * @description `WEBHOOK_SUBSCRIPTION_LIMIT_REACHED`: the tenant already holds `WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT`
+         *     subscriptions (`error.details.limit`).
+         *     `WEBHOOK_SUBSCRIPTION_DUPLICATE_URL`: one of the tenant's subscriptions already has this URL
+         *     (`error.details.subscription_id`).
+         *     `WEBHOOK_SUBSCRIPTION_DISABLED`: the subscription is disabled by endpoint health; enable it first.
+         *     `WEBHOOK_SUBSCRIPTION_INACTIVE`: the delivery's subscription was deleted.
+         */
+        WebhookConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ReviewApiErrorEnvelope"];
+            };
+        };
         /** @description Any 2xx status marks the delivery `delivered`. The response body is ignored. */
         WebhookDelivered: {
             headers: {
@@ -1629,13 +1950,15 @@ export interface components {
         SubmissionId: string;
         /** @description The subscription id (a UUID; any other value is answered 404). */
         SubscriptionId: string;
+        /** @description The delivery id (a UUID; any other value is answered 404). */
+        DeliveryId: string;
         /**
          * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
          *     over the bytes as received (do not re-serialise) and compare in constant time.
          */
         WebhookSignature: string;
         /** @description The event kind; equal to the body's `event`. */
-        WebhookEvent: components["schemas"]["WebhookEventKind"];
+        WebhookEvent: components["schemas"]["WebhookDeliveredEventKind"];
         /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
         WebhookDelivery: string;
         /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
@@ -1876,8 +2199,43 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            409: components["responses"]["WebhookConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhookSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The subscription id (a UUID; any other value is answered 404). */
+                subscription_id: components["parameters"]["SubscriptionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscriptionResponse"] & {
+                        secret?: never;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
@@ -1915,11 +2273,127 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    enableWebhookSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The subscription id (a UUID; any other value is answered 404). */
+                subscription_id: components["parameters"]["SubscriptionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription, now `active`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscriptionResponse"] & {
+                        secret?: never;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The subscription id (a UUID; any other value is answered 404). */
+                subscription_id: components["parameters"]["SubscriptionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription with the new `secret`, this once. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscriptionResponse"] & {
+                        secret: string;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    sendWebhookTestEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The subscription id (a UUID; any other value is answered 404). */
+                subscription_id: components["parameters"]["SubscriptionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The test delivery, queued. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["WebhookConflict"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listWebhookDeliveries: {
         parameters: {
             query?: {
                 /** @description Maximum number of deliveries returned. */
                 limit?: number;
+                /**
+                 * @description The `next_cursor` of the previous page (opaque).
+                 * @example eyJjIjoiMjAyNi0xMS0yMVQyMzo0MDowNi42NDVaIiwiaSI6IjAxOTJmMGM0LThhOWUtN2MxYi05YTRlLTNmMmQxYzBiNWE2OSJ9
+                 */
+                cursor?: string;
+                /** @description Only deliveries of this subscription. */
+                subscription_id?: string;
+                /** @description Only deliveries in this status. */
+                status?: components["schemas"]["WebhookDeliveryStatus"];
+                /** @description Only deliveries of this event kind. */
+                event_type?: components["schemas"]["WebhookDeliveredEventKind"];
+                /** @description Only deliveries created after this instant (RFC 3339). */
+                created_after?: string;
+                /** @description Only deliveries created before this instant (RFC 3339). */
+                created_before?: string;
             };
             header?: never;
             path?: never;
@@ -1927,7 +2401,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The newest deliveries and the total count. */
+            /** @description A page of the newest matching deliveries and the total count. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1939,6 +2413,71 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The delivery id (a UUID; any other value is answered 404). */
+                delivery_id: components["parameters"]["DeliveryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery and its attempts. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryDetailResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    redeliverWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The delivery id (a UUID; any other value is answered 404). */
+                delivery_id: components["parameters"]["DeliveryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new delivery, queued. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["WebhookConflict"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];

@@ -251,6 +251,41 @@ export const SETTINGS = {
   ),
   WEBHOOK_RESOLVE: setting(resolveMap, undefined, "Tests only: fixed DNS answers for deliveries, host=ip,host2=ip."),
   WEBHOOK_CA_FILE: setting(text, undefined, "Tests only: PEM file of an extra CA trusted for deliveries."),
+  WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT: setting(
+    integer(1, 10_000),
+    "20",
+    "Webhook subscriptions a tenant may hold (deleted ones do not count, disabled ones do); one more is 409 WEBHOOK_SUBSCRIPTION_LIMIT_REACHED.",
+  ),
+  WEBHOOK_DISABLE_AFTER_FAILED_DELIVERIES: setting(
+    integer(0, 1_000_000),
+    "20",
+    "A subscription whose deliveries end failed this many times in a row is disabled; 0 turns this rule off.",
+  ),
+  WEBHOOK_DISABLE_AFTER_FAILING_DAYS: setting(
+    decimal(0, 365),
+    "5",
+    "A subscription whose every attempt has failed for this many days is disabled (fractions allowed); 0 turns this rule off.",
+  ),
+  WEBHOOK_SECRET_ROTATION_OVERLAP_HOURS: setting(
+    decimal(0, 24 * 30),
+    "24",
+    "After a secret rotation, hours during which deliveries are signed with both the new and the previous secret.",
+  ),
+  WEBHOOK_MANUAL_SENDS_PER_MINUTE: setting(
+    integer(1, 100_000),
+    "10",
+    "Redeliveries and test events together a tenant may request in any 60 seconds (429 RATE_LIMITED beyond).",
+  ),
+  WEBHOOK_RETENTION_DAYS: setting(
+    integer(1, 3650),
+    "30",
+    "Days after creation when final deliveries and their attempts are purged by the purge_webhook_deliveries job.",
+  ),
+  WEBHOOK_PURGE_BATCH_SIZE: setting(
+    integer(1, 100_000),
+    "1000",
+    "Deliveries deleted per statement by the purge job (small batches keep locks short).",
+  ),
   WORKER_CONCURRENCY: setting(integer(1, 100), "5", "Jobs the worker runs at once."),
   HEALTH_WORKER_STALE_SECONDS: setting(
     integer(5, 86400),
@@ -363,6 +398,13 @@ export interface Config {
     allowPrivateTargets: boolean;
     resolve: Record<string, string>;
     caFile: string | undefined;
+    maxSubscriptionsPerTenant: number;
+    disableAfterFailedDeliveries: number;
+    disableAfterFailingDays: number;
+    secretRotationOverlapHours: number;
+    manualSendsPerMinute: number;
+    retentionDays: number;
+    purgeBatchSize: number;
   };
   workerConcurrency: number;
   health: { workerStaleSeconds: number; queueLagSeconds: number };
@@ -428,6 +470,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       allowPrivateTargets: v.WEBHOOK_ALLOW_PRIVATE_TARGETS,
       resolve: v.WEBHOOK_RESOLVE ?? {},
       caFile: v.WEBHOOK_CA_FILE,
+      maxSubscriptionsPerTenant: v.WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT,
+      disableAfterFailedDeliveries: v.WEBHOOK_DISABLE_AFTER_FAILED_DELIVERIES,
+      disableAfterFailingDays: v.WEBHOOK_DISABLE_AFTER_FAILING_DAYS,
+      secretRotationOverlapHours: v.WEBHOOK_SECRET_ROTATION_OVERLAP_HOURS,
+      manualSendsPerMinute: v.WEBHOOK_MANUAL_SENDS_PER_MINUTE,
+      retentionDays: v.WEBHOOK_RETENTION_DAYS,
+      purgeBatchSize: v.WEBHOOK_PURGE_BATCH_SIZE,
     },
     workerConcurrency: v.WORKER_CONCURRENCY,
     health: { workerStaleSeconds: v.HEALTH_WORKER_STALE_SECONDS, queueLagSeconds: v.HEALTH_QUEUE_LAG_SECONDS },

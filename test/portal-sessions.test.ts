@@ -11,8 +11,14 @@ import { loadConfig, ConfigError } from "../server/config.ts";
 const PORTAL_OPERATIONS = [
   "createWebhookSubscription",
   "deleteWebhookSubscription",
+  "enableWebhookSubscription",
+  "getWebhookDelivery",
+  "getWebhookSubscription",
   "listWebhookDeliveries",
   "listWebhookSubscriptions",
+  "redeliverWebhookDelivery",
+  "rotateWebhookSecret",
+  "sendWebhookTestEvent",
 ].sort();
 
 const text: string[] = [];
@@ -215,6 +221,35 @@ t.test("through the portal credential, another tenant's webhooks are out of reac
     stillB.subscriptions.some((subscription) => subscription.id === subscriptionB.id),
     "and stays active",
   );
+
+  const deliveriesB = (await (await server.request("/v1/webhooks/deliveries", { token: tenantB.token })).json()) as {
+    deliveries: { id: string }[];
+  };
+  const deliveryB = deliveriesB.deliveries[0]?.id ?? "";
+  t.ok(deliveryB, "B has a delivery");
+  const attempts: [string, string][] = [
+    ["GET", `/v1/webhooks/subscriptions/${subscriptionB.id}`],
+    ["POST", `/v1/webhooks/subscriptions/${subscriptionB.id}/enable`],
+    ["POST", `/v1/webhooks/subscriptions/${subscriptionB.id}/rotate-secret`],
+    ["POST", `/v1/webhooks/subscriptions/${subscriptionB.id}/test`],
+    ["GET", `/v1/webhooks/deliveries/${deliveryB}`],
+    ["POST", `/v1/webhooks/deliveries/${deliveryB}/redeliver`],
+    ["GET", `/v1/webhooks/deliveries?subscription_id=${subscriptionB.id}`],
+  ];
+  for (const [method, path] of attempts) {
+    const res = await server.request(path, { method, token: tokenA });
+    const body = (await res.json()) as { deliveries?: unknown[] };
+    if (body.deliveries) t.same(body.deliveries, [], `${method} ${path}: nothing of B's`);
+    else t.equal(res.status, 404, `${method} ${path}: 404 as a missing one`);
+  }
+  const afterB = (await (await server.request("/v1/webhooks/deliveries", { token: tenantB.token })).json()) as {
+    deliveries: { id: string }[];
+  };
+  t.equal(afterB.deliveries.length, deliveriesB.deliveries.length, "no test event or redelivery was queued for B");
+  const subscriptionAfter = (await (
+    await server.request(`/v1/webhooks/subscriptions/${subscriptionB.id}`, { token: tenantB.token })
+  ).json()) as { previous_secret_expires_at: string | null };
+  t.equal(subscriptionAfter.previous_secret_expires_at, null, "B's secret was not rotated");
 });
 
 t.test("the portal credential never reaches a log line", async (t) => {

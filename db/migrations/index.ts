@@ -5,6 +5,7 @@ import * as intake from "./0002_intake.ts";
 import * as webhooks from "./0003_webhooks.ts";
 import * as partners from "./0004_partners.ts";
 import * as rateLimits from "./0005_rate_limits.ts";
+import * as webhookOperations from "./0007_webhook_operations.ts";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -17,6 +18,7 @@ const migrations: [string, Migration][] = [
   ["0003_webhooks", webhooks],
   ["0004_partners", partners],
   ["0005_rate_limits", rateLimits],
+  ["0007_webhook_operations", webhookOperations],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {
