@@ -46,17 +46,30 @@ async function settle<T>(call: Promise<{ data?: T; error?: unknown; response: Re
   return result.data as T;
 }
 
+export type DeliveryFilters = NonNullable<paths["/v1/webhooks/deliveries"]["get"]["parameters"]["query"]>;
+export type DeliveryDetail = components["schemas"]["WebhookDeliveryDetailResponse"];
+export type Attempt = components["schemas"]["WebhookDeliveryAttempt"];
+export type DeliveredEventKind = components["schemas"]["WebhookDeliveredEventKind"];
+
 export function portalApi(token: string, baseUrl = window.location.origin) {
   const client = createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${token}` } });
+  const subscription = (id: string) => ({ params: { path: { subscription_id: id } } });
+  const delivery = (id: string) => ({ params: { path: { delivery_id: id } } });
   return {
     listSubscriptions: () => settle(client.GET("/v1/webhooks/subscriptions")),
     createSubscription: (url: string, events: EventSelector[]) =>
       settle(client.POST("/v1/webhooks/subscriptions", { body: { url, events } })),
-    deactivateSubscription: (id: string) =>
-      settle(
-        client.DELETE("/v1/webhooks/subscriptions/{subscription_id}", { params: { path: { subscription_id: id } } }),
-      ),
-    listDeliveries: (limit: number) => settle(client.GET("/v1/webhooks/deliveries", { params: { query: { limit } } })),
+    deleteSubscription: (id: string) =>
+      settle(client.DELETE("/v1/webhooks/subscriptions/{subscription_id}", subscription(id))),
+    enableSubscription: (id: string) =>
+      settle(client.POST("/v1/webhooks/subscriptions/{subscription_id}/enable", subscription(id))),
+    rotateSecret: (id: string) =>
+      settle(client.POST("/v1/webhooks/subscriptions/{subscription_id}/rotate-secret", subscription(id))),
+    sendTestEvent: (id: string) =>
+      settle(client.POST("/v1/webhooks/subscriptions/{subscription_id}/test", subscription(id))),
+    listDeliveries: (query: DeliveryFilters) => settle(client.GET("/v1/webhooks/deliveries", { params: { query } })),
+    getDelivery: (id: string) => settle(client.GET("/v1/webhooks/deliveries/{delivery_id}", delivery(id))),
+    redeliver: (id: string) => settle(client.POST("/v1/webhooks/deliveries/{delivery_id}/redeliver", delivery(id))),
   };
 }
 

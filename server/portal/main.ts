@@ -1,6 +1,16 @@
 // The webhook portal page: a tenant's subscriptions with their health, and its deliveries with every
 // attempt. Plain DOM; every call goes through api.ts (the typed client).
-import { ApiFailure, portalApi, type Delivery, type EventKind, type PortalApi, type Subscription } from "./api.ts";
+import {
+  ApiFailure,
+  portalApi,
+  type Attempt,
+  type DeliveredEventKind,
+  type Delivery,
+  type DeliveryFilters,
+  type EventKind,
+  type PortalApi,
+  type Subscription,
+} from "./api.ts";
 import { h, replace, time } from "./dom.ts";
 import { forgetSession, readSession, type Session } from "./session.ts";
 
@@ -211,6 +221,7 @@ class Portal {
       const { subscriptions } = await this.api.listSubscriptions();
       this.subscriptions = subscriptions;
       this.renderSubscriptions();
+      this.syncSubscriptionFilter();
     } catch (error) {
       if (this.refused(error)) return;
       replace(
@@ -239,36 +250,64 @@ class Portal {
   }
 
   private subscriptionCard(subscription: Subscription): HTMLElement {
-    const healthy = subscription.is_active;
+    const disabled = subscription.status === "disabled";
     const actions = h(
       "div",
       { class: "actions" },
-      this.action("Stop deliveries", () => this.deactivate(subscription), { danger: true }),
+      disabled
+        ? this.action("Re-enable", () => this.enable(subscription), { primary: true })
+        : this.action("Send test event", () => this.sendTest(subscription)),
+      this.action("Rotate secret", () => this.rotate(subscription)),
+      this.action("Show deliveries", async () => this.filterBySubscription(subscription.id)),
+      this.action("Delete", () => this.remove(subscription), { danger: true }),
     );
     return h(
       "li",
-      { class: `card subscription ${healthy ? "" : "disabled"}`, "data-subscription-id": subscription.id },
+      {
+        class: `card subscription${disabled ? " disabled" : ""}`,
+        "data-subscription-id": subscription.id,
+        "aria-label": `Endpoint ${subscription.url}${disabled ? " (disabled)" : ""}`,
+      },
       h("p", { class: "url" }, h("code", {}, subscription.url)),
       h(
         "p",
         { class: "meta" },
-        healthy ? statusBadge("active", "ok") : statusBadge("disabled", "bad"),
+        disabled ? statusBadge("disabled", "bad") : statusBadge("active", "ok"),
         " ",
         subscription.events.join(", "),
         " · created ",
         time(subscription.created_at),
       ),
+      disabled
+        ? h(
+            "p",
+            { class: "reason", role: "note" },
+            "Disabled ",
+            time(subscription.disabled_at),
+            `: ${subscription.disabled_reason ?? "its deliveries kept failing"}. `,
+            "Fix the endpoint, then re-enable it and resend the failed deliveries.",
+          )
+        : null,
+      subscription.previous_secret_expires_at
+        ? h(
+            "p",
+            { class: "meta" },
+            "The previous secret also signs deliveries until ",
+            time(subscription.previous_secret_expires_at),
+            ".",
+          )
+        : null,
       actions,
-      h(
-        "p",
-        { class: "unavailable" },
-        "Sending a test event, rotating the secret and re-enabling are not available on this server yet.",
-      ),
     );
   }
 
-  private action(label: string, run: () => Promise<unknown>, options: { danger?: boolean } = {}): HTMLButtonElement {
-    const button = h("button", { type: "button", class: options.danger ? "danger" : "" }, label);
+  private action(
+    label: string,
+    run: () => Promise<unknown>,
+    options: { danger?: boolean; primary?: boolean } = {},
+  ): HTMLButtonElement {
+    const tone = options.danger ? "danger" : options.primary ? "primary" : "";
+    const button = h("button", { type: "button", class: tone }, label);
     button.addEventListener("click", () => {
       button.disabled = true;
       run().then(
@@ -282,96 +321,315 @@ class Portal {
     return button;
   }
 
-  private async deactivate(subscription: Subscription): Promise<void> {
-    if (!window.confirm(`Stop all deliveries to ${subscription.url}? This cannot be undone.`)) return;
-    await this.api.deactivateSubscription(subscription.id);
-    this.say("Deliveries to that endpoint are stopped.");
+  private async remove(subscription: Subscription): Promise<void> {
+    if (!window.confirm(`Delete the endpoint ${subscription.url}? Nothing more is sent to it; this cannot be undone.`))
+      return;
+    await this.api.deleteSubscription(subscription.id);
+    this.say("Endpoint deleted: nothing more is sent to it.");
     await this.loadSubscriptions();
+  }
+
+  private async enable(subscription: Subscription): Promise<void> {
+    await this.api.enableSubscription(subscription.id);
+    this.say("Endpoint re-enabled: new events are delivered again. Resend the deliveries that failed meanwhile.");
+    await this.loadSubscriptions();
+  }
+
+  private async rotate(subscription: Subscription): Promise<void> {
+    if (!window.confirm(`Rotate the signing secret of ${subscription.url}?`)) return;
+    const rotated = await this.api.rotateSecret(subscription.id);
+    await this.loadSubscriptions();
+    const until = rotated.previous_secret_expires_at
+      ? ` The previous secret also signs until ${new Date(rotated.previous_secret_expires_at).toLocaleString()}.`
+      : "";
+    this.showSecret(`Secret rotated.${until}`, rotated.secret);
+  }
+
+  private async sendTest(subscription: Subscription): Promise<void> {
+    await this.api.sendTestEvent(subscription.id);
+    this.say(`Test event queued for ${subscription.url}. It appears under Deliveries.`);
+    await this.loadDeliveries();
   }
 
   // ---- deliveries ----------------------------------------------------------------------------------
 
-  private async loadDeliveries(): Promise<void> {
-    replace(this.deliveriesView, loading("deliveries"));
-    try {
-      const { deliveries, total } = await this.api.listDeliveries(PAGE_SIZE);
-      this.renderDeliveries(deliveries, total);
-    } catch (error) {
-      if (this.refused(error)) return;
-      replace(
-        this.deliveriesView,
-        errorBox(error, () => void this.loadDeliveries()),
+  private filters: DeliveryFilters = {};
+  private nextCursor: string | null = null;
+  private readonly filterForm = this.buildFilters();
+  private readonly deliveryList = h("ul", { class: "deliveries", id: "delivery-list" });
+  private readonly deliveryFooter = h("div", { class: "toolbar" });
+  private readonly deliverySummary = h("p", { class: "meta", id: "delivery-summary" });
+
+  private buildFilters(): HTMLFormElement {
+    const select = (name: string, label: string, options: [string, string][]) =>
+      h(
+        "div",
+        {},
+        h("label", { for: `filter-${name}` }, label),
+        h(
+          "select",
+          { id: `filter-${name}`, name },
+          options.map(([value, text]) => h("option", { value }, text)),
+        ),
       );
-    }
+    const instant = (name: string, label: string) =>
+      h(
+        "div",
+        {},
+        h("label", { for: `filter-${name}` }, label),
+        h("input", { id: `filter-${name}`, name, type: "datetime-local" }),
+      );
+    const kinds: DeliveredEventKind[] = [...EVENT_KINDS, "webhook.test"];
+    const form = h(
+      "form",
+      { class: "filters card", id: "delivery-filters", "aria-label": "Filter deliveries" },
+      select("subscription_id", "Endpoint", [["", "All endpoints"]]),
+      select("status", "Status", [
+        ["", "Any status"],
+        ["pending", "pending"],
+        ["delivered", "delivered"],
+        ["failed", "failed"],
+      ]),
+      select("event_type", "Event", [["", "Any event"], ...kinds.map((kind): [string, string] => [kind, kind])]),
+      instant("created_after", "Created after"),
+      instant("created_before", "Created before"),
+      h(
+        "div",
+        { class: "actions" },
+        h("button", { type: "submit", class: "primary" }, "Apply"),
+        h("button", { type: "reset" }, "Clear"),
+      ),
+    );
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.filters = this.readFilters(form);
+      void this.loadDeliveries();
+    });
+    form.addEventListener("reset", () => {
+      this.filters = {};
+      setTimeout(() => void this.loadDeliveries(), 0);
+    });
+    return form;
   }
 
-  private renderDeliveries(deliveries: Delivery[], total: number): void {
-    const refresh = h(
-      "button",
-      { type: "button", id: "refresh-deliveries", onclick: () => void this.loadDeliveries() },
-      "Refresh",
+  private readFilters(form: HTMLFormElement): DeliveryFilters {
+    const data = new FormData(form);
+    const text = (name: string) => {
+      const value = data.get(name);
+      return typeof value === "string" && value !== "" ? value : undefined;
+    };
+    const instant = (name: string) => {
+      const value = text(name);
+      return value ? new Date(value).toISOString() : undefined;
+    };
+    const filters: DeliveryFilters = {};
+    const subscriptionId = text("subscription_id");
+    const status = text("status");
+    const eventType = text("event_type");
+    const after = instant("created_after");
+    const before = instant("created_before");
+    if (subscriptionId) filters.subscription_id = subscriptionId;
+    if (status) filters.status = status as NonNullable<DeliveryFilters["status"]>;
+    if (eventType) filters.event_type = eventType as DeliveredEventKind;
+    if (after) filters.created_after = after;
+    if (before) filters.created_before = before;
+    return filters;
+  }
+
+  private syncSubscriptionFilter(): void {
+    const select = this.filterForm.querySelector<HTMLSelectElement>("#filter-subscription_id");
+    if (!select) return;
+    const chosen = select.value;
+    replace(
+      select,
+      h("option", { value: "" }, "All endpoints"),
+      this.subscriptions.map((subscription) => h("option", { value: subscription.id }, subscription.url)),
     );
-    const body =
-      deliveries.length === 0
-        ? h(
-            "p",
-            { class: "state empty" },
-            "No deliveries yet. Events for your endpoints will appear here; send a test event to try one.",
-          )
-        : h(
-            "ul",
-            { class: "deliveries", id: "delivery-list" },
-            deliveries.map((delivery) => this.deliveryItem(delivery)),
-          );
+    select.value = this.subscriptions.some((subscription) => subscription.id === chosen) ? chosen : "";
+  }
+
+  private async filterBySubscription(id: string): Promise<void> {
+    for (const field of this.filterForm.querySelectorAll<HTMLInputElement | HTMLSelectElement>("input, select"))
+      field.value = "";
+    const select = this.filterForm.querySelector<HTMLSelectElement>("#filter-subscription_id");
+    if (select) select.value = id;
+    this.filters = { subscription_id: id };
+    await this.loadDeliveries();
+    document.getElementById("deliveries-title")?.scrollIntoView();
+  }
+
+  private async loadDeliveries(): Promise<void> {
     replace(
       this.deliveriesView,
       h(
         "div",
         { class: "toolbar" },
-        refresh,
-        h("span", { class: "meta" }, `${deliveries.length} of ${total} shown, newest first`),
+        h("button", { type: "button", id: "refresh-deliveries", onclick: () => void this.loadDeliveries() }, "Refresh"),
+        this.deliverySummary,
       ),
-      h("p", { class: "unavailable" }, "Filters and paging are not available on this server yet."),
-      body,
+      this.filterForm,
+      this.deliveryList,
+      this.deliveryFooter,
     );
+    replace(this.deliveryList, loading("deliveries"));
+    replace(this.deliveryFooter);
+    replace(this.deliverySummary);
+    await this.loadDeliveryPage(undefined);
+  }
+
+  private async loadDeliveryPage(cursor: string | undefined): Promise<void> {
+    try {
+      const page = await this.api.listDeliveries({ ...this.filters, limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) });
+      if (!cursor) replace(this.deliveryList);
+      this.nextCursor = page.next_cursor;
+      const filtered = Object.keys(this.filters).length > 0;
+      if (!cursor && page.deliveries.length === 0) {
+        this.deliveryList.append(
+          h(
+            "li",
+            { class: "state empty" },
+            filtered
+              ? "No delivery matches these filters. Clear them to see every delivery."
+              : "No deliveries yet. Events for your endpoints appear here; send a test event to try one.",
+          ),
+        );
+      }
+      for (const delivery of page.deliveries) this.deliveryList.append(this.deliveryItem(delivery));
+      const shown = this.deliveryList.querySelectorAll("li.delivery").length;
+      replace(
+        this.deliverySummary,
+        `${shown} shown, newest first${filtered ? " (filtered)" : ""} · ${page.total} deliveries in all`,
+      );
+      replace(
+        this.deliveryFooter,
+        this.nextCursor
+          ? this.action("Load older deliveries", () => this.loadDeliveryPage(this.nextCursor ?? undefined))
+          : null,
+      );
+    } catch (error) {
+      if (this.refused(error)) return;
+      replace(
+        this.deliveryList,
+        h(
+          "li",
+          {},
+          errorBox(error, () => void this.loadDeliveries()),
+        ),
+      );
+    }
   }
 
   private deliveryItem(delivery: Delivery): HTMLElement {
     const tone = delivery.status === "delivered" ? "ok" : delivery.status === "failed" ? "bad" : "wait";
     const target = this.subscriptions.find((subscription) => subscription.id === delivery.subscription_id);
-    return h(
-      "li",
-      { class: "delivery", "data-delivery-id": delivery.id },
+    const detail = h("div", { class: "detail" });
+    const details = h(
+      "details",
+      {},
       h(
-        "details",
+        "summary",
         {},
-        h(
-          "summary",
-          {},
-          statusBadge(delivery.status, tone),
-          " ",
-          h("strong", {}, delivery.event_type),
-          " ",
-          h("span", { class: "meta" }, time(delivery.created_at), target ? ` → ${target.url}` : ""),
-        ),
+        statusBadge(delivery.status, tone),
+        " ",
+        h("strong", {}, delivery.event_type),
+        delivery.origin !== "event" ? h("span", { class: "badge off" }, delivery.origin) : null,
+        " ",
+        h("span", { class: "meta" }, time(delivery.created_at), target ? ` → ${target.url}` : ""),
+      ),
+      detail,
+    );
+    let loaded = false;
+    details.addEventListener("toggle", () => {
+      if (details.open && !loaded) {
+        loaded = true;
+        void this.loadDetail(delivery, detail);
+      }
+    });
+    return h("li", { class: "delivery", "data-delivery-id": delivery.id }, details);
+  }
+
+  private async loadDetail(delivery: Delivery, into: HTMLElement): Promise<void> {
+    replace(into, loading("attempts"));
+    try {
+      const { delivery: current, attempts } = await this.api.getDelivery(delivery.id);
+      replace(
+        into,
         h(
           "dl",
           { class: "facts" },
           h("dt", {}, "Delivery id"),
-          h("dd", {}, h("code", {}, delivery.id)),
-          h("dt", {}, "Attempts"),
-          h("dd", {}, String(delivery.attempts)),
-          h("dt", {}, "Last attempt"),
-          h("dd", {}, time(delivery.last_attempt_at)),
-          h("dt", {}, "HTTP status"),
-          h("dd", {}, delivery.response_code === null ? "—" : String(delivery.response_code)),
-          h("dt", {}, "Error"),
-          h("dd", {}, delivery.error_message ?? "—"),
+          h("dd", {}, h("code", {}, current.id)),
+          h("dt", {}, "Status"),
+          h("dd", {}, current.status),
+          current.redelivery_of ? [h("dt", {}, "Resend of"), h("dd", {}, h("code", {}, current.redelivery_of))] : null,
+        ),
+        h("h3", {}, "Attempts"),
+        attempts.length === 0
+          ? h(
+              "p",
+              { class: "state empty" },
+              "No attempt yet: it is queued and will be sent shortly. Refresh to see it.",
+            )
+          : this.attemptTable(attempts),
+        h(
+          "div",
+          { class: "actions" },
+          this.action("Resend", () => this.resend(current), { primary: true }),
         ),
         h("h3", {}, "Payload"),
-        h("pre", { class: "payload", tabindex: 0 }, JSON.stringify(delivery.payload, null, 2)),
+        h("pre", { class: "payload", tabindex: 0 }, JSON.stringify(current.payload, null, 2)),
+      );
+    } catch (error) {
+      if (this.refused(error)) return;
+      replace(
+        into,
+        errorBox(error, () => void this.loadDetail(delivery, into)),
+      );
+    }
+  }
+
+  private attemptTable(attempts: Attempt[]): HTMLElement {
+    return h(
+      "div",
+      { class: "table-wrap", tabindex: 0 },
+      h(
+        "table",
+        { class: "attempts" },
+        h(
+          "thead",
+          {},
+          h(
+            "tr",
+            {},
+            ["#", "Time", "Duration", "Outcome", "HTTP status", "Failure"].map((title) =>
+              h("th", { scope: "col" }, title),
+            ),
+          ),
+        ),
+        h(
+          "tbody",
+          {},
+          attempts.map((attempt) =>
+            h(
+              "tr",
+              { class: `attempt ${attempt.outcome}` },
+              h("td", {}, String(attempt.number)),
+              h("td", {}, time(attempt.attempted_at)),
+              h("td", {}, `${attempt.duration_ms} ms`),
+              h("td", {}, statusBadge(attempt.outcome, attempt.outcome === "delivered" ? "ok" : "bad")),
+              h("td", {}, attempt.response_code === null ? "—" : String(attempt.response_code)),
+              h("td", {}, attempt.error_class ?? "—"),
+            ),
+          ),
+        ),
       ),
     );
+  }
+
+  private async resend(delivery: Delivery): Promise<void> {
+    await this.api.redeliver(delivery.id);
+    this.say("Resend queued: it appears as a new delivery at the top of the list.");
+    await this.loadDeliveries();
   }
 }
 
