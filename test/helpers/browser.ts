@@ -4,7 +4,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { chromium, type BrowserContext } from "playwright-core";
+import { chromium, type BrowserContext, type Page } from "playwright-core";
 import type { Test } from "tap";
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -55,7 +55,7 @@ export async function launchBrowser(t: Test): Promise<BrowserSession> {
 
 /** Saves a PNG of the page under .artifacts/<folder>/<name>.png. */
 export async function screenshot(
-  page: import("playwright-core").Page,
+  page: Page,
   folder: string,
   name: string,
   options: { fullPage?: boolean } = {},
