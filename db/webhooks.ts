@@ -286,8 +286,16 @@ export function deliveriesPageQuery(db: Knex, tenantId: string, page: DeliveryPa
   if (page.subscriptionId !== undefined) query.andWhere({ subscription_id: page.subscriptionId });
   if (page.status !== undefined) query.andWhere({ status: page.status });
   if (page.eventType !== undefined) query.andWhere({ event_type: page.eventType });
-  if (page.createdAfter !== undefined) query.andWhere("created_at", ">", page.createdAfter);
-  if (page.createdBefore !== undefined) query.andWhere("created_at", "<", page.createdBefore);
+  // Exclusive bounds at the millisecond precision the API shows (created_at is stored to the microsecond),
+  // written as plain ranges on created_at so the index serves them.
+  if (page.createdAfter !== undefined)
+    query.andWhereRaw("created_at >= date_trunc('milliseconds', ?::timestamptz) + interval '1 millisecond'", [
+      page.createdAfter,
+    ]);
+  if (page.createdBefore !== undefined)
+    query.andWhereRaw("created_at < date_trunc('milliseconds', ?::timestamptz + interval '999 microseconds')", [
+      page.createdBefore,
+    ]);
   if (page.after !== undefined)
     query.andWhereRaw("(created_at, id) < (?::timestamptz, ?::uuid)", [page.after.createdAt, page.after.id]);
   return query

@@ -6,6 +6,7 @@ import type { ReceivedRequest } from "./helpers/https-receiver.ts";
 import { createTestTenant } from "./helpers/server.ts";
 import { startWebhookRig, testCa, type WebhookRig } from "./helpers/webhooks.ts";
 import { waitFor } from "./helpers/wait.ts";
+import { DISABLED_MESSAGE, queueManualDelivery } from "../db/webhooks.ts";
 
 const ca = testCa(t);
 const FAILED_IN_A_ROW = 2;
@@ -169,4 +170,32 @@ t.test("enable and get: deleted, unknown, malformed and foreign ids answer 404 a
     t.equal(get.status, 404, `get ${target}`);
     t.equal(((await get.json()) as { error: { code: string } }).error.code, "NOT_FOUND");
   }
+});
+
+t.test("a pending delivery of a subscription disabled meanwhile ends failed without being sent", async (t) => {
+  const path = `/disabled-pending-${crypto.randomUUID()}`;
+  const { id } = await rig.subscribe(rig.receiver.url(path));
+  await rig.server.services
+    .db("integrator.webhook_subscriptions")
+    .where({ tenant_id: rig.tenant.tenantId, id })
+    .update({ disabled_at: new Date(), disabled_reason: "x" });
+  // As if it had been queued just before the subscription was disabled.
+  const outcome = await queueManualDelivery(rig.server.services.db, {
+    tenantId: rig.tenant.tenantId,
+    subscriptionId: id,
+    eventType: "webhook.test",
+    payload: {
+      event: "webhook.test",
+      tenant_id: rig.tenant.tenantId,
+      timestamp: new Date().toISOString(),
+      data: { subscription_id: id },
+    },
+    origin: "test",
+    redeliveryOf: null,
+    perMinute: 1000,
+  });
+  if (!("queued" in outcome)) return t.fail("not queued");
+  const final = await rig.finalDelivery(id);
+  t.match(final, { id: outcome.queued.id, status: "failed", attempts: 0, error_message: DISABLED_MESSAGE });
+  t.equal(rig.receiver.receivedAt(path).length, 0, "nothing was sent");
 });

@@ -126,3 +126,24 @@ t.test(
     t.pass("an inactive row with the same URL is allowed");
   },
 );
+
+t.test("the body-less webhook operations answer a stray body with a 4xx or as without it, never a 500", async (t) => {
+  const who = await createTestTenant(server.services);
+  const { id } = (await (await subscribe(who, url())).json()) as { id: string };
+  for (const path of [`/v1/webhooks/subscriptions/${id}/enable`, `/v1/webhooks/subscriptions/${id}/rotate-secret`]) {
+    for (const [type, body] of [
+      ["application/json", "{not json"],
+      ["application/json", '{"a":1}'],
+      ["text/plain", "hello"],
+    ] as const) {
+      const res = await server.request(path, {
+        method: "POST",
+        token: who.token,
+        headers: { "Content-Type": type },
+        body,
+      });
+      t.ok(res.status === 200 || (res.status >= 400 && res.status < 500), `${path} ${type} ${body}: ${res.status}`);
+    }
+  }
+  t.same(server.errors, [], "no unexpected error");
+});
