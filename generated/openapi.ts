@@ -375,6 +375,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who am I (the caller's tenant, subject, roles and token expiry)
+         * @description Returns what the service read from the bearer token: the tenant it acts for, the subject (user id or
+         *     client id), the roles and when the token expires. Like every protected operation it needs the role
+         *     `client_admin` or `platform_admin` (403 `FORBIDDEN` otherwise).
+         */
+        get: operations["getCurrentPrincipal"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/.well-known/jwks.json": {
         parameters: {
             query?: never;
@@ -1367,6 +1389,23 @@ export interface components {
             error: "invalid_request" | "invalid_client" | "invalid_grant" | "unsupported_grant_type" | "unauthorized_client";
             error_description?: string;
         };
+        /** @description The caller as read from the bearer token. */
+        CurrentPrincipalResponse: {
+            /**
+             * Format: uuid
+             * @description The tenant the token acts for.
+             */
+            tenant_id: string;
+            /** @description The token's subject (`sub`): a user id, a client id or the external identity provider's subject. */
+            subject: string;
+            /** @description The token's roles; `client_admin` or `platform_admin` is needed by the other protected operations. */
+            roles: string[];
+            /**
+             * Format: date-time
+             * @description When the token expires (its `exp` claim, RFC 3339 in UTC with `Z`); null when it carries none.
+             */
+            expires_at: string | null;
+        };
         /** @description An RFC 7517 JSON Web Key Set. */
         JsonWebKeySet: {
             keys: components["schemas"]["JsonWebKey"][];
@@ -2134,6 +2173,35 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCurrentPrincipal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller as the service sees it. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CurrentPrincipalResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -27,6 +27,8 @@ export interface Principal {
   tenantId: string;
   roles: string[];
   tokenId: string | undefined;
+  /** The token's exp claim (seconds since the epoch); undefined when the token has none. */
+  expiresAt: number | undefined;
 }
 
 export class TokenRejected extends Error {
@@ -53,6 +55,7 @@ function principalFrom(payload: JWTPayload, tenantClaim: string, rolesClaim: str
     tenantId: tenantId.toLowerCase(),
     roles: roleList,
     tokenId: typeof payload.jti === "string" ? payload.jti : undefined,
+    expiresAt: typeof payload.exp === "number" ? payload.exp : undefined,
   };
 }
 
