@@ -2,7 +2,7 @@
 // deliver_webhook task. Every query is scoped by tenant_id, which leads every key (decisions §10).
 import type { Knex } from "knex";
 import type { components } from "../generated/openapi.ts";
-import type { EventEnvelope, EventSelector } from "./events.ts";
+import type { AnyEventEnvelope, EventSelector } from "./events.ts";
 import { isUuid } from "./ids.ts";
 import { JOB, deliveryJobKey } from "./jobs.ts";
 import { rfc3339, rfc3339OrNull } from "./timestamps.ts";
@@ -32,7 +32,7 @@ interface DeliveryRow {
   id: string;
   subscription_id: string;
   event_type: string;
-  payload: EventEnvelope;
+  payload: AnyEventEnvelope;
   status: DeliveryStatus;
   attempts: number;
   last_attempt_at: Date | null;
@@ -150,7 +150,7 @@ export interface DeliveryToSend {
   id: string;
   tenant_id: string;
   event_type: string;
-  payload: EventEnvelope;
+  payload: AnyEventEnvelope;
   status: DeliveryStatus;
   attempts: number;
   url: string;

@@ -434,36 +434,7 @@ export interface webhooks {
          * document.status_changed
          * @description A document's status changed. See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["DocumentStatusChangedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookDocumentStatusChanged"];
         delete?: never;
         options?: never;
         head?: never;
@@ -483,36 +454,7 @@ export interface webhooks {
          * document.uploaded
          * @description A document's content was uploaded. See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["DocumentUploadedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookDocumentUploaded"];
         delete?: never;
         options?: never;
         head?: never;
@@ -532,36 +474,7 @@ export interface webhooks {
          * document.completed
          * @description A document's review completed. See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["DocumentCompletedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookDocumentCompleted"];
         delete?: never;
         options?: never;
         head?: never;
@@ -581,36 +494,7 @@ export interface webhooks {
          * adjudication.case_created
          * @description An adjudication case was opened. See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["AdjudicationCaseCreatedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookAdjudicationCaseCreated"];
         delete?: never;
         options?: never;
         head?: never;
@@ -630,36 +514,7 @@ export interface webhooks {
          * adjudication.case_resolved
          * @description An adjudication case was resolved. See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["AdjudicationCaseResolvedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookAdjudicationCaseResolved"];
         delete?: never;
         options?: never;
         head?: never;
@@ -680,36 +535,7 @@ export interface webhooks {
          * @description A single-document intake submission was created (`POST /v1/intake/submit`; not sent again for
          *     idempotent replays). See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["IntakeSubmittedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookIntakeSubmitted"];
         delete?: never;
         options?: never;
         head?: never;
@@ -730,36 +556,7 @@ export interface webhooks {
          * @description A batch intake submission was created (`POST /v1/intake/batch`; not sent again for idempotent
          *     replays). See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["IntakeBatchSubmittedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookIntakeBatchSubmitted"];
         delete?: never;
         options?: never;
         head?: never;
@@ -779,36 +576,7 @@ export interface webhooks {
          * scorecard.created
          * @description A scorecard was created. See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["ScorecardCreatedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookScorecardCreated"];
         delete?: never;
         options?: never;
         head?: never;
@@ -844,7 +612,7 @@ export interface components {
         };
         /** @description Schema violations of a request, in FastAPI's shape (422). */
         HTTPValidationError: {
-            detail?: components["schemas"]["ValidationError"][];
+            detail: components["schemas"]["ValidationError"][];
         };
         /** @description One schema violation, with pydantic v2 type names. */
         ValidationError: {
@@ -1054,7 +822,7 @@ export interface components {
             subscription_id: string;
             /** @description The event kind (see `WebhookEventKind`). */
             event_type: string;
-            payload: components["schemas"]["WebhookEventEnvelope"];
+            payload: components["schemas"]["WebhookEventPayload"];
             status: components["schemas"]["WebhookDeliveryStatus"];
             /** @description Send attempts so far (at most `MAX_DELIVERY_ATTEMPTS`, default 3). */
             attempts: number;
@@ -1111,6 +879,11 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /**
+         * @description The body of a delivery, one schema per event kind, told apart by `event` (the same body the
+         *     receiver got; see the top-level `webhooks` section).
+         */
+        WebhookEventPayload: components["schemas"]["DocumentStatusChangedEvent"] | components["schemas"]["DocumentUploadedEvent"] | components["schemas"]["DocumentCompletedEvent"] | components["schemas"]["AdjudicationCaseCreatedEvent"] | components["schemas"]["AdjudicationCaseResolvedEvent"] | components["schemas"]["IntakeSubmittedEvent"] | components["schemas"]["IntakeBatchSubmittedEvent"] | components["schemas"]["ScorecardCreatedEvent"];
         /** @description Data of `intake.submitted` and `intake.batch_submitted`. */
         IntakeEventData: {
             /** Format: uuid */
@@ -1167,48 +940,96 @@ export interface components {
             /** @constant */
             event: "document.status_changed";
             data: components["schemas"]["DocumentEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "document.status_changed";
         };
         /** @description The `document.uploaded` delivery body. */
         DocumentUploadedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "document.uploaded";
             data: components["schemas"]["DocumentEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "document.uploaded";
         };
         /** @description The `document.completed` delivery body. */
         DocumentCompletedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "document.completed";
             data: components["schemas"]["DocumentEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "document.completed";
         };
         /** @description The `adjudication.case_created` delivery body. */
         AdjudicationCaseCreatedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "adjudication.case_created";
             data: components["schemas"]["AdjudicationEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "adjudication.case_created";
         };
         /** @description The `adjudication.case_resolved` delivery body. */
         AdjudicationCaseResolvedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "adjudication.case_resolved";
             data: components["schemas"]["AdjudicationEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "adjudication.case_resolved";
         };
         /** @description The `intake.submitted` delivery body. */
         IntakeSubmittedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "intake.submitted";
             data: components["schemas"]["IntakeEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "intake.submitted";
         };
         /** @description The `intake.batch_submitted` delivery body. */
         IntakeBatchSubmittedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "intake.batch_submitted";
             data: components["schemas"]["IntakeEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "intake.batch_submitted";
         };
         /** @description The `scorecard.created` delivery body. */
         ScorecardCreatedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "scorecard.created";
             data: components["schemas"]["ScorecardEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "scorecard.created";
         };
         /**
          * @description `healthy`, `degraded` (working, but something lags) or `unhealthy` (not working).
@@ -1435,6 +1256,9 @@ export interface components {
         Unauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                 [name: string]: unknown;
             };
@@ -1446,6 +1270,9 @@ export interface components {
         Forbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1456,6 +1283,9 @@ export interface components {
         NotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1469,6 +1299,9 @@ export interface components {
         Conflict: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 /** @description Seconds to wait before retrying; sent with `IDEMPOTENCY_IN_PROGRESS` (value `1`). */
                 "Retry-After"?: number;
                 [name: string]: unknown;
@@ -1481,6 +1314,9 @@ export interface components {
         PayloadTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1491,6 +1327,9 @@ export interface components {
         UnsupportedMediaType: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1501,6 +1340,9 @@ export interface components {
         ValidationFailed: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1515,6 +1357,9 @@ export interface components {
         IntakeValidationFailed: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1529,6 +1374,9 @@ export interface components {
         PartnerValidationFailed: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1553,6 +1401,9 @@ export interface components {
         ServiceUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "Retry-After": components["headers"]["Retry-After"];
                 [name: string]: unknown;
             };
@@ -1564,6 +1415,9 @@ export interface components {
         InternalError: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1574,6 +1428,9 @@ export interface components {
         NotImplemented: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1682,6 +1539,9 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -1695,6 +1555,9 @@ export interface operations {
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1740,6 +1603,9 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -1753,6 +1619,9 @@ export interface operations {
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1791,6 +1660,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1820,6 +1692,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1852,6 +1727,9 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1887,6 +1765,9 @@ export interface operations {
             204: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1917,6 +1798,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1945,6 +1829,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1967,6 +1854,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1978,6 +1868,9 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2006,6 +1899,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Correlation-Id": components["headers"]["X-Correlation-Id"];
                     [name: string]: unknown;
                 };
@@ -2050,6 +1946,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Correlation-Id": components["headers"]["X-Correlation-Id"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
@@ -2097,6 +1996,9 @@ export interface operations {
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2110,6 +2012,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2141,6 +2046,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description `no-store`, as RFC 6749 §5.1 requires. */
                     "Cache-Control"?: string;
                     [name: string]: unknown;
@@ -2153,6 +2061,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2163,6 +2074,9 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description `Basic realm="integrator-api"`, when the client authenticated with HTTP Basic. */
                     "WWW-Authenticate"?: string;
                     [name: string]: unknown;
@@ -2220,6 +2134,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2229,6 +2146,246 @@ export interface operations {
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    webhookDocumentStatusChanged: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DocumentStatusChangedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookDocumentUploaded: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DocumentUploadedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookDocumentCompleted: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DocumentCompletedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookAdjudicationCaseCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdjudicationCaseCreatedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookAdjudicationCaseResolved: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdjudicationCaseResolvedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookIntakeSubmitted: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IntakeSubmittedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookIntakeBatchSubmitted: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IntakeBatchSubmittedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookScorecardCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScorecardCreatedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
         };
     };
 }
