@@ -15,6 +15,8 @@ import type { Call, HandlerTable, OperationId } from "./operations.ts";
 import { loadDocument, resolveRef } from "./openapi-document.ts";
 import { poolStatistics } from "../../db/database.ts";
 import { loadShedding } from "./load-shedding.ts";
+import { apiDocsRouter } from "./api-docs.ts";
+import { cors } from "./cors.ts";
 import { requestLogger, type Logger } from "../logger.ts";
 import { observeRequest } from "../metrics.ts";
 import { createRateLimits } from "./rate-limit.ts";
@@ -148,6 +150,9 @@ export async function createApp(services: Services, options: AppOptions): Promis
     next();
   });
 
+  // CORS next: a preflight from an allowed origin is answered before anything else can refuse it.
+  app.use(cors(services.config.corsAllowedOrigins));
+
   const operationOf = (res: Response) => res.locals.operation as ResolvedOperation | undefined;
   const isProbe = (res: Response) => operationOf(res)?.probe === true;
 
@@ -201,6 +206,9 @@ export async function createApp(services: Services, options: AppOptions): Promis
     if (operationOf(res)?.secured) authenticate(req, res, next);
     else limitOpen(req, res, next);
   });
+
+  // The description and its reference page are no operations of the document: served before validation.
+  if (services.config.serveApiDocs) app.use(apiDocsRouter());
 
   app.use(express.json({ limit: BODY_LIMIT, strict: false, type: ["application/json", "application/*+json"] }));
   app.use(express.urlencoded({ limit: "64kb", extended: false, type: "application/x-www-form-urlencoded" }));
