@@ -573,6 +573,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who am I (the caller's tenant, subject, roles and token expiry)
+         * @description Returns what the service read from the bearer token: the tenant it acts for, the subject (user id or
+         *     client id), the roles and when the token expires. Like every protected operation it needs the role
+         *     `client_admin` or `platform_admin` (403 `FORBIDDEN` otherwise).
+         */
+        get: operations["getCurrentPrincipal"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/.well-known/jwks.json": {
         parameters: {
             query?: never;
@@ -610,36 +632,7 @@ export interface webhooks {
          * document.status_changed
          * @description A document's status changed. See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["DocumentStatusChangedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookDocumentStatusChanged"];
         delete?: never;
         options?: never;
         head?: never;
@@ -659,36 +652,7 @@ export interface webhooks {
          * document.uploaded
          * @description A document's content was uploaded. See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["DocumentUploadedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookDocumentUploaded"];
         delete?: never;
         options?: never;
         head?: never;
@@ -708,36 +672,7 @@ export interface webhooks {
          * document.completed
          * @description A document's review completed. See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["DocumentCompletedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookDocumentCompleted"];
         delete?: never;
         options?: never;
         head?: never;
@@ -757,36 +692,7 @@ export interface webhooks {
          * adjudication.case_created
          * @description An adjudication case was opened. See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["AdjudicationCaseCreatedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookAdjudicationCaseCreated"];
         delete?: never;
         options?: never;
         head?: never;
@@ -806,36 +712,7 @@ export interface webhooks {
          * adjudication.case_resolved
          * @description An adjudication case was resolved. See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["AdjudicationCaseResolvedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookAdjudicationCaseResolved"];
         delete?: never;
         options?: never;
         head?: never;
@@ -856,36 +733,7 @@ export interface webhooks {
          * @description A single-document intake submission was created (`POST /v1/intake/submit`; not sent again for
          *     idempotent replays). See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["IntakeSubmittedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookIntakeSubmitted"];
         delete?: never;
         options?: never;
         head?: never;
@@ -906,36 +754,7 @@ export interface webhooks {
          * @description A batch intake submission was created (`POST /v1/intake/batch`; not sent again for idempotent
          *     replays). See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["IntakeBatchSubmittedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookIntakeBatchSubmitted"];
         delete?: never;
         options?: never;
         head?: never;
@@ -955,36 +774,7 @@ export interface webhooks {
          * scorecard.created
          * @description A scorecard was created. See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["ScorecardCreatedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookScorecardCreated"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1005,36 +795,7 @@ export interface webhooks {
          * @description A test event, sent only when the tenant calls `sendWebhookTestEvent` (never by a lifecycle event;
          *     it cannot be subscribed to). Signed and retried like every delivery; see `WebhookEventEnvelope`.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["WebhookTestEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookTest"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1072,7 +833,7 @@ export interface components {
         };
         /** @description Schema violations of a request, in FastAPI's shape (422). */
         HTTPValidationError: {
-            detail?: components["schemas"]["ValidationError"][];
+            detail: components["schemas"]["ValidationError"][];
         };
         /** @description One schema violation, with pydantic v2 type names. */
         ValidationError: {
@@ -1331,7 +1092,7 @@ export interface components {
             subscription_id: string;
             /** @description The event kind (see `WebhookDeliveredEventKind`). */
             event_type: string;
-            payload: components["schemas"]["WebhookEventEnvelope"];
+            payload: components["schemas"]["WebhookEventPayload"];
             status: components["schemas"]["WebhookDeliveryStatus"];
             /** @description Send attempts so far (at most `MAX_DELIVERY_ATTEMPTS`, default 3). */
             attempts: number;
@@ -1432,6 +1193,11 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /**
+         * @description The body of a delivery, one schema per event kind, told apart by `event` (the same body the
+         *     receiver got; see the top-level `webhooks` section).
+         */
+        WebhookEventPayload: components["schemas"]["DocumentStatusChangedEvent"] | components["schemas"]["DocumentUploadedEvent"] | components["schemas"]["DocumentCompletedEvent"] | components["schemas"]["AdjudicationCaseCreatedEvent"] | components["schemas"]["AdjudicationCaseResolvedEvent"] | components["schemas"]["IntakeSubmittedEvent"] | components["schemas"]["IntakeBatchSubmittedEvent"] | components["schemas"]["ScorecardCreatedEvent"] | components["schemas"]["WebhookTestEvent"];
         /** @description Data of `intake.submitted` and `intake.batch_submitted`. */
         IntakeEventData: {
             /** Format: uuid */
@@ -1496,54 +1262,108 @@ export interface components {
             /** @constant */
             event: "webhook.test";
             data: components["schemas"]["WebhookTestEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "webhook.test";
         };
         /** @description The `document.status_changed` delivery body. */
         DocumentStatusChangedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "document.status_changed";
             data: components["schemas"]["DocumentEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "document.status_changed";
         };
         /** @description The `document.uploaded` delivery body. */
         DocumentUploadedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "document.uploaded";
             data: components["schemas"]["DocumentEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "document.uploaded";
         };
         /** @description The `document.completed` delivery body. */
         DocumentCompletedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "document.completed";
             data: components["schemas"]["DocumentEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "document.completed";
         };
         /** @description The `adjudication.case_created` delivery body. */
         AdjudicationCaseCreatedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "adjudication.case_created";
             data: components["schemas"]["AdjudicationEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "adjudication.case_created";
         };
         /** @description The `adjudication.case_resolved` delivery body. */
         AdjudicationCaseResolvedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "adjudication.case_resolved";
             data: components["schemas"]["AdjudicationEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "adjudication.case_resolved";
         };
         /** @description The `intake.submitted` delivery body. */
         IntakeSubmittedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "intake.submitted";
             data: components["schemas"]["IntakeEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "intake.submitted";
         };
         /** @description The `intake.batch_submitted` delivery body. */
         IntakeBatchSubmittedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "intake.batch_submitted";
             data: components["schemas"]["IntakeEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "intake.batch_submitted";
         };
         /** @description The `scorecard.created` delivery body. */
         ScorecardCreatedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "scorecard.created";
             data: components["schemas"]["ScorecardEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "scorecard.created";
         };
         /**
          * @description `healthy`, `degraded` (working, but something lags) or `unhealthy` (not working).
@@ -1724,6 +1544,23 @@ export interface components {
             error: "invalid_request" | "invalid_client" | "invalid_grant" | "unsupported_grant_type" | "unauthorized_client";
             error_description?: string;
         };
+        /** @description The caller as read from the bearer token. */
+        CurrentPrincipalResponse: {
+            /**
+             * Format: uuid
+             * @description The tenant the token acts for.
+             */
+            tenant_id: string;
+            /** @description The token's subject (`sub`): a user id, a client id or the external identity provider's subject. */
+            subject: string;
+            /** @description The token's roles; `client_admin` or `platform_admin` is needed by the other protected operations. */
+            roles: string[];
+            /**
+             * Format: date-time
+             * @description When the token expires (its `exp` claim, RFC 3339 in UTC with `Z`); null when it carries none.
+             */
+            expires_at: string | null;
+        };
         /** @description An RFC 7517 JSON Web Key Set. */
         JsonWebKeySet: {
             keys: components["schemas"]["JsonWebKey"][];
@@ -1753,6 +1590,9 @@ export interface components {
         Unauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                 [name: string]: unknown;
             };
@@ -1764,6 +1604,9 @@ export interface components {
         Forbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1774,6 +1617,9 @@ export interface components {
         NotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1787,6 +1633,9 @@ export interface components {
         Conflict: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 /** @description Seconds to wait before retrying; sent with `IDEMPOTENCY_IN_PROGRESS` (value `1`). */
                 "Retry-After"?: number;
                 [name: string]: unknown;
@@ -1799,6 +1648,9 @@ export interface components {
         PayloadTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1809,6 +1661,9 @@ export interface components {
         UnsupportedMediaType: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1819,6 +1674,9 @@ export interface components {
         ValidationFailed: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1833,6 +1691,9 @@ export interface components {
         IntakeValidationFailed: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1847,6 +1708,9 @@ export interface components {
         PartnerValidationFailed: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1871,6 +1735,9 @@ export interface components {
         ServiceUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "Retry-After": components["headers"]["Retry-After"];
                 [name: string]: unknown;
             };
@@ -1882,6 +1749,9 @@ export interface components {
         InternalError: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1892,6 +1762,9 @@ export interface components {
         NotImplemented: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -2019,6 +1892,9 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -2032,6 +1908,9 @@ export interface operations {
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2077,6 +1956,9 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -2090,6 +1972,9 @@ export interface operations {
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2128,6 +2013,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2157,6 +2045,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2189,6 +2080,9 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2259,6 +2153,9 @@ export interface operations {
             204: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2405,6 +2302,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2542,6 +2442,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2564,6 +2467,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2575,6 +2481,9 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2603,6 +2512,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Correlation-Id": components["headers"]["X-Correlation-Id"];
                     [name: string]: unknown;
                 };
@@ -2647,6 +2559,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Correlation-Id": components["headers"]["X-Correlation-Id"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
@@ -2694,6 +2609,9 @@ export interface operations {
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2707,6 +2625,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2738,6 +2659,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description `no-store`, as RFC 6749 §5.1 requires. */
                     "Cache-Control"?: string;
                     [name: string]: unknown;
@@ -2750,6 +2674,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2760,6 +2687,9 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description `Basic realm="integrator-api"`, when the client authenticated with HTTP Basic. */
                     "WWW-Authenticate"?: string;
                     [name: string]: unknown;
@@ -2770,6 +2700,35 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCurrentPrincipal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller as the service sees it. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CurrentPrincipalResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -2788,6 +2747,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2797,6 +2759,276 @@ export interface operations {
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    webhookDocumentStatusChanged: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DocumentStatusChangedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookDocumentUploaded: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DocumentUploadedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookDocumentCompleted: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DocumentCompletedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookAdjudicationCaseCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdjudicationCaseCreatedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookAdjudicationCaseResolved: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdjudicationCaseResolvedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookIntakeSubmitted: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IntakeSubmittedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookIntakeBatchSubmitted: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IntakeBatchSubmittedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookScorecardCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScorecardCreatedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookTest: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookTestEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
         };
     };
 }

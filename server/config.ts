@@ -64,6 +64,20 @@ const list: Parser<string[]> = (raw) =>
     .map((entry) => entry.trim())
     .filter((entry) => entry.length > 0);
 
+/** Comma-separated browser origins (scheme://host[:port], no path); each is kept as the URL API serialises it. */
+const origins: Parser<string[]> = (raw, name) =>
+  list(raw, name).map((entry) => {
+    let parsed: URL;
+    try {
+      parsed = new URL(entry);
+    } catch {
+      throw new ConfigError(`${name} must list origins such as https://app.example.com, got "${entry}"`);
+    }
+    if (!["http:", "https:"].includes(parsed.protocol) || parsed.origin !== entry.replace(/\/$/, "").toLowerCase())
+      throw new ConfigError(`${name} must list origins (scheme://host[:port], no path or wildcard), got "${entry}"`);
+    return parsed.origin;
+  });
+
 const encryptionKey: Parser<Buffer> = (raw, name) => {
   const trimmed = raw.trim();
   const key = /^[0-9a-fA-F]{64}$/.test(trimmed) ? Buffer.from(trimmed, "hex") : Buffer.from(trimmed, "base64");
@@ -177,7 +191,7 @@ export const SETTINGS = {
   NODE_ENV: setting(
     nodeEnv,
     "development",
-    "development, production or test. production refuses the demo seed and the generated encryption key, and serves no API description.",
+    "development, production or test. production refuses the demo seed and the generated encryption key, and serves no API description unless API_DOCS=true.",
   ),
   PORT: setting(integer(0, 65535), "8080", "HTTP port of the API."),
   PUBLIC_BASE_URL: setting(
@@ -358,6 +372,16 @@ export const SETTINGS = {
     "'none'",
     "Who may embed the /portal page in a frame (CSP frame-ancestors): 'none', or 'self' and/or origins such as https://dashboard.example.com, space-separated.",
   ),
+  API_DOCS: setting(
+    boolean,
+    undefined,
+    "Serve the API description (/openapi.json, /openapi.yaml) and the reference page /docs. Default true, false when NODE_ENV=production.",
+  ),
+  CORS_ALLOWED_ORIGINS: setting(
+    origins,
+    "",
+    "Comma-separated browser origins (https://app.example.com) allowed to call the API cross-origin; none by default.",
+  ),
   SEED_DEMO: setting(
     boolean,
     "true",
@@ -415,6 +439,9 @@ export interface Config {
   metricsHost: string;
   shutdownTimeoutMs: number;
   validateResponses: boolean;
+  /** /openapi.json, /openapi.yaml and /docs are served (API_DOCS; by default everywhere but production). */
+  serveApiDocs: boolean;
+  corsAllowedOrigins: string[];
   seedDemo: boolean;
   portal: { sessionTtlMinutes: number; frameAncestors: string };
 }
@@ -495,6 +522,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsHost: v.METRICS_HOST,
     shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS,
     validateResponses: v.VALIDATE_RESPONSES ?? v.NODE_ENV === "test",
+    serveApiDocs: v.API_DOCS ?? !isProduction,
+    corsAllowedOrigins: v.CORS_ALLOWED_ORIGINS,
     seedDemo: v.SEED_DEMO && !isProduction,
     portal: { sessionTtlMinutes: v.PORTAL_SESSION_TTL_MINUTES, frameAncestors: v.PORTAL_FRAME_ANCESTORS },
   };

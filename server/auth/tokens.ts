@@ -29,6 +29,8 @@ export interface Principal {
   tokenId: string | undefined;
   /** A webhook portal credential: accepted only by the operations declaring the PortalSession scheme. */
   portal?: true;
+  /** The token's exp claim (seconds since the epoch); undefined when the token has none. */
+  expiresAt: number | undefined;
 }
 
 /** The audience and scope of webhook portal credentials (POST /v1/webhooks/portal-sessions). */
@@ -61,6 +63,7 @@ function principalFrom(payload: JWTPayload, tenantClaim: string, rolesClaim: str
     tenantId: tenantId.toLowerCase(),
     roles: roleList,
     tokenId: typeof payload.jti === "string" ? payload.jti : undefined,
+    expiresAt: typeof payload.exp === "number" ? payload.exp : undefined,
   };
 }
 

@@ -16,6 +16,8 @@ import { loadDocument, resolveRef } from "./openapi-document.ts";
 import { poolStatistics } from "../../db/database.ts";
 import { loadShedding } from "./load-shedding.ts";
 import { portalPage } from "./portal-page.ts";
+import { apiDocsRouter } from "./api-docs.ts";
+import { cors } from "./cors.ts";
 import { requestLogger, type Logger } from "../logger.ts";
 import { observeRequest } from "../metrics.ts";
 import { createRateLimits } from "./rate-limit.ts";
@@ -155,6 +157,9 @@ export async function createApp(services: Services, options: AppOptions): Promis
     next();
   });
 
+  // CORS next: a preflight from an allowed origin is answered before anything else can refuse it.
+  app.use(cors(services.config.corsAllowedOrigins));
+
   const operationOf = (res: Response) => res.locals.operation as ResolvedOperation | undefined;
   const isProbe = (res: Response) => operationOf(res)?.probe === true;
 
@@ -213,6 +218,8 @@ export async function createApp(services: Services, options: AppOptions): Promis
 
   // The webhook portal page: static files, outside the API document (its API calls are ordinary operations).
   app.use(portalPage(services.config.portal.frameAncestors));
+  // The description and its reference page are no operations of the document: served before validation.
+  if (services.config.serveApiDocs) app.use(apiDocsRouter());
 
   app.use(express.json({ limit: BODY_LIMIT, strict: false, type: ["application/json", "application/*+json"] }));
   app.use(express.urlencoded({ limit: "64kb", extended: false, type: "application/x-www-form-urlencoded" }));

@@ -1,10 +1,10 @@
-// A real headless Chromium (Debian's chromium package, /usr/bin/chromium) driven by playwright-core,
-// with a fresh profile per launch. Every request the page makes is recorded, so a test can check that
-// nothing goes to another host.
+// Debian's Chromium (/usr/bin/chromium; no browser download) driven by playwright-core: headless, without
+// the background services whose connections this machine's closed network refuses, with a fresh profile per
+// launch. launchBrowser records every request the pages make, so a test can check none goes to another host.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import type { Test } from "tap";
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -22,6 +22,15 @@ export const CHROMIUM_ARGS = [
 
 /** Where screenshots go (gitignored); CI keeps them as artefacts. */
 export const ARTIFACTS_DIR = path.resolve(import.meta.dirname, "../../.artifacts");
+
+/** A plain browser (playwright gives it a new empty profile). */
+export async function launchChromium(t: Test): Promise<Browser> {
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+  t.teardown(async () => {
+    await browser.close();
+  });
+  return browser;
+}
 
 export interface BrowserSession {
   context: BrowserContext;
