@@ -25,7 +25,7 @@ function resolver(document: Node) {
   return (value: unknown): Node => {
     let current = value;
     for (let depth = 0; depth < 10 && isNode(current) && typeof current.$ref === "string"; depth++) {
-      current = (current.$ref as string)
+      current = current.$ref
         .slice(2)
         .split("/")
         .map((segment) => decodeURIComponent(segment).replace(/~1/g, "/").replace(/~0/g, "~"))
@@ -102,7 +102,9 @@ export function breakingChanges(base: Node, current: Node): string[] {
       continue;
     }
     if (before.operationId && before.operationId !== after.operationId)
-      changes.push(`${key}: operationId ${String(before.operationId)} became ${String(after.operationId)}`);
+      changes.push(
+        `${key}: operationId ${JSON.stringify(before.operationId)} became ${JSON.stringify(after.operationId)}`,
+      );
     const beforeParameters = new Map(
       (Array.isArray(before.parameters) ? before.parameters : []).map((p) => [
         parameterKey(resolveBase(p)),
