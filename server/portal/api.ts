@@ -1,8 +1,6 @@
-// The portal's one door to the API: every call goes through the typed openapi-fetch client built from
-// generated/openapi.ts, with the portal credential as the bearer token. Swapping in the shared contract
-// package's client is a change to this file only.
-import createClient from "openapi-fetch";
-import type { components, paths } from "../../generated/openapi.ts";
+// The portal's one door to the API: every call goes through the contract package's typed client
+// (openapi/package, openapi-fetch over the generated types), with the portal credential as the bearer token.
+import { createIntegratorClient, type components, type paths } from "../../openapi/package/src/index.ts";
 
 export type Subscription = components["schemas"]["WebhookSubscriptionResponse"];
 export type Delivery = components["schemas"]["WebhookDeliveryResponse"];
@@ -52,7 +50,7 @@ export type Attempt = components["schemas"]["WebhookDeliveryAttempt"];
 export type DeliveredEventKind = components["schemas"]["WebhookDeliveredEventKind"];
 
 export function portalApi(token: string, baseUrl = window.location.origin) {
-  const client = createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${token}` } });
+  const client = createIntegratorClient({ baseUrl, token });
   const subscription = (id: string) => ({ params: { path: { subscription_id: id } } });
   const delivery = (id: string) => ({ params: { path: { delivery_id: id } } });
   return {
