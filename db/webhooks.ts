@@ -310,7 +310,7 @@ export function deliveriesPageQuery(db: Knex, tenantId: string, page: DeliveryPa
     ]);
 }
 
-/** The tenant's exact delivery count: the sum of its counter rows (kept by emit_event, manual sends and the purge). */
+/** The tenant's exact delivery count: the sum of its counter rows (kept by triggers on every insert and delete of deliveries). */
 export async function countDeliveries(db: Knex, tenantId: string): Promise<number> {
   const [row] = await db("integrator.webhook_delivery_counts")
     .where({ tenant_id: tenantId })
@@ -430,7 +430,6 @@ export async function queueManualDelivery(
       JOB_MAX_ATTEMPTS,
       deliveryJobKey(row.id),
     ]);
-    await trx.raw("select integrator.count_webhook_deliveries(?::uuid, 1)", [input.tenantId]);
     return { queued: deliveryView(row) };
   });
 }
@@ -627,7 +626,7 @@ export async function tenantsWithDeliveries(db: Knex): Promise<string[]> {
 
 /**
  * Deletes at most `batchSize` of the tenant's final deliveries created more than `retentionDays` ago
- * (their attempts go with them) and lowers the tenant's count by as many, in one short statement. Rows
+ * (their attempts go with them; the count trigger lowers the tenant's total) in one short statement. Rows
  * another transaction holds are skipped, not waited for. Pending deliveries are never purged.
  * Returns how many were deleted.
  */
@@ -649,13 +648,9 @@ export async function purgeDeliveriesBatch(
        delete from integrator.webhook_deliveries d using doomed
         where d.tenant_id = doomed.tenant_id and d.id = doomed.id
        returning d.id
-     ),
-     counted as (select count(*)::int as purged from deleted),
-     recounted as (
-       select integrator.count_webhook_deliveries(?::uuid, -purged) from counted where purged > 0
      )
-     select purged, (select count(*) from recounted) as recounted from counted`,
-    [tenantId, retentionDays, batchSize, tenantId],
+     select count(*)::int as purged from deleted`,
+    [tenantId, retentionDays, batchSize],
   );
   return result.rows[0]?.purged ?? 0;
 }

@@ -174,7 +174,7 @@ export interface paths {
         put?: never;
         /**
          * Re-enable a subscription disabled by endpoint health
-         * @description Turns a `disabled` subscription back to `active`: it matches new events again and its failure
+         * @description Turns a `disabled` subscription back to `active`: deliveries are sent to it again and its failure
          *     history starts afresh (`disabled_at` and `disabled_reason` become null). Deliveries that failed while
          *     it was disabled are not sent again by themselves; resend them with `redeliverWebhookDelivery`.
          *     Enabling an `active` subscription changes nothing and answers 200 as well. No request body.
@@ -183,9 +183,10 @@ export interface paths {
          *     after `WEBHOOK_DISABLE_AFTER_FAILED_DELIVERIES` deliveries in a row ended `failed` (default 20), or
          *     when every attempt has failed for `WEBHOOK_DISABLE_AFTER_FAILING_DAYS` days (default 5); any delivered
          *     attempt resets both. A disabled subscription is still listed (`status: disabled`, `is_active: true`)
-         *     and counts towards the subscription limit, but matches no new events, and its pending deliveries end
-         *     `failed` without another attempt. A deleted subscription (`is_active: false`) is gone: not listed,
-         *     not countable, not re-enabled (404).
+         *     and counts towards the subscription limit, but nothing is sent to it: its pending deliveries, and the
+         *     deliveries of events that match it while it is disabled, end `failed` without an attempt (their
+         *     `error_message` says why), so they can be resent with `redeliverWebhookDelivery` once it is enabled
+         *     again. A deleted subscription (`is_active: false`) is gone: not listed, not counted, not re-enabled (404).
          */
         post: operations["enableWebhookSubscription"];
         delete?: never;
@@ -987,7 +988,8 @@ export interface components {
         WebhookDeliveredEventKind: string | components["schemas"]["WebhookEventKind"] | "webhook.test";
         /**
          * @description `active`: events are delivered. `disabled`: endpoint health turned it off after repeated failures
-         *     (see `disabled_reason`); still listed, nothing is delivered until `enableWebhookSubscription`.
+         *     (see `disabled_reason`); still listed, nothing is sent until `enableWebhookSubscription` (matching
+         *     events are recorded as `failed` deliveries, which can be resent).
          *     A deleted subscription has no status: it is `is_active: false` and is never shown.
          * @enum {string}
          */

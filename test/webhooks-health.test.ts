@@ -88,22 +88,21 @@ t.test("a delivered attempt resets the count of failed deliveries", async (t) =>
   t.equal((await shown(id)).status, "active", "fail, deliver, fail is not two in a row");
 });
 
-t.test("a disabled subscription matches no new events and its pending deliveries are not sent", async (t) => {
-  const path = `/disabled-${crypto.randomUUID()}`;
-  const { id } = await rig.subscribe(rig.receiver.url(path));
-  await rig.server.services
-    .db("integrator.webhook_subscriptions")
-    .where({ tenant_id: rig.tenant.tenantId, id })
-    .update({ disabled_at: new Date(), disabled_reason: "x" });
-  await rig.emitIntake();
-  await rig.jobsDrained();
-  t.same(
-    (await rig.deliveries()).filter((delivery) => delivery.subscription_id === id),
-    [],
-    "no delivery was created for it",
-  );
-  t.equal(rig.receiver.receivedAt(path).length, 0, "nothing was sent");
-});
+t.test(
+  "events for a disabled subscription are recorded as failed deliveries, never sent, naming the reason",
+  async (t) => {
+    const path = `/disabled-${crypto.randomUUID()}`;
+    const { id } = await rig.subscribe(rig.receiver.url(path));
+    await rig.server.services
+      .db("integrator.webhook_subscriptions")
+      .where({ tenant_id: rig.tenant.tenantId, id })
+      .update({ disabled_at: new Date(), disabled_reason: "x" });
+    await rig.emitIntake();
+    const final = await rig.finalDelivery(id);
+    t.match(final, { status: "failed", attempts: 0, error_message: DISABLED_MESSAGE });
+    t.equal(rig.receiver.receivedAt(path).length, 0, "nothing was sent");
+  },
+);
 
 t.test(
   "when every attempt has failed for WEBHOOK_DISABLE_AFTER_FAILING_DAYS days the subscription is disabled",

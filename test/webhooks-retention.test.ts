@@ -66,7 +66,6 @@ async function deliveries(who: TestTenant, count: number, daysAgo: number, statu
         error_class: status === "delivered" ? null : "http_status",
       })),
     );
-  await db.raw("select integrator.count_webhook_deliveries(?::uuid, ?)", [who.tenantId, ids.length]);
   return ids;
 }
 

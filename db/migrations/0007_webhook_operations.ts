@@ -1,8 +1,9 @@
 // The tenant-facing webhook operations of issue 11: subscription limits (one active subscription per
 // URL, enforced by a unique partial index), endpoint health (auto-disable), secret rotation (the
 // previous secret kept sealed during its overlap window), manual sends (redelivery and test events),
-// one row per send attempt, an exact per-tenant delivery counter kept where deliveries are created and
-// purged, and the indexes of the deliveries list's filters. Every key and index leads with tenant_id.
+// one row per send attempt, an exact per-tenant delivery counter kept by triggers in the transactions
+// that create and purge deliveries, and the indexes of the deliveries list's filters. Every key and
+// index leads with tenant_id. integrator.emit_event is not replaced here (migration 0006 owns it).
 import type { Knex } from "knex";
 
 /** Counter rows per tenant: a transaction adds to the row of its own backend, so concurrent intakes of one tenant do not queue on one row. */
@@ -66,112 +67,41 @@ export async function up(knex: Knex): Promise<void> {
     insert into integrator.webhook_delivery_counts (tenant_id, shard, deliveries)
     select tenant_id, 0, count(*) from integrator.webhook_deliveries group by tenant_id;
 
-    -- Adds n (negative when purging) to the tenant's delivery count, in the caller's transaction. One
-    -- transaction always touches the same shard (its backend's), so two never wait on each other in a cycle.
-    create function integrator.count_webhook_deliveries(tenant uuid, n bigint) returns void
-    language sql volatile as $$
-      insert into integrator.webhook_delivery_counts as c (tenant_id, shard, deliveries)
-      values (tenant, pg_backend_pid() % ${DELIVERY_COUNT_SHARDS}, n)
-      on conflict (tenant_id, shard) do update set deliveries = c.deliveries + excluded.deliveries;
-    $$;
-
-    -- As in 0003_webhooks, plus: disabled subscriptions match nothing, and the tenant's delivery count
-    -- grows in the same transaction. Same signature and behaviour otherwise.
-    create or replace function integrator.emit_event(tenant_id uuid, kind text, data jsonb) returns integer
-    language plpgsql volatile as $$
-    #variable_conflict use_column
-    declare
-      problem text;
-      envelope jsonb;
-      delivery record;
-      deliveries integer := 0;
+    -- The counter follows every insert and delete of deliveries, in the statement's own transaction,
+    -- whoever runs it: integrator.emit_event (left as it is, so the delivery engine's version of it
+    -- stands), manual sends, the purge. One transaction always adds to its backend's shard, so two
+    -- never wait on each other's rows in a cycle.
+    create function integrator.count_inserted_webhook_deliveries() returns trigger
+    language plpgsql as $$
     begin
-      if emit_event.tenant_id is null then
-        raise exception 'emit_event: tenant_id is required' using errcode = 'invalid_parameter_value';
-      end if;
-      problem := integrator.webhook_event_data_problem(emit_event.kind, emit_event.data);
-      if problem is not null then
-        raise exception 'emit_event: %', problem using errcode = 'invalid_parameter_value';
-      end if;
-      envelope := jsonb_build_object(
-        'event', emit_event.kind,
-        'tenant_id', emit_event.tenant_id,
-        -- RFC 3339, UTC, milliseconds; the transaction's time, so every delivery of one event agrees.
-        'timestamp', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-        'data', emit_event.data
-      );
-      for delivery in
-        insert into integrator.webhook_deliveries (tenant_id, subscription_id, event_type, payload)
-        select s.tenant_id, s.id, emit_event.kind, envelope
-        from integrator.webhook_subscriptions s
-        where s.tenant_id = emit_event.tenant_id
-          and s.is_active
-          and s.disabled_at is null
-          and (emit_event.kind = any (s.events) or '*' = any (s.events))
-        returning tenant_id, id
-      loop
-        perform graphile_worker.add_job(
-          'deliver_webhook',
-          json_build_object('tenant_id', delivery.tenant_id, 'delivery_id', delivery.id),
-          max_attempts => 10,
-          job_key => 'deliver_webhook:' || delivery.id
-        );
-        deliveries := deliveries + 1;
-      end loop;
-      if deliveries > 0 then
-        perform integrator.count_webhook_deliveries(emit_event.tenant_id, deliveries);
-      end if;
-      return deliveries;
+      insert into integrator.webhook_delivery_counts as c (tenant_id, shard, deliveries)
+      select tenant_id, pg_backend_pid() % ${DELIVERY_COUNT_SHARDS}, count(*) from inserted group by tenant_id order by tenant_id
+      on conflict (tenant_id, shard) do update set deliveries = c.deliveries + excluded.deliveries;
+      return null;
     end;
     $$;
+    create function integrator.count_deleted_webhook_deliveries() returns trigger
+    language plpgsql as $$
+    begin
+      insert into integrator.webhook_delivery_counts as c (tenant_id, shard, deliveries)
+      select tenant_id, pg_backend_pid() % ${DELIVERY_COUNT_SHARDS}, -count(*) from deleted group by tenant_id order by tenant_id
+      on conflict (tenant_id, shard) do update set deliveries = c.deliveries + excluded.deliveries;
+      return null;
+    end;
+    $$;
+    create trigger webhook_deliveries_count_inserted after insert on integrator.webhook_deliveries
+      referencing new table as inserted for each statement execute function integrator.count_inserted_webhook_deliveries();
+    create trigger webhook_deliveries_count_deleted after delete on integrator.webhook_deliveries
+      referencing old table as deleted for each statement execute function integrator.count_deleted_webhook_deliveries();
   `);
 }
 
 export async function down(knex: Knex): Promise<void> {
   await knex.raw(`
-    create or replace function integrator.emit_event(tenant_id uuid, kind text, data jsonb) returns integer
-    language plpgsql volatile as $$
-    #variable_conflict use_column
-    declare
-      problem text;
-      envelope jsonb;
-      delivery record;
-      deliveries integer := 0;
-    begin
-      if emit_event.tenant_id is null then
-        raise exception 'emit_event: tenant_id is required' using errcode = 'invalid_parameter_value';
-      end if;
-      problem := integrator.webhook_event_data_problem(emit_event.kind, emit_event.data);
-      if problem is not null then
-        raise exception 'emit_event: %', problem using errcode = 'invalid_parameter_value';
-      end if;
-      envelope := jsonb_build_object(
-        'event', emit_event.kind,
-        'tenant_id', emit_event.tenant_id,
-        'timestamp', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-        'data', emit_event.data
-      );
-      for delivery in
-        insert into integrator.webhook_deliveries (tenant_id, subscription_id, event_type, payload)
-        select s.tenant_id, s.id, emit_event.kind, envelope
-        from integrator.webhook_subscriptions s
-        where s.tenant_id = emit_event.tenant_id
-          and s.is_active
-          and (emit_event.kind = any (s.events) or '*' = any (s.events))
-        returning tenant_id, id
-      loop
-        perform graphile_worker.add_job(
-          'deliver_webhook',
-          json_build_object('tenant_id', delivery.tenant_id, 'delivery_id', delivery.id),
-          max_attempts => 10,
-          job_key => 'deliver_webhook:' || delivery.id
-        );
-        deliveries := deliveries + 1;
-      end loop;
-      return deliveries;
-    end;
-    $$;
-    drop function if exists integrator.count_webhook_deliveries(uuid, bigint);
+    drop trigger if exists webhook_deliveries_count_deleted on integrator.webhook_deliveries;
+    drop trigger if exists webhook_deliveries_count_inserted on integrator.webhook_deliveries;
+    drop function if exists integrator.count_deleted_webhook_deliveries();
+    drop function if exists integrator.count_inserted_webhook_deliveries();
     drop table if exists integrator.webhook_delivery_counts;
     drop table if exists integrator.webhook_delivery_attempts;
     drop index if exists integrator.webhook_deliveries_manual;
