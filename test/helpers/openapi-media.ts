@@ -24,7 +24,7 @@ function rebase(node: unknown): unknown {
 export function schemaValidator(): (schema: unknown) => ValidateFunction {
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   addFormats(ajv);
-  ajv.addSchema({ $id: DOCUMENT_ID, components: rebase(loadDocument().components) } as never);
+  ajv.addSchema({ $id: DOCUMENT_ID, components: rebase(loadDocument().components) });
   return (schema) => ajv.compile(rebase(schema ?? {}) as never);
 }
 
