@@ -161,7 +161,7 @@ export async function startEmbeddedPostgres(options: {
   await client.connect();
   try {
     const exists = await client.query("select 1 from pg_database where datname = $1", [database]);
-    if (exists.rowCount === 0) await client.query(`create database "${database.replace(/"/g, '""')}"`);
+    if (exists.rowCount === 0) await client.query(`create database ${quoteIdentifier(database)}`);
   } finally {
     await client.end();
   }
@@ -194,4 +194,30 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   if (typeof code === "string" && (UNREACHABLE_CODES.has(code) || code.startsWith("08"))) return true;
   if (name === "KnexTimeoutError") return true;
   return typeof message === "string" && UNREACHABLE_MESSAGES.test(message);
+}
+
+/** A database name quoted as an SQL identifier. */
+function quoteIdentifier(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+async function onServer(adminUrl: string, statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Creates database `name` on the server of `adminUrl`, empty or as a copy of `template`. */
+export async function createDatabaseOnServer(adminUrl: string, name: string, template?: string): Promise<void> {
+  const from = template === undefined ? "" : ` template ${quoteIdentifier(template)}`;
+  await onServer(adminUrl, `create database ${quoteIdentifier(name)}${from}`);
+}
+
+/** Drops database `name` if it exists, closing its connections first. */
+export async function dropDatabaseOnServer(adminUrl: string, name: string): Promise<void> {
+  await onServer(adminUrl, `drop database if exists ${quoteIdentifier(name)} with (force)`);
 }

@@ -4,8 +4,7 @@
 // Prints a last line "N passed, N failed" from tap's totals.
 import { spawn } from "node:child_process";
 import path from "node:path";
-import pg from "pg";
-import { createDatabase } from "../db/database.ts";
+import { createDatabase, createDatabaseOnServer, dropDatabaseOnServer } from "../db/database.ts";
 import { migrateAll } from "../server/lifecycle.ts";
 import { throwawayPostgres, withDatabase } from "./throwaway-postgres.ts";
 
@@ -15,11 +14,8 @@ async function main(): Promise<number> {
   const postgres = await throwawayPostgres("integrator-test");
   const { adminUrl } = postgres;
 
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`drop database if exists ${TEMPLATE}`);
-  await admin.query(`create database ${TEMPLATE}`);
-  await admin.end();
+  await dropDatabaseOnServer(adminUrl, TEMPLATE);
+  await createDatabaseOnServer(adminUrl, TEMPLATE);
   const templateUrl = withDatabase(adminUrl, TEMPLATE);
   const db = createDatabase(templateUrl, 2);
   await migrateAll(db, templateUrl);
@@ -48,12 +44,7 @@ async function main(): Promise<number> {
     child.on("close", (exitCode) => resolve(exitCode ?? 1));
   });
 
-  const cleanup = new pg.Client({ connectionString: adminUrl });
-  await cleanup
-    .connect()
-    .then(() => cleanup.query(`drop database if exists ${TEMPLATE}`))
-    .catch(() => undefined);
-  await cleanup.end().catch(() => undefined);
+  await dropDatabaseOnServer(adminUrl, TEMPLATE).catch(() => undefined);
   await postgres.stop();
 
   // tap's base reporter ends with "Asserts:  N pass  N fail ..." (colour codes stripped).

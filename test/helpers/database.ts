@@ -1,6 +1,6 @@
 // Each test file gets a database of its own, cloned from the migrated template scripts/test.ts made.
 import { randomBytes } from "node:crypto";
-import pg from "pg";
+import { createDatabaseOnServer, dropDatabaseOnServer } from "../../db/database.ts";
 import type { Test } from "tap";
 import { withDatabase } from "../../scripts/throwaway-postgres.ts";
 
@@ -14,23 +14,13 @@ export function databaseUrl(name: string): string {
   return withDatabase(adminUrl(), name);
 }
 
-async function adminQuery(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl() });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 /** Clones the template into a new database, dropped when the test ends. */
 export async function createTestDatabase(t: Test): Promise<string> {
   const name = `t_${randomBytes(6).toString("hex")}`;
   const template = process.env.TEST_PG_TEMPLATE ?? "integrator_test_template";
   for (let attempt = 0; ; attempt++) {
     try {
-      await adminQuery(`create database ${name} template ${template}`);
+      await createDatabaseOnServer(adminUrl(), name, template);
       break;
     } catch (error) {
       // Two clones of one template at the same instant can collide; the next try succeeds.
@@ -38,6 +28,6 @@ export async function createTestDatabase(t: Test): Promise<string> {
       await new Promise((resolve) => setTimeout(resolve, 100 + attempt * 50));
     }
   }
-  t.teardown(() => adminQuery(`drop database if exists ${name} with (force)`));
+  t.teardown(() => dropDatabaseOnServer(adminUrl(), name));
   return databaseUrl(name);
 }
