@@ -5,7 +5,7 @@ import t from "tap";
 import { freePort } from "../scripts/throwaway-postgres.ts";
 import { waitFor } from "./helpers/wait.ts";
 import { mediaCases, schemaValidator } from "./helpers/openapi-media.ts";
-import { loadDocument } from "../server/http/openapi-document.ts";
+import { loadDocument, resolveRef } from "../server/http/openapi-document.ts";
 
 /** A value for each path parameter, as the examples use them. */
 const PATH_VALUES: Record<string, string> = {
@@ -13,6 +13,27 @@ const PATH_VALUES: Record<string, string> = {
   subscription_id: "0192f0c2-7d1e-7a3b-8c4d-5e6f7a8b9c0d",
   partner_key: "benefits-co",
 };
+
+/** A path parameter's value: the one the examples use, else its declared example, else one of its format. */
+function pathValue(path: string, method: string, name: string): string {
+  if (PATH_VALUES[name]) return PATH_VALUES[name];
+  const document = loadDocument();
+  const item = (document.paths?.[path] ?? {}) as Record<string, { parameters?: unknown[] } | undefined>;
+  const parameters = [...((item.parameters as unknown[]) ?? []), ...(item[method]?.parameters ?? [])].map(
+    (parameter) =>
+      resolveRef(document, parameter) as {
+        name?: string;
+        in?: string;
+        example?: unknown;
+        schema?: Record<string, unknown>;
+      },
+  );
+  const declared = parameters.find((parameter) => parameter.in === "path" && parameter.name === name);
+  const schema = declared?.schema ?? {};
+  const example = declared?.example ?? (Array.isArray(schema.examples) ? schema.examples[0] : schema.example);
+  if (example !== undefined) return String(example);
+  return schema.format === "uuid" ? "0192f0c4-8a9e-7c1b-9a4e-3f2d1c0b5a69" : "example";
+}
 
 t.test("npm run mock answers every operation with a valid example", async (t) => {
   const port = await freePort();
@@ -49,7 +70,8 @@ t.test("npm run mock answers every operation with a valid example", async (t) =>
   for (const { method, path } of operations.values()) {
     const request = cases.find((c) => c.method === method && c.path === path && c.part === "request body");
     const successes = cases.filter((c) => c.method === method && c.path === path && /^2/.test(c.status ?? ""));
-    const url = base + path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(PATH_VALUES[name] ?? "x"));
+    const url =
+      base + path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(pathValue(path, method, name)));
     const headers: Record<string, string> = { Authorization: "Bearer mock-token" };
     let body: string | undefined;
     if (request) {
