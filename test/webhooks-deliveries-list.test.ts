@@ -8,7 +8,6 @@ import { deliveriesPageQuery, type DeliveryView } from "../db/webhooks.ts";
 import type { ReceivedRequest, Answer } from "./helpers/https-receiver.ts";
 import { createTestTenant, type TestTenant } from "./helpers/server.ts";
 import { startWebhookRig, testCa, type WebhookRig } from "./helpers/webhooks.ts";
-import { waitFor } from "./helpers/wait.ts";
 
 const ca = testCa(t);
 let rig: WebhookRig;
