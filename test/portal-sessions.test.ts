@@ -163,6 +163,13 @@ t.test("an expired, tampered or foreign-scoped credential is refused by the port
     extraClaims: { scope: "webhooks:admin" },
   });
   t.equal((await server.request("/v1/webhooks/subscriptions", { token: wrongScope.token })).status, 401, "scope");
+
+  const tooLong = await server.services.tokens.issuePortal({
+    subject: tenantA.subject,
+    tenantId: tenantA.tenantId,
+    expiresInSeconds: 61 * 60,
+  });
+  t.equal((await server.request("/v1/webhooks/subscriptions", { token: tooLong.token })).status, 401, "over 60 min");
 });
 
 t.test("through the portal credential, another tenant's webhooks are out of reach", async (t) => {

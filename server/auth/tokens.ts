@@ -38,6 +38,8 @@ export const PORTAL_AUDIENCE = "integrator-portal";
 export const PORTAL_SCOPE = "webhooks:portal";
 /** A portal principal's subject: the creator's, marked, so its rate limit and created_by stand apart. */
 export const PORTAL_SUBJECT_PREFIX = "portal:";
+/** The longest portal session PORTAL_SESSION_TTL_MINUTES allows; a longer-lived portal credential is refused. */
+export const PORTAL_MAX_LIFETIME_SECONDS = 60 * 60;
 
 export class TokenRejected extends Error {
   override name = "TokenRejected";
@@ -196,6 +198,8 @@ export async function createTokenService(db: Database, box: SecretBox, config: C
           requiredClaims: ["exp", "iat", "scope"],
         });
         if (payload.scope !== PORTAL_SCOPE) throw new TokenRejected("portal credential has the wrong scope");
+        if ((payload.exp ?? 0) - (payload.iat ?? 0) > PORTAL_MAX_LIFETIME_SECONDS)
+          throw new TokenRejected("portal credential lives longer than a portal session may");
         const principal = principalFrom(payload, "tenant_id", "roles");
         return {
           principal: {

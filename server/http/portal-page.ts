@@ -48,6 +48,7 @@ export function portalPage(frameAncestors: string): Router {
       res.setHeader("Cross-Origin-Resource-Policy", "same-origin");
       // X-Frame-Options cannot name origins; frame-ancestors decides, and DENY backs up 'none' for old browsers.
       if (frameAncestors === "'none'") res.setHeader("X-Frame-Options", "DENY");
+      else res.removeHeader("X-Frame-Options");
       res.status(200).send(asset.body);
     });
   }
