@@ -17,9 +17,12 @@ export interface paths {
          *
          *     After the schema, the item is checked against the intake rules; a failing item is stored with status
          *     `rejected` and an `error_message` instead of failing the request: MIME type outside the allowed list
-         *     (`INTAKE_ALLOWED_MIME_TYPES`), `file_size` above `INTAKE_MAX_FILE_SIZE_BYTES` (default 100 MiB), or a
-         *     filename containing a path separator or control character, or made only of dots. The submission's
-         *     status is derived from its items (`rejected` when every item is rejected).
+         *     (`INTAKE_ALLOWED_MIME_TYPES`) or not a media type at all, `file_size` above `INTAKE_MAX_FILE_SIZE_BYTES`
+         *     (default 100 MiB), or a filename containing a path separator, a control character, a Unicode format
+         *     character (category Cf: bidi controls such as U+202E, zero-width characters) or a line or paragraph
+         *     separator (U+2028, U+2029), or made only of dots. The submission's status is derived from its items
+         *     (`rejected` when every item is rejected). `mime_type` is stored and returned as the media type alone,
+         *     lower-case, without parameters (`Application/PDF; charset=binary` is stored as `application/pdf`).
          *
          *     The submission, its items, the idempotency record, the audit action `intake.submitted` and the
          *     `intake.submitted` webhook deliveries are written in one transaction.
@@ -385,6 +388,11 @@ export interface paths {
          *     200 whatever the status; monitors that gate on the HTTP status use `GET /v1/readyz` instead. No
          *     secrets, connection strings or hostnames are exposed. No authentication.
          *
+         *     **Statuses only.** Anyone can call this, so it says no more than the statuses: not the version, the
+         *     worker's last heartbeat, the oldest due job's age, latencies or pending migration counts (earlier
+         *     versions did). Operators read those details from `GET /health` on the metrics port (`METRICS_PORT`,
+         *     loopback by default, never the API port): the same report with every detail.
+         *
          *     `healthy`: every check passes. `degraded`: the worker has not been seen for a while or the oldest due
          *     job has waited too long. `unhealthy`: the database is unreachable or migrations are pending.
          *
@@ -409,8 +417,17 @@ export interface paths {
         };
         /**
          * Readiness probe
-         * @description The same report as `GET /v1/health`, answered 200 only when the overall status is `healthy` and 503
-         *     when it is `degraded` or `unhealthy`. No authentication.
+         * @description The same report as `GET /v1/health` (statuses only), answered 200 only when the overall status is
+         *     `healthy` and 503 when it is `degraded` or `unhealthy`. No authentication.
+         *
+         *     **Scopes.** `scope=all` (the default) gates on every check, the worker included: the service as a
+         *     whole is ready. `scope=api` gates on this API instance alone (its database and migrations; the worker
+         *     is neither checked nor reported): that is the probe for container health checks and load balancers,
+         *     so that a worker outage does not take every API replica out of rotation.
+         *
+         *     **Shutdown.** From the moment the instance is told to stop (SIGTERM or SIGINT), both scopes answer
+         *     503 with `status: unhealthy` and `shutting_down: true`, while the instance keeps answering other
+         *     requests for `SHUTDOWN_DRAIN_SECONDS` so that load balancers can take it out of rotation first.
          *
          *     Never refused by load shedding, so an overloaded instance still reports its dependencies. Rate-limited
          *     per client address in a bucket shared only with `GET /v1/health` (`RATE_LIMIT_PROBE_PER_MINUTE`,
@@ -438,21 +455,28 @@ export interface paths {
         /**
          * Start a governed launch into a partner product
          * @description Decides whether the caller's tenant may be handed off to the partner and, if so, where to send the
-         *     user. The answer is always 200 with a routing decision for a known partner:
+         *     user. The answer is always 200 with a routing decision, for any well-formed partner key:
          *
          *     - `routed`: `redirect_url` is the partner's launch URL with the query parameter `assertion`, an ES256
          *       JWT signed with the service key (claims `iss` = the service's public base URL, `aud` = partner key,
          *       `sub`, `tenant_id`, `roles`, `ctx` = the context values (`{}` when none were sent), `jti`, `iat`,
          *       `exp`; also `decision_id`, `correlation_id` and, when given, `return_url`; lifetime 120 s, see
          *       `expires_at`), verifiable with `GET /.well-known/jwks.json`.
-         *     - `denied`: `reason` is `NOT_ENTITLED` (the tenant is not entitled to the partner) or `PARTNER_PAUSED`.
-         *       A tenant that is not entitled is told `NOT_ENTITLED` whether or not the partner is paused.
+         *     - `denied`: `reason` is `NOT_ENTITLED` (the tenant is not entitled to the partner, or no partner has
+         *       this key) or `PARTNER_PAUSED`. A tenant that is not entitled is told `NOT_ENTITLED` whether or not
+         *       the partner is paused.
          *
-         *     The checks run in this order: an unknown partner answers 404 `NOT_FOUND`; then `context_values` keys
-         *     must be among the partner's context keys and values must be strings, integers or booleans, otherwise
-         *     422 `CONTEXT_INVALID` naming the offending keys in `error.details.keys` (with the violations in
-         *     `error.details.errors`); then the decision is made. Every decision, routed or denied, is recorded
-         *     with the tenant audit action `partner.launch`. The correlation id (`X-Correlation-Id`, generated as a
+         *     **No existence oracle.** An unknown partner key and a partner the tenant is not entitled to are
+         *     answered alike: 200 `denied` with `NOT_ENTITLED`, recorded and audited the same way, so a tenant
+         *     cannot learn which partner keys exist. (Earlier versions answered an unknown partner 404
+         *     `NOT_FOUND`; that told any tenant which keys were registered.)
+         *
+         *     The checks run in this order: values of `context_values` must be strings, integers or booleans
+         *     (whatever the partner); for a partner the tenant is entitled to, the keys must be among the partner's
+         *     context keys; either failure is 422 `CONTEXT_INVALID` naming the offending keys in
+         *     `error.details.keys` (with the violations in `error.details.errors`). Keys are not checked against a
+         *     partner the tenant may not use (that would reveal its context keys). Then the decision is made.
+         *     Every decision, routed or denied, is recorded with the tenant audit action `partner.launch`. The correlation id (`X-Correlation-Id`, generated as a
          *     UUID when absent) is echoed in the response header and in `correlation_id`.
          */
         post: operations["startLaunch"];
@@ -474,8 +498,9 @@ export interface paths {
         /**
          * Switch the user's partner context
          * @description Like `startLaunch`, for a switch from the current partner context to `target_partner_key`: 200 with a
-         *     routing decision (`routed` with `redirect_url`, or `denied` with `reason`), 404 `NOT_FOUND` for an
-         *     unknown partner, 422 `CONTEXT_INVALID` for context values the partner does not accept; the checks,
+         *     routing decision (`routed` with `redirect_url`, or `denied` with `reason`; an unknown partner key is
+         *     `denied` with `NOT_ENTITLED`, exactly like a partner the tenant is not entitled to), 422
+         *     `CONTEXT_INVALID` for context values the partner does not accept; the checks,
          *     the assertion and the correlation id are exactly as for `startLaunch`. Every decision is recorded with
          *     the tenant audit action `partner.switch`.
          *
@@ -566,6 +591,14 @@ export interface paths {
          *     malformed parameter, including any schema violation of the form), `unsupported_grant_type`,
          *     `invalid_grant` (wrong username or password); 401 `invalid_client` (client authentication failed;
          *     with `WWW-Authenticate: Basic` when Basic was used).
+         *
+         *     Abuse bounds: after `AUTH_LOGIN_FREE_FAILURES` failed password grants for one username (counted
+         *     across every replica; unknown usernames alike), further attempts for it are answered 429
+         *     `RATE_LIMITED` (`error.details.scope` `username`, `Retry-After`) without checking the password, for
+         *     a lock that doubles with each further failure up to `AUTH_LOGIN_BACKOFF_MAX_SECONDS`; a success
+         *     clears the count. Password and secret checks run a bounded number at a time: when too many wait,
+         *     the answer is 503 `SERVICE_UNAVAILABLE` with `Retry-After` at once. A disabled user or client gets
+         *     `invalid_grant` / `invalid_client`, and the tokens it already holds stop working.
          */
         post: operations["issueToken"];
         delete?: never;
@@ -845,7 +878,8 @@ export interface components {
             /**
              * @description Error type: `missing`, `string_type`, `int_type`, `bool_type`, `dict_type`, `list_type`,
              *     `string_too_short`, `string_too_long`, `greater_than`, `too_short`, `too_long`, `uuid_parsing`,
-             *     `json_invalid`, `value_error` and other pydantic v2 names.
+             *     `json_invalid`, `value_error`, `finite_number` (a number that overflowed to ±Infinity, such as
+             *     `1e400`) and other pydantic v2 names.
              */
             type: string;
             /** @description The offending input (any JSON value); absent when there was none. */
@@ -857,14 +891,21 @@ export interface components {
         };
         /** @description Metadata of one document. Unknown fields are ignored. */
         IntakeSubmitRequest: {
-            /** @description The document's file name; one with a path separator or control character, or made only of dots, makes the item `rejected`. */
+            /**
+             * @description The document's file name; one with a path separator, a control character, a Unicode format character
+             *     (Cf, e.g. the bidi control U+202E) or a line or paragraph separator (U+2028, U+2029), or made only of
+             *     dots, makes the item `rejected`.
+             */
             filename: string;
             /**
              * @description Size in bytes; above `INTAKE_MAX_FILE_SIZE_BYTES` (default 100 MiB) the item is `rejected`. Values above
              *     2^53 − 1 cannot be represented exactly in JSON numbers and are a 422 `less_than_equal`.
              */
             file_size: number;
-            /** @description MIME type; outside `INTAKE_ALLOWED_MIME_TYPES` the item is `rejected`. */
+            /**
+             * @description MIME type; compared and stored as the media type alone (lower-case `type/subtype`, parameters
+             *     dropped). Outside `INTAKE_ALLOWED_MIME_TYPES`, or not a media type, the item is `rejected`.
+             */
             mime_type: string;
             module?: string | null;
             tier?: string | null;
@@ -882,14 +923,21 @@ export interface components {
         };
         /** @description Metadata of one document of a batch. Unknown fields are ignored. */
         IntakeBatchItem: {
-            /** @description The document's file name; one with a path separator or control character, or made only of dots, makes the item `rejected`. */
+            /**
+             * @description The document's file name; one with a path separator, a control character, a Unicode format character
+             *     (Cf, e.g. the bidi control U+202E) or a line or paragraph separator (U+2028, U+2029), or made only of
+             *     dots, makes the item `rejected`.
+             */
             filename: string;
             /**
              * @description Size in bytes; above `INTAKE_MAX_FILE_SIZE_BYTES` (default 100 MiB) the item is `rejected`. Values above
              *     2^53 − 1 cannot be represented exactly in JSON numbers and are a 422 `less_than_equal`.
              */
             file_size: number;
-            /** @description MIME type; outside `INTAKE_ALLOWED_MIME_TYPES` the item is `rejected`. */
+            /**
+             * @description MIME type; compared and stored as the media type alone (lower-case `type/subtype`, parameters
+             *     dropped). Outside `INTAKE_ALLOWED_MIME_TYPES`, or not a media type, the item is `rejected`.
+             */
             mime_type: string;
             item_metadata?: components["schemas"]["ItemMetadata"];
         };
@@ -957,6 +1005,7 @@ export interface components {
             document_id: string | null;
             filename: string;
             file_size: number;
+            /** @description The media type as stored, lower-case `type/subtype` without parameters. */
             mime_type: string;
             /** @description The free-form metadata given at intake. */
             item_metadata: {
@@ -1372,44 +1421,76 @@ export interface components {
          * @enum {string}
          */
         HealthStatus: "healthy" | "degraded" | "unhealthy";
-        /** @description Overall status (the worst of the checks) and each dependency check. */
+        /**
+         * @description Overall status (the worst of the checks) and each dependency check. The public probes carry the
+         *     statuses only; the detail fields (`version`, `latency_ms`, `last_seen_at`,
+         *     `oldest_due_job_age_seconds`, `pending`) appear only in the operator's report on the metrics port.
+         * @example {
+         *       "status": "healthy",
+         *       "checks": {
+         *         "database": {
+         *           "status": "healthy"
+         *         },
+         *         "worker": {
+         *           "status": "healthy"
+         *         },
+         *         "migrations": {
+         *           "status": "healthy"
+         *         }
+         *       }
+         *     }
+         */
         HealthResponse: {
             status: components["schemas"]["HealthStatus"];
-            /** @description The service version. */
-            version: string;
+            /** @description The service version (operator's report only). */
+            version?: string;
+            /**
+             * @description Present while this instance is shutting down; readiness is then 503.
+             * @constant
+             */
+            shutting_down?: true;
             checks: {
                 /** @description `unhealthy` when the database does not answer. */
                 database: {
                     status: components["schemas"]["HealthStatus"];
-                    /** @description Round-trip time of a trivial query; null when it failed. */
-                    latency_ms: number | null;
+                    /** @description Round-trip time of a trivial query; null when it failed (operator's report only). */
+                    latency_ms?: number | null;
                 };
-                /** @description `degraded` when no worker was seen recently or the oldest due job waits too long. */
-                worker: {
+                /**
+                 * @description `degraded` when no worker was seen recently or the oldest due job waits too long. Absent from
+                 *     `GET /v1/readyz?scope=api`.
+                 */
+                worker?: {
                     status: components["schemas"]["HealthStatus"];
                     /**
                      * Format: date-time
-                     * @description Last worker heartbeat (RFC 3339 in UTC with `Z`); null when none was seen or the check failed.
+                     * @description Last worker heartbeat (RFC 3339 in UTC with `Z`); null when none was seen or the check failed (operator's report only).
                      */
-                    last_seen_at: string | null;
-                    /** @description How long the oldest due job has been waiting; null when none is waiting or the check failed. */
-                    oldest_due_job_age_seconds: number | null;
+                    last_seen_at?: string | null;
+                    /** @description How long the oldest due job has been waiting; null when none is waiting or the check failed (operator's report only). */
+                    oldest_due_job_age_seconds?: number | null;
                 };
                 /** @description `unhealthy` when migrations are pending or could not be checked. */
                 migrations: {
                     status: components["schemas"]["HealthStatus"];
-                    /** @description Migrations known to this code but not applied; null when the database could not be checked. */
-                    pending: number | null;
+                    /** @description Migrations known to this code but not applied; null when the database could not be checked (operator's report only). */
+                    pending?: number | null;
                 };
             };
         };
         /**
          * @description Context handed to the partner (the `ctx` claim of the assertion). Keys must be among the partner's
-         *     context keys; values are strings, integers or booleans only (no floats, nulls, arrays or objects).
-         *     Any violation, schema or registry, is 422 `CONTEXT_INVALID` naming the offending keys in
+         *     context keys; values are strings (at most 512 characters), integers (within ±2^53-1) or booleans
+         *     only (no floats, nulls, arrays or objects); at most 50 keys of at most 64 characters. Any violation,
+         *     schema or registry, is 422 `CONTEXT_INVALID` naming the offending keys in
          *     `error.details.keys` (per `x-validation-error`; the violations in `error.details.errors`). Values of
          *     the wrong type are found before keys the partner does not accept, which need the partner's registry
          *     entry.
+         * @example {
+         *       "employee_id": "E-1042",
+         *       "plan_year": 2027,
+         *       "dependants": true
+         *     }
          */
         ContextValues: {
             [key: string]: string | number | boolean;
@@ -1846,7 +1927,10 @@ export interface components {
          *     one. Also the `request_id` of an error envelope.
          */
         "X-Request-Id": string;
-        /** @description `true` when this is the stored response of an earlier call with the same `Idempotency-Key`; absent otherwise. */
+        /**
+         * @description `true` when this is the stored response of an earlier call with the same `Idempotency-Key`; absent
+         *     otherwise. A replayed body is byte for byte the body of the first answer.
+         */
         "Idempotent-Replayed": "true";
         /** @description The correlation id of the routing decision (the caller's `X-Correlation-Id`, or a generated one). */
         "X-Correlation-Id": string;
@@ -2458,7 +2542,14 @@ export interface operations {
     };
     getReadiness: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description `all` (default): every dependency, the worker included. `api`: this API instance's own readiness
+                 *     (database and migrations), for container health checks.
+                 * @example api
+                 */
+                scope?: "all" | "api";
+            };
             header?: never;
             path?: never;
             cookie?: never;

@@ -12,6 +12,7 @@ import { recordDeliveryOutcome } from "../../server/metrics.ts";
 import { isDeliverWebhookPayload } from "../../db/jobs.ts";
 import { sendSettings, sendWebhook, type SendSettings } from "../sender.ts";
 import { errorClassOf } from "../attempt-classes.ts";
+import { boundedMemo } from "../memo.ts";
 import {
   DEACTIVATED_MESSAGE,
   DISABLED_MESSAGE,
@@ -43,11 +44,13 @@ export function deliverWebhook(
     services.config.webhooks;
   const health = { disableAfterFailedDeliveries, disableAfterFailingDays };
   const userAgent = `integrator-api-webhooks/${services.version}`;
+  // A subscription's secret opened once, kept by its sealed text (a new secret is new text).
+  const openSecret = boundedMemo((sealed) => services.secretBox.open(sealed));
   /** The previous secrets that open with the current ENCRYPTION_KEY (one that does not is skipped: the current secret still signs). */
   const openPreviousSecrets = (sealed: readonly string[]): string[] =>
     sealed.flatMap((value) => {
       try {
-        return [services.secretBox.open(value)];
+        return [openSecret(value)];
       } catch {
         return [];
       }
@@ -57,7 +60,7 @@ export function deliverWebhook(
       helpers.logger.error(`deliver_webhook job ${helpers.job.id} has a malformed payload; dropped`);
       return;
     }
-    const { db, secretBox } = services;
+    const { db } = services;
     const delivery = await findDeliveryToSend(db, payload.tenant_id, payload.delivery_id);
     if (!delivery || delivery.status !== "pending") return;
     if (!delivery.subscription_active) {
@@ -81,7 +84,7 @@ export function deliverWebhook(
 
     let secret: string;
     try {
-      secret = secretBox.open(delivery.secret_encrypted);
+      secret = openSecret(delivery.secret_encrypted);
     } catch {
       // Sealed under another ENCRYPTION_KEY: no attempt could ever be signed, so do not leave it pending.
       helpers.logger.error(
