@@ -3,7 +3,17 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["generated/**", "node_modules/**", ".data/**", "dist/**"] },
+  {
+    ignores: [
+      "generated/**",
+      "node_modules/**",
+      ".data/**",
+      "dist/**",
+      "openapi/package/dist/**",
+      "openapi/package/.build/**",
+      "openapi/package/example/**",
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -41,6 +41,9 @@ export interface EventEnvelope<K extends EventKind = EventKind> {
   data: EventDataByKind[K];
 }
 
+/** The body of a delivery of any kind, as a union told apart by `event` (the document's WebhookEventPayload). */
+export type AnyEventEnvelope = { [K in EventKind]: EventEnvelope<K> }[EventKind];
+
 export function isEventKind(value: unknown): value is EventKind {
   return typeof value === "string" && (EVENT_KINDS as readonly string[]).includes(value);
 }

@@ -14,7 +14,7 @@ export type DeliveryView = Schemas["WebhookDeliveryResponse"];
 export type DeliveryStatus = Schemas["WebhookDeliveryStatus"];
 export type DeliveryOrigin = Schemas["WebhookDeliveryOrigin"];
 export type DeliveredEventKind = Schemas["WebhookDeliveredEventKind"];
-export type DeliveryEnvelope = Schemas["WebhookEventEnvelope"];
+export type DeliveryEnvelope = Schemas["WebhookEventPayload"];
 export type AttemptView = Schemas["WebhookDeliveryAttempt"];
 export type AttemptErrorClass = Schemas["WebhookDeliveryErrorClass"];
 

@@ -339,6 +339,42 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/portal-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a link to the webhook portal page
+         * @description Returns a link to the webhook portal (`/portal`), the page where a tenant's developers see their
+         *     subscriptions, deliveries and every attempt, and fix what failed (resend, test event, secret
+         *     rotation, re-enable). Hand the link to a teammate or embed it in an iframe of your own dashboard
+         *     (allowed embedders: the `PORTAL_FRAME_ANCESTORS` setting).
+         *
+         *     The link is `PUBLIC_BASE_URL` + `/portal#token=<credential>`. The credential sits in the URL fragment,
+         *     which browsers never send to a server, so it does not reach request logs or `Referer` headers. It is an
+         *     ES256 JWT (`aud` `integrator-portal`, `scope` `webhooks:portal`, `tenant_id`, `sub` = the caller's
+         *     subject, `iat`, `exp`, `jti`) valid for `PORTAL_SESSION_TTL_MINUTES` minutes (default 15):
+         *     - it is accepted only by the operations that declare the `PortalSession` security scheme (the
+         *       webhook operations the page uses), always for that one tenant;
+         *     - every other operation refuses it with 401 `UNAUTHORIZED`, this one included: a portal credential
+         *       cannot create portal sessions;
+         *     - it cannot be revoked before it expires; keep the lifetime short.
+         *
+         *     The session is for the token's tenant, or for the tenant named by `tenant_id` (platform_admin only).
+         *     Each session is recorded as the audit action `webhooks.portal_session_created`.
+         */
+        post: operations["createWebhookPortalSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/health": {
         parameters: {
             query?: never;
@@ -571,6 +607,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who am I (the caller's tenant, subject, roles and token expiry)
+         * @description Returns what the service read from the bearer token: the tenant it acts for, the subject (user id or
+         *     client id), the roles and when the token expires. Like every protected operation it needs the role
+         *     `client_admin` or `platform_admin` (403 `FORBIDDEN` otherwise).
+         */
+        get: operations["getCurrentPrincipal"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/.well-known/jwks.json": {
         parameters: {
             query?: never;
@@ -608,47 +666,7 @@ export interface webhooks {
          * document.status_changed
          * @description A document's status changed. See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
-                     *     rotation's overlap, one digest per secret separated by commas, newest secret first.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                    /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
-                    "webhook-id": components["parameters"]["WebhookStandardId"];
-                    /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
-                    "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
-                    /**
-                     * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
-                     *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
-                     *     separated by spaces, newest first.
-                     */
-                    "webhook-signature": components["parameters"]["WebhookStandardSignature"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["DocumentStatusChangedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookDocumentStatusChanged"];
         delete?: never;
         options?: never;
         head?: never;
@@ -668,47 +686,7 @@ export interface webhooks {
          * document.uploaded
          * @description A document's content was uploaded. See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
-                     *     rotation's overlap, one digest per secret separated by commas, newest secret first.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                    /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
-                    "webhook-id": components["parameters"]["WebhookStandardId"];
-                    /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
-                    "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
-                    /**
-                     * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
-                     *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
-                     *     separated by spaces, newest first.
-                     */
-                    "webhook-signature": components["parameters"]["WebhookStandardSignature"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["DocumentUploadedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookDocumentUploaded"];
         delete?: never;
         options?: never;
         head?: never;
@@ -728,47 +706,7 @@ export interface webhooks {
          * document.completed
          * @description A document's review completed. See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
-                     *     rotation's overlap, one digest per secret separated by commas, newest secret first.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                    /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
-                    "webhook-id": components["parameters"]["WebhookStandardId"];
-                    /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
-                    "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
-                    /**
-                     * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
-                     *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
-                     *     separated by spaces, newest first.
-                     */
-                    "webhook-signature": components["parameters"]["WebhookStandardSignature"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["DocumentCompletedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookDocumentCompleted"];
         delete?: never;
         options?: never;
         head?: never;
@@ -788,47 +726,7 @@ export interface webhooks {
          * adjudication.case_created
          * @description An adjudication case was opened. See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
-                     *     rotation's overlap, one digest per secret separated by commas, newest secret first.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                    /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
-                    "webhook-id": components["parameters"]["WebhookStandardId"];
-                    /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
-                    "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
-                    /**
-                     * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
-                     *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
-                     *     separated by spaces, newest first.
-                     */
-                    "webhook-signature": components["parameters"]["WebhookStandardSignature"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["AdjudicationCaseCreatedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookAdjudicationCaseCreated"];
         delete?: never;
         options?: never;
         head?: never;
@@ -848,47 +746,7 @@ export interface webhooks {
          * adjudication.case_resolved
          * @description An adjudication case was resolved. See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
-                     *     rotation's overlap, one digest per secret separated by commas, newest secret first.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                    /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
-                    "webhook-id": components["parameters"]["WebhookStandardId"];
-                    /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
-                    "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
-                    /**
-                     * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
-                     *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
-                     *     separated by spaces, newest first.
-                     */
-                    "webhook-signature": components["parameters"]["WebhookStandardSignature"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["AdjudicationCaseResolvedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookAdjudicationCaseResolved"];
         delete?: never;
         options?: never;
         head?: never;
@@ -909,47 +767,7 @@ export interface webhooks {
          * @description A single-document intake submission was created (`POST /v1/intake/submit`; not sent again for
          *     idempotent replays). See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
-                     *     rotation's overlap, one digest per secret separated by commas, newest secret first.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                    /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
-                    "webhook-id": components["parameters"]["WebhookStandardId"];
-                    /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
-                    "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
-                    /**
-                     * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
-                     *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
-                     *     separated by spaces, newest first.
-                     */
-                    "webhook-signature": components["parameters"]["WebhookStandardSignature"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["IntakeSubmittedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookIntakeSubmitted"];
         delete?: never;
         options?: never;
         head?: never;
@@ -970,47 +788,7 @@ export interface webhooks {
          * @description A batch intake submission was created (`POST /v1/intake/batch`; not sent again for idempotent
          *     replays). See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
-                     *     rotation's overlap, one digest per secret separated by commas, newest secret first.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                    /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
-                    "webhook-id": components["parameters"]["WebhookStandardId"];
-                    /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
-                    "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
-                    /**
-                     * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
-                     *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
-                     *     separated by spaces, newest first.
-                     */
-                    "webhook-signature": components["parameters"]["WebhookStandardSignature"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["IntakeBatchSubmittedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookIntakeBatchSubmitted"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1030,47 +808,7 @@ export interface webhooks {
          * scorecard.created
          * @description A scorecard was created. See `WebhookEventEnvelope` for signing and retries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
-                     *     rotation's overlap, one digest per secret separated by commas, newest secret first.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                    /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
-                    "webhook-id": components["parameters"]["WebhookStandardId"];
-                    /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
-                    "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
-                    /**
-                     * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
-                     *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
-                     *     separated by spaces, newest first.
-                     */
-                    "webhook-signature": components["parameters"]["WebhookStandardSignature"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["ScorecardCreatedEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookScorecardCreated"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1091,37 +829,7 @@ export interface webhooks {
          * @description A test event, sent only when the tenant calls `sendWebhookTestEvent` (never by a lifecycle event;
          *     it cannot be subscribed to). Signed and retried like every delivery; see `WebhookEventEnvelope`.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
-                     *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
-                     *     rotation's overlap, one digest per secret separated by commas, newest secret first.
-                     */
-                    "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
-                    /** @description The event kind; equal to the body's `event`. */
-                    "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                    /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
-                    "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
-                    /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["WebhookTestEvent"];
-                };
-            };
-            responses: {
-                "2XX": components["responses"]["WebhookDelivered"];
-                "4XX": components["responses"]["WebhookFailed"];
-                default: components["responses"]["WebhookFailed"];
-            };
-        };
+        post: operations["webhookTest"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1159,7 +867,7 @@ export interface components {
         };
         /** @description Schema violations of a request, in FastAPI's shape (422). */
         HTTPValidationError: {
-            detail?: components["schemas"]["ValidationError"][];
+            detail: components["schemas"]["ValidationError"][];
         };
         /** @description One schema violation, with pydantic v2 type names. */
         ValidationError: {
@@ -1398,6 +1106,23 @@ export interface components {
             /** @description The number of active subscriptions. */
             total: number;
         };
+        /** @description A portal link. The credential in `url` is shown here only; it is never stored or logged. */
+        WebhookPortalSessionResponse: {
+            /** @description `PUBLIC_BASE_URL` + `/portal#token=` + the portal credential. */
+            url: string;
+            /**
+             * Format: uuid
+             * @description The tenant whose webhooks the link shows.
+             */
+            tenant_id: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC with `Z` when the credential expires (its `exp`).
+             */
+            expires_at: string;
+            /** @description Seconds the credential is valid from now (`PORTAL_SESSION_TTL_MINUTES` × 60). */
+            expires_in: number;
+        };
         /**
          * @description `pending` until a send answers 2xx (`delivered`) or the last allowed attempt fails, or the
          *     subscription was deactivated (`failed`).
@@ -1421,7 +1146,7 @@ export interface components {
             subscription_id: string;
             /** @description The event kind (see `WebhookDeliveredEventKind`). */
             event_type: string;
-            payload: components["schemas"]["WebhookEventEnvelope"];
+            payload: components["schemas"]["WebhookEventPayload"];
             status: components["schemas"]["WebhookDeliveryStatus"];
             /** @description Send attempts so far (at most `MAX_DELIVERY_ATTEMPTS`, default 3). */
             attempts: number;
@@ -1543,6 +1268,11 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /**
+         * @description The body of a delivery, one schema per event kind, told apart by `event` (the same body the
+         *     receiver got; see the top-level `webhooks` section).
+         */
+        WebhookEventPayload: components["schemas"]["DocumentStatusChangedEvent"] | components["schemas"]["DocumentUploadedEvent"] | components["schemas"]["DocumentCompletedEvent"] | components["schemas"]["AdjudicationCaseCreatedEvent"] | components["schemas"]["AdjudicationCaseResolvedEvent"] | components["schemas"]["IntakeSubmittedEvent"] | components["schemas"]["IntakeBatchSubmittedEvent"] | components["schemas"]["ScorecardCreatedEvent"] | components["schemas"]["WebhookTestEvent"];
         /** @description Data of `intake.submitted` and `intake.batch_submitted`. */
         IntakeEventData: {
             /** Format: uuid */
@@ -1607,54 +1337,108 @@ export interface components {
             /** @constant */
             event: "webhook.test";
             data: components["schemas"]["WebhookTestEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "webhook.test";
         };
         /** @description The `document.status_changed` delivery body. */
         DocumentStatusChangedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "document.status_changed";
             data: components["schemas"]["DocumentEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "document.status_changed";
         };
         /** @description The `document.uploaded` delivery body. */
         DocumentUploadedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "document.uploaded";
             data: components["schemas"]["DocumentEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "document.uploaded";
         };
         /** @description The `document.completed` delivery body. */
         DocumentCompletedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "document.completed";
             data: components["schemas"]["DocumentEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "document.completed";
         };
         /** @description The `adjudication.case_created` delivery body. */
         AdjudicationCaseCreatedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "adjudication.case_created";
             data: components["schemas"]["AdjudicationEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "adjudication.case_created";
         };
         /** @description The `adjudication.case_resolved` delivery body. */
         AdjudicationCaseResolvedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "adjudication.case_resolved";
             data: components["schemas"]["AdjudicationEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "adjudication.case_resolved";
         };
         /** @description The `intake.submitted` delivery body. */
         IntakeSubmittedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "intake.submitted";
             data: components["schemas"]["IntakeEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "intake.submitted";
         };
         /** @description The `intake.batch_submitted` delivery body. */
         IntakeBatchSubmittedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "intake.batch_submitted";
             data: components["schemas"]["IntakeEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "intake.batch_submitted";
         };
         /** @description The `scorecard.created` delivery body. */
         ScorecardCreatedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "scorecard.created";
             data: components["schemas"]["ScorecardEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "scorecard.created";
         };
         /**
          * @description `healthy`, `degraded` (working, but something lags) or `unhealthy` (not working).
@@ -1879,6 +1663,23 @@ export interface components {
             error: "invalid_request" | "invalid_client" | "invalid_grant" | "unsupported_grant_type" | "unauthorized_client";
             error_description?: string;
         };
+        /** @description The caller as read from the bearer token. */
+        CurrentPrincipalResponse: {
+            /**
+             * Format: uuid
+             * @description The tenant the token acts for.
+             */
+            tenant_id: string;
+            /** @description The token's subject (`sub`): a user id, a client id or the external identity provider's subject. */
+            subject: string;
+            /** @description The token's roles; `client_admin` or `platform_admin` is needed by the other protected operations. */
+            roles: string[];
+            /**
+             * Format: date-time
+             * @description When the token expires (its `exp` claim, RFC 3339 in UTC with `Z`); null when it carries none.
+             */
+            expires_at: string | null;
+        };
         /** @description An RFC 7517 JSON Web Key Set. */
         JsonWebKeySet: {
             keys: components["schemas"]["JsonWebKey"][];
@@ -1908,6 +1709,9 @@ export interface components {
         Unauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                 [name: string]: unknown;
             };
@@ -1919,6 +1723,9 @@ export interface components {
         Forbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1929,6 +1736,9 @@ export interface components {
         NotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1942,6 +1752,9 @@ export interface components {
         Conflict: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 /** @description Seconds to wait before retrying; sent with `IDEMPOTENCY_IN_PROGRESS` (value `1`). */
                 "Retry-After"?: number;
                 [name: string]: unknown;
@@ -1954,6 +1767,9 @@ export interface components {
         PayloadTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1964,6 +1780,9 @@ export interface components {
         UnsupportedMediaType: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1974,6 +1793,9 @@ export interface components {
         ValidationFailed: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1988,6 +1810,9 @@ export interface components {
         IntakeValidationFailed: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -2002,6 +1827,9 @@ export interface components {
         PartnerValidationFailed: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -2026,6 +1854,9 @@ export interface components {
         ServiceUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "Retry-After": components["headers"]["Retry-After"];
                 [name: string]: unknown;
             };
@@ -2037,6 +1868,9 @@ export interface components {
         InternalError: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -2047,6 +1881,9 @@ export interface components {
         NotImplemented: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -2188,6 +2025,9 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -2201,6 +2041,9 @@ export interface operations {
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2246,6 +2089,9 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -2259,6 +2105,9 @@ export interface operations {
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2297,6 +2146,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2326,6 +2178,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2358,6 +2213,9 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2428,6 +2286,9 @@ export interface operations {
             204: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2574,6 +2435,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2654,6 +2518,50 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    createWebhookPortalSession: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The tenant to act for. Must equal the token's tenant unless the caller has role `platform_admin`
+                 *     (403 `FORBIDDEN` otherwise). Defaults to the token's tenant.
+                 */
+                tenant_id?: components["parameters"]["TenantIdQuery"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The portal link and when its credential expires. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookPortalSessionResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description The `tenant_id` query names no registered tenant (platform_admin only; others get 403). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReviewApiErrorEnvelope"];
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     getHealth: {
         parameters: {
             query?: never;
@@ -2667,6 +2575,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2696,6 +2607,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2707,6 +2621,9 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2735,6 +2652,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Correlation-Id": components["headers"]["X-Correlation-Id"];
                     [name: string]: unknown;
                 };
@@ -2779,6 +2699,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "X-Correlation-Id": components["headers"]["X-Correlation-Id"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
@@ -2826,6 +2749,9 @@ export interface operations {
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2839,6 +2765,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2870,6 +2799,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description `no-store`, as RFC 6749 §5.1 requires. */
                     "Cache-Control"?: string;
                     [name: string]: unknown;
@@ -2882,6 +2814,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2892,6 +2827,9 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description `Basic realm="integrator-api"`, when the client authenticated with HTTP Basic. */
                     "WWW-Authenticate"?: string;
                     [name: string]: unknown;
@@ -2902,6 +2840,35 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCurrentPrincipal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller as the service sees it. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CurrentPrincipalResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -2920,6 +2887,9 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2929,6 +2899,365 @@ export interface operations {
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    webhookDocumentStatusChanged: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
+                 *     rotation's overlap, one digest per secret separated by commas, newest secret first.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                "webhook-id": components["parameters"]["WebhookStandardId"];
+                /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
+                "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
+                /**
+                 * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
+                 *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                 *     separated by spaces, newest first.
+                 */
+                "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DocumentStatusChangedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookDocumentUploaded: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
+                 *     rotation's overlap, one digest per secret separated by commas, newest secret first.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                "webhook-id": components["parameters"]["WebhookStandardId"];
+                /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
+                "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
+                /**
+                 * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
+                 *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                 *     separated by spaces, newest first.
+                 */
+                "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DocumentUploadedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookDocumentCompleted: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
+                 *     rotation's overlap, one digest per secret separated by commas, newest secret first.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                "webhook-id": components["parameters"]["WebhookStandardId"];
+                /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
+                "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
+                /**
+                 * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
+                 *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                 *     separated by spaces, newest first.
+                 */
+                "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DocumentCompletedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookAdjudicationCaseCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
+                 *     rotation's overlap, one digest per secret separated by commas, newest secret first.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                "webhook-id": components["parameters"]["WebhookStandardId"];
+                /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
+                "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
+                /**
+                 * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
+                 *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                 *     separated by spaces, newest first.
+                 */
+                "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdjudicationCaseCreatedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookAdjudicationCaseResolved: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
+                 *     rotation's overlap, one digest per secret separated by commas, newest secret first.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                "webhook-id": components["parameters"]["WebhookStandardId"];
+                /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
+                "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
+                /**
+                 * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
+                 *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                 *     separated by spaces, newest first.
+                 */
+                "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdjudicationCaseResolvedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookIntakeSubmitted: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
+                 *     rotation's overlap, one digest per secret separated by commas, newest secret first.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                "webhook-id": components["parameters"]["WebhookStandardId"];
+                /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
+                "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
+                /**
+                 * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
+                 *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                 *     separated by spaces, newest first.
+                 */
+                "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IntakeSubmittedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookIntakeBatchSubmitted: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
+                 *     rotation's overlap, one digest per secret separated by commas, newest secret first.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                "webhook-id": components["parameters"]["WebhookStandardId"];
+                /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
+                "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
+                /**
+                 * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
+                 *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                 *     separated by spaces, newest first.
+                 */
+                "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IntakeBatchSubmittedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookScorecardCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
+                 *     rotation's overlap, one digest per secret separated by commas, newest secret first.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                "webhook-id": components["parameters"]["WebhookStandardId"];
+                /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
+                "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
+                /**
+                 * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
+                 *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                 *     separated by spaces, newest first.
+                 */
+                "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScorecardCreatedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookTest: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
+                 *     rotation's overlap, one digest per secret separated by commas, newest secret first.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookTestEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
         };
     };
 }

@@ -65,6 +65,20 @@ const list: Parser<string[]> = (raw) =>
     .map((entry) => entry.trim())
     .filter((entry) => entry.length > 0);
 
+/** Comma-separated browser origins (scheme://host[:port], no path); each is kept as the URL API serialises it. */
+const origins: Parser<string[]> = (raw, name) =>
+  list(raw, name).map((entry) => {
+    let parsed: URL;
+    try {
+      parsed = new URL(entry);
+    } catch {
+      throw new ConfigError(`${name} must list origins such as https://app.example.com, got "${entry}"`);
+    }
+    if (!["http:", "https:"].includes(parsed.protocol) || parsed.origin !== entry.replace(/\/$/, "").toLowerCase())
+      throw new ConfigError(`${name} must list origins (scheme://host[:port], no path or wildcard), got "${entry}"`);
+    return parsed.origin;
+  });
+
 export type KeyEncoding = "hex" | "base64" | "base64url";
 
 /**
@@ -146,6 +160,19 @@ const trustProxy: Parser<boolean | number | string[]> = (raw, name) => {
   return entries;
 };
 
+/** CSP frame-ancestors sources: 'none', 'self', or http(s) origins (wildcard subdomains allowed), space-separated. */
+const frameAncestors: Parser<string> = (raw, name) => {
+  const sources = raw.trim().split(/\s+/);
+  const valid = (source: string) =>
+    source === "'none'" || source === "'self'" || /^https?:\/\/(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?$/.test(source);
+  if (sources.length === 0 || !sources.every(valid) || (sources.includes("'none'") && sources.length > 1)) {
+    throw new ConfigError(
+      `${name} must be 'none', or 'self' and/or http(s) origins separated by spaces (e.g. https://dashboard.example.com), got "${raw}"`,
+    );
+  }
+  return sources.join(" ");
+};
+
 const logLevel: Parser<string> = (raw, name) => {
   if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(raw)) {
     throw new ConfigError(`${name} must be one of fatal, error, warn, info, debug, trace, silent, got "${raw}"`);
@@ -191,7 +218,7 @@ export const SETTINGS = {
   NODE_ENV: setting(
     nodeEnv,
     "development",
-    "development, production or test. production refuses the demo seed and the generated encryption key, and serves no API description.",
+    "development, production or test. production refuses the demo seed and the generated encryption key, and serves no API description unless API_DOCS=true.",
   ),
   PORT: setting(integer(0, 65535), "8080", "HTTP port of the API."),
   PUBLIC_BASE_URL: setting(
@@ -436,6 +463,26 @@ export const SETTINGS = {
     undefined,
     "Validate every response against the document (default true when NODE_ENV=test).",
   ),
+  PORTAL_SESSION_TTL_MINUTES: setting(
+    integer(1, 60),
+    "15",
+    "Lifetime of a webhook portal link's credential (POST /v1/webhooks/portal-sessions); it is revoked by expiry only.",
+  ),
+  PORTAL_FRAME_ANCESTORS: setting(
+    frameAncestors,
+    "'none'",
+    "Who may embed the /portal page in a frame (CSP frame-ancestors): 'none', or 'self' and/or origins such as https://dashboard.example.com, space-separated.",
+  ),
+  API_DOCS: setting(
+    boolean,
+    undefined,
+    "Serve the API description (/openapi.json, /openapi.yaml) and the reference page /docs. Default true, false when NODE_ENV=production.",
+  ),
+  CORS_ALLOWED_ORIGINS: setting(
+    origins,
+    "",
+    "Comma-separated browser origins (https://app.example.com) allowed to call the API cross-origin; none by default.",
+  ),
   SEED_DEMO: setting(
     boolean,
     "true",
@@ -514,7 +561,11 @@ export interface Config {
   /** Seconds the API keeps answering after a stop signal before it closes its listener (the Kubernetes pattern). */
   shutdownDrainSeconds: number;
   validateResponses: boolean;
+  /** /openapi.json, /openapi.yaml and /docs are served (API_DOCS; by default everywhere but production). */
+  serveApiDocs: boolean;
+  corsAllowedOrigins: string[];
   seedDemo: boolean;
+  portal: { sessionTtlMinutes: number; frameAncestors: string };
 }
 
 /** Parses and checks every setting; throws ConfigError naming the first bad variable. */
@@ -619,6 +670,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS,
     shutdownDrainSeconds: v.SHUTDOWN_DRAIN_SECONDS ?? (isProduction ? 5 : 0),
     validateResponses: v.VALIDATE_RESPONSES ?? v.NODE_ENV === "test",
+    serveApiDocs: v.API_DOCS ?? !isProduction,
+    corsAllowedOrigins: v.CORS_ALLOWED_ORIGINS,
     seedDemo: v.SEED_DEMO && !isProduction,
+    portal: { sessionTtlMinutes: v.PORTAL_SESSION_TTL_MINUTES, frameAncestors: v.PORTAL_FRAME_ANCESTORS },
   };
 }

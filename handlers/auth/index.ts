@@ -1,6 +1,6 @@
 // The token endpoint and the published signing keys.
 import { issueTokenFor } from "./token-grants.ts";
-import type { OperationHandler } from "../../server/http/operations.ts";
+import { principalOf, type OperationHandler } from "../../server/http/operations.ts";
 
 export const issueToken: OperationHandler<"issueToken"> = async ({ services, body, headers }) => ({
   status: 200,
@@ -13,3 +13,17 @@ export const getJwks: OperationHandler<"getJwks"> = async ({ services }) => ({
   body: services.tokens.jwks() as never,
   headers: { "Cache-Control": "public, max-age=300" },
 });
+
+export const getCurrentPrincipal: OperationHandler<"getCurrentPrincipal"> = async (call) => {
+  const { tenantId, subject, roles, expiresAt } = principalOf(call);
+  return {
+    status: 200,
+    body: {
+      tenant_id: tenantId,
+      subject,
+      roles,
+      expires_at: expiresAt === undefined ? null : new Date(expiresAt * 1000).toISOString(),
+    },
+    headers: { "Cache-Control": "no-store" },
+  };
+};

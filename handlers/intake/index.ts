@@ -3,7 +3,7 @@ import { principalOf, type Call, type OperationHandler } from "../../server/http
 import { replayBody, replayHeaders } from "../../server/http/idempotency.ts";
 import { getSubmission, submitIntake as submit } from "./submissions.ts";
 import type { IntakeItemInput } from "./item-rules.ts";
-import { effectiveTenant } from "./tenancy.ts";
+import { effectiveTenant } from "../../server/auth/tenancy.ts";
 
 async function register(
   call: Call<"submitIntake"> | Call<"submitIntakeBatch">,

@@ -214,3 +214,5 @@ export const getWebhookDelivery: OperationHandler<"getWebhookDelivery"> = async 
   if (!found) throw notFound("Webhook delivery");
   return { status: 200, body: found };
 };
+
+export { createWebhookPortalSession } from "./portal-sessions.ts";

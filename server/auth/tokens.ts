@@ -44,14 +44,30 @@ export interface Principal {
   tenantId: string;
   roles: string[];
   tokenId: string | undefined;
+  /** A webhook portal credential: accepted only by the operations declaring the PortalSession scheme. */
+  portal?: true;
+  /** The token's exp claim (seconds since the epoch); undefined when the token has none. */
+  expiresAt: number | undefined;
 }
+
+/** The audience and scope of webhook portal credentials (POST /v1/webhooks/portal-sessions). */
+export const PORTAL_AUDIENCE = "integrator-portal";
+export const PORTAL_SCOPE = "webhooks:portal";
+/** A portal principal's subject: the creator's, marked, so its rate limit and created_by stand apart. */
+export const PORTAL_SUBJECT_PREFIX = "portal:";
+/** The longest portal session PORTAL_SESSION_TTL_MINUTES allows; a longer-lived portal credential is refused. */
+export const PORTAL_MAX_LIFETIME_SECONDS = 60 * 60;
 
 export class TokenRejected extends Error {
   override name = "TokenRejected";
 }
 
-/** What a verified, enabled principal may call: the protected operations need one of ALLOWED_ROLES. */
+/**
+ * What a verified, enabled principal may call: the protected operations need one of ALLOWED_ROLES. A portal
+ * credential has no roles; verify() accepted it only for an operation declaring PortalSession.
+ */
 export function permits(principal: Principal): boolean {
+  if (principal.portal) return true;
   return principal.roles.some((role) => (ALLOWED_ROLES as readonly string[]).includes(role));
 }
 
@@ -75,6 +91,7 @@ function principalFrom(payload: JWTPayload, tenantClaim: string, rolesClaim: str
     tenantId: tenantId.toLowerCase(),
     roles: roleList,
     tokenId: typeof payload.jti === "string" ? payload.jti : undefined,
+    expiresAt: typeof payload.exp === "number" ? payload.exp : undefined,
   };
 }
 
@@ -87,7 +104,17 @@ export interface TokenService {
     audience?: string;
     extraClaims?: Record<string, unknown>;
   }): Promise<{ token: string; expiresIn: number; /** The exp claim, seconds since the epoch. */ expiresAt: number }>;
-  verify(token: string): Promise<Principal>;
+  /**
+   * Verifies an access token. With allowPortal, a portal credential (aud integrator-portal, scope
+   * webhooks:portal) is accepted too and yields a principal with portal set; without it one is rejected.
+   */
+  verify(token: string, options?: { allowPortal?: boolean }): Promise<Principal>;
+  /** Issues a webhook portal credential for one tenant (no roles; see PORTAL_AUDIENCE). */
+  issuePortal(input: {
+    subject: string;
+    tenantId: string;
+    expiresInSeconds: number;
+  }): Promise<{ token: string; expiresIn: number; expiresAt: number }>;
   /** The public keys that verify: the signing key and retired keys whose tokens may still be valid. */
   jwks(): { keys: JWK[] };
   /** Reloads the signing keys and the disabled principals now. */
@@ -208,8 +235,9 @@ export async function createTokenService(
 
   async function verifySignature(token: string, keys: KeyState): Promise<{ principal: Principal; expiresAt: number }> {
     let claimedIssuer: unknown;
+    let claimedAudience: unknown;
     try {
-      claimedIssuer = decodeJwt(token).iss;
+      ({ iss: claimedIssuer, aud: claimedAudience } = decodeJwt(token));
     } catch {
       throw new TokenRejected("token is malformed");
     }
@@ -229,6 +257,25 @@ export async function createTokenService(
           expiresAt: expiryOf(payload),
         };
       }
+      if (claimedAudience === PORTAL_AUDIENCE) {
+        const { payload } = await jwtVerify(token, keys.localKeys, {
+          issuer,
+          audience: PORTAL_AUDIENCE,
+          algorithms: ["ES256"],
+          clockTolerance: SELF_TOLERANCE,
+          requiredClaims: ["exp", "iat", "scope"],
+          maxTokenAge: Math.min(maxLifetime, PORTAL_MAX_LIFETIME_SECONDS),
+        });
+        checkLifetime(payload);
+        if (payload.scope !== PORTAL_SCOPE) throw new TokenRejected("portal credential has the wrong scope");
+        if ((payload.exp ?? 0) - (payload.iat ?? 0) > PORTAL_MAX_LIFETIME_SECONDS)
+          throw new TokenRejected("portal credential lives longer than a portal session may");
+        const principal = principalFrom(payload, "tenant_id", "roles");
+        return {
+          principal: { ...principal, subject: `${PORTAL_SUBJECT_PREFIX}${principal.subject}`, roles: [], portal: true },
+          expiresAt: expiryOf(payload),
+        };
+      }
       const { payload } = await jwtVerify(token, keys.localKeys, {
         issuer,
         audience: config.selfAudience,
@@ -238,6 +285,8 @@ export async function createTokenService(
         maxTokenAge: maxLifetime,
       });
       checkLifetime(payload);
+      // Defence in depth: a credential carrying the portal scope is never an access token.
+      if (payload.scope === PORTAL_SCOPE) throw new TokenRejected("a portal credential is not an access token");
       return { principal: principalFrom(payload, "tenant_id", "roles"), expiresAt: expiryOf(payload) };
     } catch (error) {
       if (error instanceof TokenRejected) throw error;
@@ -263,7 +312,7 @@ export async function createTokenService(
     }
   }
 
-  return {
+  const service: TokenService = {
     issuer,
     jwks: () => {
       // The JWKS is answered from memory; a stale one is reloaded for the next caller.
@@ -291,7 +340,17 @@ export async function createTokenService(
         .sign(signing.key);
       return { token, expiresIn, expiresAt };
     },
-    async verify(token) {
+    async issuePortal({ subject, tenantId, expiresInSeconds }) {
+      return service.issue({
+        subject,
+        tenantId,
+        roles: [],
+        expiresInSeconds,
+        audience: PORTAL_AUDIENCE,
+        extraClaims: { scope: PORTAL_SCOPE },
+      });
+    },
+    async verify(token, options = {}) {
       const keys = await fresh();
       let entry = verified.get(token);
       if (entry && entry.expiresAt <= Date.now()) {
@@ -304,11 +363,15 @@ export async function createTokenService(
         verified.set(token, entry);
       }
       const { principal } = entry;
-      if (state.disabled.has(`${principal.tenantId}:${principal.subject}`))
+      if (principal.portal && !options.allowPortal) throw new TokenRejected("a portal credential is not accepted here");
+      // A portal credential dies with the user or client that asked for the link.
+      const subject = principal.portal ? principal.subject.slice(PORTAL_SUBJECT_PREFIX.length) : principal.subject;
+      if (state.disabled.has(`${principal.tenantId}:${subject}`))
         throw new TokenRejected("the token's user or client is disabled");
       return principal;
     },
   };
+  return service;
 }
 
 /** Verified tokens are remembered until they expire (at most an hour), sparing a signature check per request. */

@@ -16,6 +16,9 @@ import { loadDocument, resolveRef } from "./openapi-document.ts";
 import { compileRoutes, type RouteMatch } from "./routes.ts";
 import { poolStatistics } from "../../db/database.ts";
 import { loadShedding } from "./load-shedding.ts";
+import { portalPage } from "./portal-page.ts";
+import { apiDocsRouter } from "./api-docs.ts";
+import { cors } from "./cors.ts";
 import { requestLogger, type Logger } from "../logger.ts";
 import { observeRequest } from "../metrics.ts";
 import { createRateLimits, type OpenRoute } from "./rate-limit.ts";
@@ -40,6 +43,8 @@ const BODY_LIMIT = "1mb";
 interface ResolvedOperation {
   operationId: string;
   secured: boolean;
+  /** Declares the PortalSession scheme: a webhook portal credential is accepted too. */
+  portal: boolean;
   /** The health probes (tag health): never shed, rate-limited in a bucket of their own. */
   probe: boolean;
   overrides: OverrideRules;
@@ -82,6 +87,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
       resolved.set(operation.operationId, {
         operationId: operation.operationId,
         secured: security.some((requirement) => Object.keys(requirement).length > 0),
+        portal: security.some((requirement) => "PortalSession" in requirement),
         probe: (operation.tags ?? []).includes("health"),
         overrides: overrideRules(operation, (value) => resolveRef(document, value)),
       });
@@ -156,6 +162,9 @@ export async function createApp(services: Services, options: AppOptions): Promis
     next();
   });
 
+  // CORS next: a preflight from an allowed origin is answered before anything else can refuse it.
+  app.use(cors(services.config.corsAllowedOrigins));
+
   const operationOf = (res: Response) => res.locals.operation as ResolvedOperation | undefined;
   const isProbe = (res: Response) => operationOf(res)?.probe === true;
 
@@ -211,11 +220,18 @@ export async function createApp(services: Services, options: AppOptions): Promis
     if (operation.operationId === "receivePartnerCallback") return "callback";
     return "address";
   });
-  const authenticate = rateLimits.protect(requireBearer(services.tokens));
+  const authenticate = rateLimits.protect(
+    requireBearer(services.tokens, (req) => operationOf(req.res as Response)?.portal === true),
+  );
   app.use((req, res, next) => {
     if (operationOf(res)?.secured) authenticate(req, res, next);
     else limitOpen(req, res, next);
   });
+
+  // The webhook portal page: static files, outside the API document (its API calls are ordinary operations).
+  app.use(portalPage(services.config.portal.frameAncestors));
+  // The description and its reference page are no operations of the document: served before validation.
+  if (services.config.serveApiDocs) app.use(apiDocsRouter());
 
   app.use(express.json({ limit: BODY_LIMIT, strict: false, type: ["application/json", "application/*+json"] }));
   app.use(express.urlencoded({ limit: "64kb", extended: false, type: "application/x-www-form-urlencoded" }));

@@ -9,15 +9,22 @@ import { permits, TokenRejected, type Principal, type TokenService } from "../au
 const CHALLENGE = 'Bearer realm="integrator-api"';
 
 /** Authenticates the request and enforces the role rule; answers 401/403 envelopes itself. */
-export function requireBearer(tokens: TokenService): (req: Request, res: Response, next: NextFunction) => void {
+export function requireBearer(
+  tokens: TokenService,
+  /** Whether the request's operation declares the PortalSession scheme (accepts a portal credential). */
+  acceptsPortal: (req: Request) => boolean = () => false,
+): (req: Request, res: Response, next: NextFunction) => void {
   const passport = new Passport();
   passport.use(
-    new BearerStrategy((token, done) => {
-      tokens.verify(token).then(
-        (principal) => done(null, principal),
-        (error: unknown) => (error instanceof TokenRejected ? done(null, false, "invalid_token") : done(error)),
-      );
-    }),
+    new BearerStrategy(
+      { passReqToCallback: true },
+      (req: Request, token: string, done: (error: unknown, user?: Principal | false, info?: string) => void) => {
+        tokens.verify(token, { allowPortal: acceptsPortal(req) }).then(
+          (principal) => done(null, principal),
+          (error: unknown) => (error instanceof TokenRejected ? done(null, false, "invalid_token") : done(error)),
+        );
+      },
+    ),
   );
   return (req, res, next) => {
     // passport's typings declare authenticate()'s result as any; it is the middleware for this request.

@@ -5,7 +5,8 @@ import type { operations } from "../../generated/openapi.ts";
 import type { Principal } from "../auth/tokens.ts";
 import type { Services } from "../services.ts";
 
-export type OperationId = keyof operations;
+/** Operations the service serves: the document's path operations (webhook operations' ids start with `webhook`). */
+export type OperationId = Exclude<keyof operations, `webhook${string}`>;
 
 type JsonContent<T> = T extends { content: infer C }
   ? C extends { "application/json": infer B }

@@ -1,0 +1,41 @@
+// Webhook portal links: a short-lived credential for one tenant's webhook operations, in the fragment
+// of a link to the /portal page (browsers never send a fragment to a server, so it reaches no log).
+import { effectiveTenant } from "../../server/auth/tenancy.ts";
+import { notFound } from "../../server/http/errors.ts";
+import { principalOf, type OperationHandler } from "../../server/http/operations.ts";
+import { recordAudit } from "../../db/audit.ts";
+import { tenantExists } from "../../db/principals.ts";
+
+export const createWebhookPortalSession: OperationHandler<"createWebhookPortalSession"> = async ({
+  query,
+  principal,
+  requestId,
+  services,
+}) => {
+  const caller = principalOf({ principal });
+  const tenantId = effectiveTenant(caller, query.tenant_id);
+  if (tenantId !== caller.tenantId && !(await tenantExists(services.db, tenantId))) throw notFound("Tenant");
+  const { token, expiresIn, expiresAt } = await services.tokens.issuePortal({
+    subject: caller.subject,
+    tenantId,
+    expiresInSeconds: services.config.portal.sessionTtlMinutes * 60,
+  });
+  await recordAudit(services.db, {
+    tenantId,
+    action: "webhooks.portal_session_created",
+    actor: caller.subject,
+    resourceType: "portal_session",
+    resourceId: tenantId,
+    requestId,
+    details: { expires_at: new Date(expiresAt * 1000).toISOString() },
+  });
+  return {
+    status: 201,
+    body: {
+      url: `${services.config.publicBaseUrl}/portal#token=${token}`,
+      tenant_id: tenantId,
+      expires_at: new Date(expiresAt * 1000).toISOString(),
+      expires_in: expiresIn,
+    },
+  };
+};

@@ -1,0 +1,221 @@
+// `npm run contract:check-breaking [-- --base FILE --current FILE]`: compares the document
+// (generated/openapi.json) with the last released one (openapi/released/openapi.json, replaced on every
+// release) and exits 1 on a change that breaks an existing integrator, unless info.version's major part
+// grew. A focused check (no diff tool for OpenAPI 3.1 installs from npm here):
+// - an operation (path + method) or webhook removed, or its operationId changed;
+// - a parameter added as required, made required, or removed from an operation that had it;
+// - a request body made required; in a schema a request reaches, a property made required or an enum value
+//   removed;
+// - a success response status removed; in a schema a response reaches, a property removed or no longer
+//   required;
+// - a component schema or security scheme removed, or an OAuth2 flow removed.
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+type Node = Record<string, unknown>;
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const METHODS = ["get", "put", "post", "delete", "patch", "head", "options"] as const;
+
+const isNode = (value: unknown): value is Node => typeof value === "object" && value !== null && !Array.isArray(value);
+const asNode = (value: unknown): Node => (isNode(value) ? value : {});
+const strings = (value: unknown): string[] => (Array.isArray(value) ? value.map(String) : []);
+
+function resolver(document: Node) {
+  return (value: unknown): Node => {
+    let current = value;
+    for (let depth = 0; depth < 10 && isNode(current) && typeof current.$ref === "string"; depth++) {
+      current = current.$ref
+        .slice(2)
+        .split("/")
+        .map((segment) => decodeURIComponent(segment).replace(/~1/g, "/").replace(/~0/g, "~"))
+        .reduce<unknown>((node, key) => asNode(node)[key], document);
+    }
+    return asNode(current);
+  };
+}
+
+function operationsOf(document: Node): Map<string, Node> {
+  const found = new Map<string, Node>();
+  for (const [section, prefix] of [
+    ["paths", ""],
+    ["webhooks", "webhook "],
+  ] as const)
+    for (const [key, item] of Object.entries(asNode(document[section])))
+      for (const method of METHODS) {
+        const operation = asNode(item)[method];
+        if (isNode(operation)) found.set(`${prefix}${method.toUpperCase()} ${key}`, operation);
+      }
+  return found;
+}
+
+/** Names of the component schemas reachable from `roots` through $refs. */
+function reachableSchemas(document: Node, roots: unknown[]): Set<string> {
+  const seen = new Set<string>();
+  const schemas = asNode(asNode(document.components).schemas);
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(visit);
+    if (!isNode(node)) return;
+    if (typeof node.$ref === "string" && node.$ref.startsWith("#/components/schemas/")) {
+      const name = node.$ref.slice("#/components/schemas/".length);
+      if (!seen.has(name)) {
+        seen.add(name);
+        visit(schemas[name]);
+      }
+    }
+    Object.values(node).forEach(visit);
+  };
+  roots.forEach(visit);
+  return seen;
+}
+
+function sides(document: Node): { requests: Set<string>; responses: Set<string> } {
+  const resolve = resolver(document);
+  const requestRoots: unknown[] = [];
+  const responseRoots: unknown[] = [];
+  for (const [key, operation] of operationsOf(document)) {
+    // A webhook's body is sent by the service: for integrators it is a response.
+    const toResponses = key.startsWith("webhook ");
+    (toResponses ? responseRoots : requestRoots).push(resolve(operation.requestBody), operation.parameters);
+    for (const response of Object.values(asNode(operation.responses)))
+      (toResponses ? requestRoots : responseRoots).push(resolve(response));
+  }
+  const parameters = asNode(asNode(document.components).parameters);
+  const requests = reachableSchemas(document, [...requestRoots, ...Object.values(parameters)]);
+  return { requests, responses: reachableSchemas(document, responseRoots) };
+}
+
+function parameterKey(parameter: Node): string {
+  return `${String(parameter.in)}:${String(parameter.name).toLowerCase()}`;
+}
+
+export function breakingChanges(base: Node, current: Node): string[] {
+  const changes: string[] = [];
+  const resolveBase = resolver(base);
+  const resolveCurrent = resolver(current);
+  const currentOperations = operationsOf(current);
+
+  for (const [key, before] of operationsOf(base)) {
+    const after = currentOperations.get(key);
+    if (!after) {
+      changes.push(`${key}: operation removed`);
+      continue;
+    }
+    if (before.operationId && before.operationId !== after.operationId)
+      changes.push(
+        `${key}: operationId ${JSON.stringify(before.operationId)} became ${JSON.stringify(after.operationId)}`,
+      );
+    const beforeParameters = new Map(
+      (Array.isArray(before.parameters) ? before.parameters : []).map((p) => [
+        parameterKey(resolveBase(p)),
+        resolveBase(p),
+      ]),
+    );
+    const afterParameters = new Map(
+      (Array.isArray(after.parameters) ? after.parameters : []).map((p) => [
+        parameterKey(resolveCurrent(p)),
+        resolveCurrent(p),
+      ]),
+    );
+    for (const [name, parameter] of afterParameters) {
+      const previous = beforeParameters.get(name);
+      if (parameter.required === true && previous?.required !== true)
+        changes.push(`${key}: parameter ${name} is ${previous ? "now" : "added as"} required`);
+    }
+    for (const name of beforeParameters.keys())
+      if (!afterParameters.has(name)) changes.push(`${key}: parameter ${name} removed`);
+    if (resolveCurrent(after.requestBody).required === true && resolveBase(before.requestBody).required !== true)
+      changes.push(`${key}: request body is now required`);
+    if (!key.startsWith("webhook "))
+      for (const status of Object.keys(asNode(before.responses)))
+        if (/^2/.test(status) && !(status in asNode(after.responses)))
+          changes.push(`${key}: success response ${status} removed`);
+  }
+
+  const baseSchemas = asNode(asNode(base.components).schemas);
+  const currentSchemas = asNode(asNode(current.components).schemas);
+  const { requests, responses } = sides(current);
+  const compare = (where: string, before: Node, after: Node, schemaName: string) => {
+    const inRequests = requests.has(schemaName);
+    const inResponses = responses.has(schemaName);
+    const beforeRequired = strings(before.required);
+    const afterRequired = strings(after.required);
+    if (inRequests)
+      for (const name of afterRequired)
+        if (!beforeRequired.includes(name)) changes.push(`${where}: property ${name} is now required in requests`);
+    if (inResponses) {
+      for (const name of beforeRequired)
+        if (!afterRequired.includes(name)) changes.push(`${where}: property ${name} is no longer always in responses`);
+      for (const name of Object.keys(asNode(before.properties)))
+        if (!(name in asNode(after.properties))) changes.push(`${where}: property ${name} removed`);
+    }
+    if (inRequests && Array.isArray(before.enum) && Array.isArray(after.enum))
+      for (const value of before.enum)
+        if (!after.enum.includes(value)) changes.push(`${where}: enum value ${JSON.stringify(value)} removed`);
+    for (const [name, property] of Object.entries(asNode(before.properties))) {
+      const next = asNode(after.properties)[name];
+      if (isNode(property) && isNode(next) && !property.$ref && !next.$ref)
+        compare(`${where}.${name}`, property, next, schemaName);
+    }
+  };
+  for (const [name, schema] of Object.entries(baseSchemas)) {
+    const next = currentSchemas[name];
+    if (!isNode(next)) {
+      changes.push(`components.schemas.${name}: schema removed`);
+      continue;
+    }
+    compare(`components.schemas.${name}`, asNode(schema), next, name);
+  }
+
+  const currentSchemes = asNode(asNode(current.components).securitySchemes);
+  for (const [name, scheme] of Object.entries(asNode(asNode(base.components).securitySchemes))) {
+    const next = currentSchemes[name];
+    if (!isNode(next)) {
+      changes.push(`components.securitySchemes.${name}: removed`);
+      continue;
+    }
+    for (const flow of Object.keys(asNode(asNode(scheme).flows)))
+      if (!(flow in asNode(next.flows))) changes.push(`components.securitySchemes.${name}: flow ${flow} removed`);
+  }
+  return changes;
+}
+
+export function majorOf(version: unknown): number {
+  const match = /^(\d+)\./.exec(String(version));
+  if (!match) throw new Error(`info.version ${JSON.stringify(version)} is not a semantic version`);
+  return Number(match[1]);
+}
+
+/** The verdict: breaking changes are allowed only with a higher major version. */
+export function checkBreaking(base: Node, current: Node): { ok: boolean; changes: string[]; message: string } {
+  const changes = breakingChanges(base, current);
+  const from = String(asNode(base.info).version);
+  const to = String(asNode(current.info).version);
+  if (changes.length === 0) return { ok: true, changes, message: `No breaking change since ${from}.` };
+  if (majorOf(to) > majorOf(from))
+    return {
+      ok: true,
+      changes,
+      message: `${changes.length} breaking change(s), allowed by the major version ${from} -> ${to}.`,
+    };
+  return {
+    ok: false,
+    changes,
+    message: `${changes.length} breaking change(s) against the released ${from} while info.version is ${to}: raise the major version (and say so in CHANGELOG.md) or keep the change additive.`,
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const option = (name: string, fallback: string) => {
+    const at = process.argv.indexOf(name);
+    return path.resolve(at === -1 ? path.join(ROOT, fallback) : (process.argv[at + 1] ?? ""));
+  };
+  const read = (file: string) => JSON.parse(fs.readFileSync(file, "utf8")) as Node;
+  const verdict = checkBreaking(
+    read(option("--base", "openapi/released/openapi.json")),
+    read(option("--current", "generated/openapi.json")),
+  );
+  for (const change of verdict.changes) console.log(`  ${change}`);
+  console.log(verdict.message);
+  process.exit(verdict.ok ? 0 : 1);
+}

@@ -1,0 +1,37 @@
+// `npm run docs [-- DIR]`: writes the reference page the service serves at /docs as one static folder for
+// publishing (default openapi/reference-site/, gitignored): index.html, the document in JSON and YAML,
+// Scalar's bundled script and the page's start script; no file refers to another host.
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { REFERENCE_INIT_SCRIPT, REFERENCE_SCRIPT, referencePageHtml } from "../server/http/api-docs.ts";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+export function writeReferenceSite(directory: string): string[] {
+  fs.rmSync(directory, { recursive: true, force: true });
+  fs.mkdirSync(directory, { recursive: true });
+  const document = JSON.parse(fs.readFileSync(path.join(ROOT, "generated/openapi.json"), "utf8")) as {
+    info: { title: string };
+  };
+  const files: Record<string, string | Buffer> = {
+    "index.html": referencePageHtml(document.info.title, {
+      documentUrl: "./openapi.json",
+      scriptUrl: "./scalar.js",
+      initUrl: "./init.js",
+      sameOriginServer: false,
+    }),
+    "init.js": REFERENCE_INIT_SCRIPT,
+    "scalar.js": fs.readFileSync(REFERENCE_SCRIPT),
+    "openapi.json": fs.readFileSync(path.join(ROOT, "generated/openapi.json")),
+    "openapi.yaml": fs.readFileSync(path.join(ROOT, "openapi/openapi.yaml")),
+  };
+  for (const [name, content] of Object.entries(files)) fs.writeFileSync(path.join(directory, name), content);
+  return Object.keys(files);
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const directory = path.resolve(process.argv[2] ?? path.join(ROOT, "openapi/reference-site"));
+  const files = writeReferenceSite(directory);
+  console.log(`wrote ${files.length} files to ${path.relative(process.cwd(), directory) || "."}/`);
+}

@@ -1,0 +1,74 @@
+// The portal's one door to the API: every call goes through the contract package's typed client
+// (openapi/package, openapi-fetch over the generated types), with the portal credential as the bearer token.
+import { createIntegratorClient, type components, type paths } from "../../openapi/package/src/index.ts";
+
+export type Subscription = components["schemas"]["WebhookSubscriptionResponse"];
+export type Delivery = components["schemas"]["WebhookDeliveryResponse"];
+export type EventKind = components["schemas"]["WebhookEventKind"];
+export type EventSelector = components["schemas"]["WebhookEventSelector"];
+
+/** A refused or failed call: the HTTP status (0 when the network failed) and the service's error code. */
+export class ApiFailure extends Error {
+  readonly status: number;
+  readonly code: string;
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+interface ErrorBody {
+  error?: { code?: string; message?: string };
+  detail?: { loc?: unknown[]; msg?: string }[];
+}
+
+function failure(response: Response, body: unknown): ApiFailure {
+  const error = (body ?? {}) as ErrorBody;
+  if (error.error?.code) return new ApiFailure(response.status, error.error.code, error.error.message ?? "");
+  if (Array.isArray(error.detail)) {
+    const message = error.detail.map((issue) => issue.msg ?? "invalid value").join("; ");
+    return new ApiFailure(response.status, "VALIDATION_FAILED", message);
+  }
+  return new ApiFailure(response.status, "HTTP_" + String(response.status), response.statusText);
+}
+
+async function settle<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+  let result: { data?: T; error?: unknown; response: Response };
+  try {
+    result = await call;
+  } catch {
+    throw new ApiFailure(0, "NETWORK", "The service could not be reached");
+  }
+  if (!result.response.ok) throw failure(result.response, result.error);
+  return result.data as T;
+}
+
+export type DeliveryFilters = NonNullable<paths["/v1/webhooks/deliveries"]["get"]["parameters"]["query"]>;
+export type DeliveryDetail = components["schemas"]["WebhookDeliveryDetailResponse"];
+export type Attempt = components["schemas"]["WebhookDeliveryAttempt"];
+export type DeliveredEventKind = components["schemas"]["WebhookDeliveredEventKind"];
+
+export function portalApi(token: string, baseUrl = window.location.origin) {
+  const client = createIntegratorClient({ baseUrl, token });
+  const subscription = (id: string) => ({ params: { path: { subscription_id: id } } });
+  const delivery = (id: string) => ({ params: { path: { delivery_id: id } } });
+  return {
+    listSubscriptions: () => settle(client.GET("/v1/webhooks/subscriptions")),
+    createSubscription: (url: string, events: EventSelector[]) =>
+      settle(client.POST("/v1/webhooks/subscriptions", { body: { url, events } })),
+    deleteSubscription: (id: string) =>
+      settle(client.DELETE("/v1/webhooks/subscriptions/{subscription_id}", subscription(id))),
+    enableSubscription: (id: string) =>
+      settle(client.POST("/v1/webhooks/subscriptions/{subscription_id}/enable", subscription(id))),
+    rotateSecret: (id: string) =>
+      settle(client.POST("/v1/webhooks/subscriptions/{subscription_id}/rotate-secret", subscription(id))),
+    sendTestEvent: (id: string) =>
+      settle(client.POST("/v1/webhooks/subscriptions/{subscription_id}/test", subscription(id))),
+    listDeliveries: (query: DeliveryFilters) => settle(client.GET("/v1/webhooks/deliveries", { params: { query } })),
+    getDelivery: (id: string) => settle(client.GET("/v1/webhooks/deliveries/{delivery_id}", delivery(id))),
+    redeliver: (id: string) => settle(client.POST("/v1/webhooks/deliveries/{delivery_id}/redeliver", delivery(id))),
+  };
+}
+
+export type PortalApi = ReturnType<typeof portalApi>;

@@ -1,0 +1,664 @@
+// The webhook portal page: a tenant's subscriptions with their health, and its deliveries with every
+// attempt. Plain DOM; every call goes through api.ts (the typed client).
+import {
+  ApiFailure,
+  portalApi,
+  type Attempt,
+  type DeliveredEventKind,
+  type Delivery,
+  type DeliveryFilters,
+  type EventKind,
+  type PortalApi,
+  type Subscription,
+} from "./api.ts";
+import { h, replace, time } from "./dom.ts";
+import { forgetSession, readSession, type Session } from "./session.ts";
+
+const EVENT_KINDS = [
+  "intake.submitted",
+  "intake.batch_submitted",
+  "document.uploaded",
+  "document.status_changed",
+  "document.completed",
+  "adjudication.case_created",
+  "adjudication.case_resolved",
+  "scorecard.created",
+] as const satisfies readonly EventKind[];
+// Fails the typecheck when the contract gains an event kind the page does not offer.
+type Missing = Exclude<EventKind, (typeof EVENT_KINDS)[number]>;
+const everyKindListed: Missing extends never ? true : Missing = true;
+void everyKindListed;
+
+const PAGE_SIZE = 25;
+
+/** What the user should do about a failure, in words. */
+function advice(error: unknown): string {
+  if (!(error instanceof ApiFailure))
+    return "Something went wrong in the page. Reload it; if it persists, ask for a new portal link.";
+  if (error.status === 0) return "The service could not be reached. Check your connection and try again.";
+  if (error.status === 401)
+    return "This portal link has expired or is not valid. Ask your administrator for a new portal link.";
+  if (error.status === 403)
+    return "This portal link does not allow that. Ask your administrator for a new portal link.";
+  if (error.status === 404) return "It no longer exists (it may have been removed). Refresh the list.";
+  if (error.status === 429) return "Too many requests just now. Wait a minute and try again.";
+  if (error.status === 422 || error.status === 409) return `The service refused it: ${error.message}`;
+  if (error.status >= 500) return "The service had a problem. Try again in a moment.";
+  return error.message || `The request failed (${error.status}).`;
+}
+
+function errorBox(error: unknown, retry?: () => void): HTMLElement {
+  return h(
+    "div",
+    { class: "state error", role: "alert" },
+    h("p", {}, advice(error)),
+    retry ? h("button", { type: "button", onclick: () => retry() }, "Try again") : null,
+  );
+}
+
+function loading(what: string): HTMLElement {
+  return h("p", { class: "state loading", role: "status", "aria-busy": "true" }, `Loading ${what}…`);
+}
+
+function statusBadge(text: string, tone: "ok" | "bad" | "wait" | "off"): HTMLElement {
+  return h("span", { class: `badge ${tone}` }, text);
+}
+
+class Portal {
+  private subscriptions: Subscription[] = [];
+  private readonly root: HTMLElement;
+  private readonly api: PortalApi;
+  private readonly session: Session;
+  private readonly subscriptionsView = h("div", { id: "subscriptions-view" });
+  private readonly deliveriesView = h("div", { id: "deliveries-view" });
+  private readonly notice = h("div", { id: "notice", "aria-live": "assertive" });
+
+  constructor(api: PortalApi, session: Session, root: HTMLElement) {
+    this.api = api;
+    this.session = session;
+    this.root = root;
+  }
+
+  start(): void {
+    const expires = this.session.expiresAt ? new Date(this.session.expiresAt).toLocaleString() : "unknown";
+    replace(
+      this.root,
+      h(
+        "header",
+        { class: "top" },
+        h("h1", {}, "Webhooks"),
+        h(
+          "p",
+          { class: "meta" },
+          "Tenant ",
+          h("code", {}, this.session.tenantId ?? "unknown"),
+          " · link valid until ",
+          expires,
+        ),
+      ),
+      this.notice,
+      h(
+        "section",
+        { "aria-labelledby": "subscriptions-title" },
+        h("h2", { id: "subscriptions-title" }, "Endpoints"),
+        this.createForm(),
+        this.subscriptionsView,
+      ),
+      h(
+        "section",
+        { "aria-labelledby": "deliveries-title" },
+        h("h2", { id: "deliveries-title" }, "Deliveries"),
+        this.deliveriesView,
+      ),
+    );
+    void this.loadSubscriptions();
+    void this.loadDeliveries();
+  }
+
+  /** A refused credential ends the session: nothing already shown stays on screen. */
+  private refused(error: unknown): boolean {
+    if (!(error instanceof ApiFailure) || error.status !== 401) return false;
+    forgetSession();
+    showStop(this.root, "This portal link has expired or is not valid", advice(error));
+    return true;
+  }
+
+  private fail(error: unknown): void {
+    if (!this.refused(error)) this.say(advice(error), "error");
+  }
+
+  private say(message: string, tone: "ok" | "error" = "ok", extra?: Node): void {
+    replace(
+      this.notice,
+      h(
+        "div",
+        { class: `notice ${tone}`, role: tone === "error" ? "alert" : "status" },
+        h("p", {}, message),
+        extra ?? null,
+        h("button", { type: "button", class: "link", onclick: () => replace(this.notice) }, "Dismiss"),
+      ),
+    );
+  }
+
+  /** Shows a secret once, with a copy button. */
+  private showSecret(title: string, secret: string): void {
+    const field = h("input", {
+      type: "text",
+      readonly: true,
+      value: secret,
+      "aria-label": "Signing secret",
+      class: "secret",
+    });
+    const copy = h("button", { type: "button", class: "primary" }, "Copy");
+    copy.addEventListener("click", () => {
+      const done = () => (copy.textContent = "Copied");
+      if (navigator.clipboard) navigator.clipboard.writeText(secret).then(done, () => field.select());
+      else field.select();
+    });
+    this.say(
+      `${title} Copy the signing secret now: it is shown only this once.`,
+      "ok",
+      h("div", { class: "secret-row" }, field, copy),
+    );
+    field.focus();
+    field.select();
+  }
+
+  // ---- subscriptions -------------------------------------------------------------------------------
+
+  private createForm(): HTMLElement {
+    const url = h("input", {
+      id: "new-url",
+      name: "url",
+      type: "url",
+      required: true,
+      placeholder: "https://hooks.example.com/review",
+      autocomplete: "off",
+    });
+    const boxes = ["*", ...EVENT_KINDS].map((kind) =>
+      h(
+        "label",
+        { class: "check" },
+        h("input", { type: "checkbox", name: "events", value: kind, checked: kind === "*" }),
+        kind === "*" ? "all events (*)" : kind,
+      ),
+    );
+    const submit = h("button", { type: "submit", class: "primary" }, "Add endpoint");
+    const form = h(
+      "form",
+      { id: "create-form", class: "card", "aria-label": "Add an endpoint" },
+      h("label", { for: "new-url" }, "Endpoint URL (https)"),
+      url,
+      h("fieldset", {}, h("legend", {}, "Events"), boxes),
+      submit,
+    );
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const events = [...form.querySelectorAll<HTMLInputElement>("input[name=events]:checked")].map(
+        (box) => box.value as EventKind | "*",
+      );
+      if (events.length === 0) return this.say("Choose at least one event (or all events).", "error");
+      submit.disabled = true;
+      this.api.createSubscription(url.value.trim(), events).then(
+        (created) => {
+          submit.disabled = false;
+          url.value = "";
+          this.showSecret("Endpoint added.", created.secret);
+          void this.loadSubscriptions();
+        },
+        (error: unknown) => {
+          submit.disabled = false;
+          this.fail(error);
+        },
+      );
+    });
+    return form;
+  }
+
+  private async loadSubscriptions(): Promise<void> {
+    replace(this.subscriptionsView, loading("endpoints"));
+    try {
+      const { subscriptions } = await this.api.listSubscriptions();
+      this.subscriptions = subscriptions;
+      this.renderSubscriptions();
+      this.syncSubscriptionFilter();
+    } catch (error) {
+      if (this.refused(error)) return;
+      replace(
+        this.subscriptionsView,
+        errorBox(error, () => void this.loadSubscriptions()),
+      );
+    }
+  }
+
+  private renderSubscriptions(): void {
+    if (this.subscriptions.length === 0) {
+      replace(
+        this.subscriptionsView,
+        h("p", { class: "state empty" }, "No endpoints yet. Add your HTTPS endpoint above to start receiving events."),
+      );
+      return;
+    }
+    replace(
+      this.subscriptionsView,
+      h(
+        "ul",
+        { class: "cards", id: "subscription-list" },
+        this.subscriptions.map((subscription) => this.subscriptionCard(subscription)),
+      ),
+    );
+  }
+
+  private subscriptionCard(subscription: Subscription): HTMLElement {
+    const disabled = subscription.status === "disabled";
+    const actions = h(
+      "div",
+      { class: "actions" },
+      disabled
+        ? this.action("Re-enable", () => this.enable(subscription), { primary: true })
+        : this.action("Send test event", () => this.sendTest(subscription)),
+      this.action("Rotate secret", () => this.rotate(subscription)),
+      this.action("Show deliveries", async () => this.filterBySubscription(subscription.id)),
+      this.action("Delete", () => this.remove(subscription), { danger: true }),
+    );
+    return h(
+      "li",
+      {
+        class: `card subscription${disabled ? " disabled" : ""}`,
+        "data-subscription-id": subscription.id,
+        "aria-label": `Endpoint ${subscription.url}${disabled ? " (disabled)" : ""}`,
+      },
+      h("p", { class: "url" }, h("code", {}, subscription.url)),
+      h(
+        "p",
+        { class: "meta" },
+        disabled ? statusBadge("disabled", "bad") : statusBadge("active", "ok"),
+        " ",
+        subscription.events.join(", "),
+        " · created ",
+        time(subscription.created_at),
+      ),
+      disabled
+        ? h(
+            "p",
+            { class: "reason", role: "note" },
+            "Disabled ",
+            time(subscription.disabled_at),
+            `: ${subscription.disabled_reason ?? "its deliveries kept failing"}. `,
+            "Fix the endpoint, then re-enable it and resend the failed deliveries.",
+          )
+        : null,
+      subscription.previous_secret_expires_at
+        ? h(
+            "p",
+            { class: "meta" },
+            "The previous secret also signs deliveries until ",
+            time(subscription.previous_secret_expires_at),
+            ".",
+          )
+        : null,
+      actions,
+    );
+  }
+
+  private action(
+    label: string,
+    run: () => Promise<unknown>,
+    options: { danger?: boolean; primary?: boolean } = {},
+  ): HTMLButtonElement {
+    const tone = options.danger ? "danger" : options.primary ? "primary" : "";
+    const button = h("button", { type: "button", class: tone }, label);
+    button.addEventListener("click", () => {
+      button.disabled = true;
+      run().then(
+        () => (button.disabled = false),
+        (error: unknown) => {
+          button.disabled = false;
+          this.fail(error);
+        },
+      );
+    });
+    return button;
+  }
+
+  private async remove(subscription: Subscription): Promise<void> {
+    if (!window.confirm(`Delete the endpoint ${subscription.url}? Nothing more is sent to it; this cannot be undone.`))
+      return;
+    await this.api.deleteSubscription(subscription.id);
+    this.say("Endpoint deleted: nothing more is sent to it.");
+    await this.loadSubscriptions();
+  }
+
+  private async enable(subscription: Subscription): Promise<void> {
+    await this.api.enableSubscription(subscription.id);
+    this.say("Endpoint re-enabled: new events are delivered again. Resend the deliveries that failed meanwhile.");
+    await this.loadSubscriptions();
+  }
+
+  private async rotate(subscription: Subscription): Promise<void> {
+    if (!window.confirm(`Rotate the signing secret of ${subscription.url}?`)) return;
+    const rotated = await this.api.rotateSecret(subscription.id);
+    await this.loadSubscriptions();
+    const until = rotated.previous_secret_expires_at
+      ? ` The previous secret also signs until ${new Date(rotated.previous_secret_expires_at).toLocaleString()}.`
+      : "";
+    this.showSecret(`Secret rotated.${until}`, rotated.secret);
+  }
+
+  private async sendTest(subscription: Subscription): Promise<void> {
+    await this.api.sendTestEvent(subscription.id);
+    this.say(`Test event queued for ${subscription.url}. It appears under Deliveries.`);
+    await this.loadDeliveries();
+  }
+
+  // ---- deliveries ----------------------------------------------------------------------------------
+
+  private filters: DeliveryFilters = {};
+  private nextCursor: string | null = null;
+  private readonly filterForm = this.buildFilters();
+  private readonly deliveryList = h("ul", { class: "deliveries", id: "delivery-list" });
+  private readonly deliveryFooter = h("div", { class: "toolbar" });
+  private readonly deliverySummary = h("p", { class: "meta", id: "delivery-summary" });
+
+  private buildFilters(): HTMLFormElement {
+    const select = (name: string, label: string, options: [string, string][]) =>
+      h(
+        "div",
+        {},
+        h("label", { for: `filter-${name}` }, label),
+        h(
+          "select",
+          { id: `filter-${name}`, name },
+          options.map(([value, text]) => h("option", { value }, text)),
+        ),
+      );
+    const instant = (name: string, label: string) =>
+      h(
+        "div",
+        {},
+        h("label", { for: `filter-${name}` }, label),
+        h("input", { id: `filter-${name}`, name, type: "datetime-local" }),
+      );
+    const kinds: DeliveredEventKind[] = [...EVENT_KINDS, "webhook.test"];
+    const form = h(
+      "form",
+      { class: "filters card", id: "delivery-filters", "aria-label": "Filter deliveries" },
+      select("subscription_id", "Endpoint", [["", "All endpoints"]]),
+      select("status", "Status", [
+        ["", "Any status"],
+        ["pending", "pending"],
+        ["delivered", "delivered"],
+        ["failed", "failed"],
+      ]),
+      select("event_type", "Event", [["", "Any event"], ...kinds.map((kind): [string, string] => [kind, kind])]),
+      instant("created_after", "Created after"),
+      instant("created_before", "Created before"),
+      h(
+        "div",
+        { class: "actions" },
+        h("button", { type: "submit", class: "primary" }, "Apply"),
+        h("button", { type: "reset" }, "Clear"),
+      ),
+    );
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.filters = this.readFilters(form);
+      void this.loadDeliveries();
+    });
+    form.addEventListener("reset", () => {
+      this.filters = {};
+      setTimeout(() => void this.loadDeliveries(), 0);
+    });
+    return form;
+  }
+
+  private readFilters(form: HTMLFormElement): DeliveryFilters {
+    const data = new FormData(form);
+    const text = (name: string) => {
+      const value = data.get(name);
+      return typeof value === "string" && value !== "" ? value : undefined;
+    };
+    const instant = (name: string) => {
+      const value = text(name);
+      return value ? new Date(value).toISOString() : undefined;
+    };
+    const filters: DeliveryFilters = {};
+    const subscriptionId = text("subscription_id");
+    const status = text("status");
+    const eventType = text("event_type");
+    const after = instant("created_after");
+    const before = instant("created_before");
+    if (subscriptionId) filters.subscription_id = subscriptionId;
+    if (status) filters.status = status as NonNullable<DeliveryFilters["status"]>;
+    if (eventType) filters.event_type = eventType;
+    if (after) filters.created_after = after;
+    if (before) filters.created_before = before;
+    return filters;
+  }
+
+  private syncSubscriptionFilter(): void {
+    const select = this.filterForm.querySelector<HTMLSelectElement>("#filter-subscription_id");
+    if (!select) return;
+    const chosen = select.value;
+    replace(
+      select,
+      h("option", { value: "" }, "All endpoints"),
+      this.subscriptions.map((subscription) => h("option", { value: subscription.id }, subscription.url)),
+    );
+    select.value = this.subscriptions.some((subscription) => subscription.id === chosen) ? chosen : "";
+  }
+
+  private async filterBySubscription(id: string): Promise<void> {
+    for (const field of this.filterForm.querySelectorAll<HTMLInputElement | HTMLSelectElement>("input, select"))
+      field.value = "";
+    const select = this.filterForm.querySelector<HTMLSelectElement>("#filter-subscription_id");
+    if (select) select.value = id;
+    this.filters = { subscription_id: id };
+    await this.loadDeliveries();
+    document.getElementById("deliveries-title")?.scrollIntoView();
+  }
+
+  private async loadDeliveries(): Promise<void> {
+    replace(
+      this.deliveriesView,
+      h(
+        "div",
+        { class: "toolbar" },
+        h("button", { type: "button", id: "refresh-deliveries", onclick: () => void this.loadDeliveries() }, "Refresh"),
+        this.deliverySummary,
+      ),
+      this.filterForm,
+      this.deliveryList,
+      this.deliveryFooter,
+    );
+    replace(this.deliveryList, loading("deliveries"));
+    replace(this.deliveryFooter);
+    replace(this.deliverySummary);
+    await this.loadDeliveryPage(undefined);
+  }
+
+  private async loadDeliveryPage(cursor: string | undefined): Promise<void> {
+    try {
+      const page = await this.api.listDeliveries({ ...this.filters, limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) });
+      if (!cursor) replace(this.deliveryList);
+      this.nextCursor = page.next_cursor;
+      const filtered = Object.keys(this.filters).length > 0;
+      if (!cursor && page.deliveries.length === 0) {
+        this.deliveryList.append(
+          h(
+            "li",
+            { class: "state empty" },
+            filtered
+              ? "No delivery matches these filters. Clear them to see every delivery."
+              : "No deliveries yet. Events for your endpoints appear here; send a test event to try one.",
+          ),
+        );
+      }
+      for (const delivery of page.deliveries) this.deliveryList.append(this.deliveryItem(delivery));
+      const shown = this.deliveryList.querySelectorAll("li.delivery").length;
+      replace(
+        this.deliverySummary,
+        `${shown} shown, newest first${filtered ? " (filtered)" : ""} · ${page.total} deliveries in all`,
+      );
+      replace(
+        this.deliveryFooter,
+        this.nextCursor
+          ? this.action("Load older deliveries", () => this.loadDeliveryPage(this.nextCursor ?? undefined))
+          : null,
+      );
+    } catch (error) {
+      if (this.refused(error)) return;
+      replace(
+        this.deliveryList,
+        h(
+          "li",
+          {},
+          errorBox(error, () => void this.loadDeliveries()),
+        ),
+      );
+    }
+  }
+
+  private deliveryItem(delivery: Delivery): HTMLElement {
+    const tone = delivery.status === "delivered" ? "ok" : delivery.status === "failed" ? "bad" : "wait";
+    const target = this.subscriptions.find((subscription) => subscription.id === delivery.subscription_id);
+    const detail = h("div", { class: "detail" });
+    const details = h(
+      "details",
+      {},
+      h(
+        "summary",
+        {},
+        statusBadge(delivery.status, tone),
+        " ",
+        h("strong", {}, delivery.event_type),
+        delivery.origin !== "event" ? h("span", { class: "badge off" }, delivery.origin) : null,
+        " ",
+        h("span", { class: "meta" }, time(delivery.created_at), target ? ` → ${target.url}` : ""),
+      ),
+      detail,
+    );
+    let loaded = false;
+    details.addEventListener("toggle", () => {
+      if (details.open && !loaded) {
+        loaded = true;
+        void this.loadDetail(delivery, detail);
+      }
+    });
+    return h("li", { class: "delivery", "data-delivery-id": delivery.id }, details);
+  }
+
+  private async loadDetail(delivery: Delivery, into: HTMLElement): Promise<void> {
+    replace(into, loading("attempts"));
+    try {
+      const { delivery: current, attempts } = await this.api.getDelivery(delivery.id);
+      replace(
+        into,
+        h(
+          "dl",
+          { class: "facts" },
+          h("dt", {}, "Delivery id"),
+          h("dd", {}, h("code", {}, current.id)),
+          h("dt", {}, "Status"),
+          h("dd", {}, current.status),
+          current.redelivery_of ? [h("dt", {}, "Resend of"), h("dd", {}, h("code", {}, current.redelivery_of))] : null,
+        ),
+        h("h3", {}, "Attempts"),
+        attempts.length === 0
+          ? h(
+              "p",
+              { class: "state empty" },
+              "No attempt yet: it is queued and will be sent shortly. Refresh to see it.",
+            )
+          : this.attemptTable(attempts),
+        h(
+          "div",
+          { class: "actions" },
+          this.action("Resend", () => this.resend(current), { primary: true }),
+        ),
+        h("h3", {}, "Payload"),
+        h("pre", { class: "payload", tabindex: 0 }, JSON.stringify(current.payload, null, 2)),
+      );
+    } catch (error) {
+      if (this.refused(error)) return;
+      replace(
+        into,
+        errorBox(error, () => void this.loadDetail(delivery, into)),
+      );
+    }
+  }
+
+  private attemptTable(attempts: Attempt[]): HTMLElement {
+    return h(
+      "div",
+      { class: "table-wrap", tabindex: 0 },
+      h(
+        "table",
+        { class: "attempts" },
+        h(
+          "thead",
+          {},
+          h(
+            "tr",
+            {},
+            ["#", "Time", "Duration", "Outcome", "HTTP status", "Failure"].map((title) =>
+              h("th", { scope: "col" }, title),
+            ),
+          ),
+        ),
+        h(
+          "tbody",
+          {},
+          attempts.map((attempt) =>
+            h(
+              "tr",
+              { class: `attempt ${attempt.outcome}` },
+              h("td", {}, String(attempt.number)),
+              h("td", {}, time(attempt.attempted_at)),
+              h("td", {}, `${attempt.duration_ms} ms`),
+              h("td", {}, statusBadge(attempt.outcome, attempt.outcome === "delivered" ? "ok" : "bad")),
+              h("td", {}, attempt.response_code === null ? "—" : String(attempt.response_code)),
+              h("td", {}, attempt.error_class ?? "—"),
+            ),
+          ),
+        ),
+      ),
+    );
+  }
+
+  private async resend(delivery: Delivery): Promise<void> {
+    await this.api.redeliver(delivery.id);
+    this.say("Resend queued: it appears as a new delivery at the top of the list.");
+    await this.loadDeliveries();
+  }
+}
+
+function showStop(root: HTMLElement, title: string, text: string): void {
+  replace(root, h("div", { class: "state error stop", role: "alert" }, h("h1", {}, title), h("p", {}, text)));
+}
+
+function main(): void {
+  const root = document.getElementById("app");
+  if (!root) return;
+  const session = readSession();
+  if (!session) {
+    showStop(
+      root,
+      "No portal link",
+      "Open this page through a portal link from your administrator (it ends in #token=…).",
+    );
+    return;
+  }
+  if (session.expiresAt !== undefined && session.expiresAt <= Date.now()) {
+    forgetSession();
+    showStop(
+      root,
+      "This portal link has expired",
+      "Portal links are valid for a few minutes. Ask your administrator for a new one.",
+    );
+    return;
+  }
+  new Portal(portalApi(session.token), session, root).start();
+}
+
+main();

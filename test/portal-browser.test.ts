@@ -1,0 +1,223 @@
+// The /portal page in a real headless Chromium (issue 15 point 3): a teammate opens a portal link,
+// adds an HTTPS endpoint (a real receiver on loopback), sends a test event, sees the delivery and its
+// attempt, resends it, rotates the secret, sees a failing endpoint disabled with its reason, fixes and
+// re-enables it and resends; an expired link, a tampered link and another tenant's link show nothing
+// of anyone's data. Every request stays on the service's origin; screenshots go to .artifacts/portal/.
+import t from "tap";
+import type { Page } from "playwright-core";
+import { decodeJwt } from "jose";
+import { startWebhookRig, testCa } from "./helpers/webhooks.ts";
+import { createTestTenant, type TestServer, type TestTenant } from "./helpers/server.ts";
+import { launchBrowser, screenshot, type BrowserSession } from "./helpers/browser.ts";
+import { waitFor } from "./helpers/wait.ts";
+
+const SHOTS = "portal";
+let broken = false;
+
+async function portalLink(server: TestServer, who: TestTenant): Promise<string> {
+  const res = await server.request("/v1/webhooks/portal-sessions", { method: "POST", token: who.token });
+  if (res.status !== 201) throw new Error(`portal session answered ${res.status}`);
+  const { url } = (await res.json()) as { url: string };
+  // PUBLIC_BASE_URL is not the test server's address; keep the link's path and fragment.
+  return `${server.baseUrl}/portal${new URL(url).hash}`;
+}
+
+/** Clicks Refresh until the newest delivery shown has the wanted status. */
+async function newestDeliveryBecomes(page: Page, status: string): Promise<string> {
+  const read = async () => {
+    await page.click("#refresh-deliveries");
+    const first = page.locator("#delivery-list li.delivery").first();
+    await first.waitFor({ timeout: 5000 }).catch(() => undefined);
+    return (
+      (await first
+        .locator("summary .badge")
+        .first()
+        .textContent()
+        .catch(() => "")) ?? ""
+    );
+  };
+  return waitFor(read, (text) => text === status, { seconds: 30, intervalMs: 300 });
+}
+
+const ca = testCa(t);
+
+t.test("a teammate with only a portal link finds, fixes and resends a webhook delivery", async (t) => {
+  const rig = await startWebhookRig(t, ca, {
+    env: { MAX_DELIVERY_ATTEMPTS: "1", WEBHOOK_DISABLE_AFTER_FAILED_DELIVERIES: "1" },
+    answer: () => (broken ? { status: 500 } : { status: 204 }),
+  });
+  const { server, receiver, tenant } = rig;
+  const browser: BrowserSession = await launchBrowser(t);
+  const page = await browser.context.newPage();
+  page.on("dialog", (dialog) => void dialog.accept());
+
+  await page.goto(await portalLink(server, tenant));
+  await page.getByText("No endpoints yet").waitFor();
+  t.notOk(page.url().includes("#token="), "the credential is removed from the address bar");
+  t.ok(await page.getByText("No deliveries yet").isVisible(), "the empty deliveries state says what to do");
+  await screenshot(page, SHOTS, "01-empty");
+
+  // Add an endpoint with the keyboard alone: focus the URL field by tabbing, type, press Enter.
+  const hookUrl = receiver.url("/portal-hook");
+  for (let presses = 0; presses < 10; presses++) {
+    await page.keyboard.press("Tab");
+    if (await page.evaluate(() => document.activeElement?.id === "new-url")) break;
+  }
+  t.equal(await page.evaluate(() => document.activeElement?.id), "new-url", "the URL field is reached by Tab");
+  await page.keyboard.type(hookUrl);
+  await page.keyboard.press("Enter");
+  const secretField = page.locator("input.secret");
+  await secretField.waitFor();
+  const firstSecret = await secretField.inputValue();
+  t.match(firstSecret, /^whsec_[\w-]{43}$/, "the secret is shown once");
+  t.ok(await page.getByRole("button", { name: "Copy" }).isVisible(), "with a copy button");
+  await page.locator(`#subscription-list code:text-is("${hookUrl}")`).waitFor();
+  await screenshot(page, SHOTS, "02-endpoint-created");
+
+  // A test event: the delivery and its attempt appear.
+  await page.getByRole("button", { name: "Send test event" }).click();
+  await page.getByText("Test event queued").waitFor();
+  t.equal(await newestDeliveryBecomes(page, "delivered"), "delivered", "the test delivery is delivered");
+  t.equal(receiver.receivedAt("/portal-hook").length, 1, "the receiver got it");
+  const newest = page.locator("#delivery-list li.delivery").first();
+  t.match(await newest.locator("summary").textContent(), /webhook\.test/);
+  await newest.locator("summary").focus();
+  await page.keyboard.press("Enter");
+  const attemptRow = newest.locator("table.attempts tbody tr");
+  await attemptRow.first().waitFor();
+  t.equal(await attemptRow.count(), 1, "one attempt");
+  const cells = await attemptRow.first().locator("td").allTextContents();
+  t.equal(cells[0], "1", "attempt number");
+  t.match(cells[2], /^\d+ ms$/, "its duration");
+  t.equal(cells[3], "delivered", "its outcome");
+  t.equal(cells[4], "204", "its HTTP status");
+  t.match(await newest.locator("pre.payload").textContent(), /"event": "webhook.test"/, "and the payload");
+  await screenshot(page, SHOTS, "03-delivery-attempts");
+
+  // Resend it: a new delivery of the same event, delivered too.
+  await newest.getByRole("button", { name: "Resend" }).click();
+  await page.getByText("Resend queued").waitFor();
+  t.equal(await newestDeliveryBecomes(page, "delivered"), "delivered");
+  t.match(await page.locator("#delivery-list li.delivery").first().textContent(), /redelivery/);
+  await waitFor(
+    async () => receiver.receivedAt("/portal-hook").length,
+    (count) => count === 2,
+  );
+  t.equal(receiver.receivedAt("/portal-hook").length, 2, "the receiver got the resend");
+
+  // Rotate the secret: a new one, shown once.
+  await page.getByRole("button", { name: "Rotate secret" }).click();
+  await page.getByText("Secret rotated.").waitFor();
+  const secondSecret = await page.locator("input.secret").inputValue();
+  t.match(secondSecret, /^whsec_/);
+  t.not(secondSecret, firstSecret, "the rotated secret is new");
+  t.ok(await page.getByText("The previous secret also signs deliveries until").isVisible(), "the overlap is shown");
+
+  // The endpoint breaks: the failed delivery disables it, which stands out with its reason.
+  broken = true;
+  await page.getByRole("button", { name: "Send test event" }).click();
+  t.equal(await newestDeliveryBecomes(page, "failed"), "failed", "the delivery failed");
+  await waitFor(
+    async () => {
+      await page.reload();
+      return page.locator("li.subscription.disabled").count();
+    },
+    (count) => count === 1,
+    { seconds: 20, intervalMs: 500 },
+  );
+  const card = page.locator("li.subscription.disabled");
+  t.equal(await card.count(), 1, "the disabled endpoint stands out");
+  t.match(await card.locator(".reason").textContent(), /Disabled .+: .+/, "with its reason");
+  const failed = page.locator("#delivery-list li.delivery").first();
+  await failed.locator("summary").click();
+  const failedCells = await failed.locator("table.attempts tbody tr").first().locator("td").allTextContents();
+  t.equal(failedCells[3], "failed", "the attempt shows why: failed");
+  t.equal(failedCells[4], "500", "with the HTTP status");
+  t.equal(failedCells[5], "http_status", "and the failure class");
+  await screenshot(page, SHOTS, "04-endpoint-disabled");
+
+  // Filters: only failed deliveries.
+  await page.selectOption("#filter-status", "failed");
+  await page.getByRole("button", { name: "Apply" }).click();
+  await page.getByText("(filtered)").waitFor();
+  const statuses = await page.locator("#delivery-list li.delivery summary .badge.bad").count();
+  t.equal(await page.locator("#delivery-list li.delivery").count(), statuses, "only failed deliveries are listed");
+  t.equal(statuses, 1);
+  await page.getByRole("button", { name: "Clear" }).click();
+
+  // Fix the endpoint, re-enable it, resend the failed delivery, and see it succeed.
+  broken = false;
+  await card.getByRole("button", { name: "Re-enable" }).click();
+  await page.getByText("Endpoint re-enabled").waitFor();
+  t.equal(await page.locator("li.subscription.disabled").count(), 0, "the endpoint is active again");
+  const toResend = page.locator("#delivery-list li.delivery").first();
+  await toResend.locator("summary").click();
+  await toResend.getByRole("button", { name: "Resend" }).click();
+  t.equal(await newestDeliveryBecomes(page, "delivered"), "delivered", "the resend succeeds");
+
+  // Readable at 360 px: nothing wider than the screen.
+  await page.setViewportSize({ width: 360, height: 740 });
+  await page.reload();
+  await page.locator("#subscription-list").waitFor();
+  await page.locator("#delivery-list li.delivery").first().locator("summary").click();
+  await page.locator("table.attempts").first().waitFor();
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth);
+  t.ok(overflow <= 360, `no horizontal scrolling at 360 px (page is ${overflow} px wide)`);
+  await screenshot(page, SHOTS, "05-narrow-360px");
+
+  const origin = new URL(server.baseUrl).origin;
+  const elsewhere = browser.requests.filter((url) => new URL(url).origin !== origin);
+  t.same(elsewhere, [], "no request to any other host");
+  t.same(
+    browser.problems.filter((problem) => /Content Security Policy|Refused/i.test(problem)),
+    [],
+    "no CSP violation",
+  );
+});
+
+t.test("an expired link, a tampered link and another tenant's link show nothing of anyone's data", async (t) => {
+  const rig = await startWebhookRig(t, ca, { worker: false });
+  const { server, tenant } = rig;
+  const secretUrl = "https://hooks.example.com/tenant-a-secret-endpoint";
+  await rig.subscribe(secretUrl);
+  await rig.emitIntake();
+  const [deliveryA] = await rig.deliveries();
+  const other = await createTestTenant(server.services, ["client_admin"], "Other tenant");
+  const browser = await launchBrowser(t);
+  const forbiddenText = [secretUrl, tenant.tenantId, deliveryA?.id ?? "no-delivery", "order-4711"];
+  const shows = async (page: Page) => {
+    const text = (await page.locator("body").innerText()) + (await page.content());
+    return forbiddenText.filter((fragment) => text.includes(fragment));
+  };
+
+  const expired = await server.services.tokens.issuePortal({
+    subject: tenant.subject,
+    tenantId: tenant.tenantId,
+    expiresInSeconds: -120,
+  });
+  const expiredPage = await browser.context.newPage();
+  await expiredPage.goto(`${server.baseUrl}/portal#token=${expired.token}`);
+  await expiredPage.getByRole("heading", { name: "This portal link has expired" }).waitFor();
+  t.same(await shows(expiredPage), [], "expired: nothing of tenant A");
+  await screenshot(expiredPage, SHOTS, "06-expired-link");
+
+  const valid = new URL(await portalLink(server, tenant)).hash.replace(/^#token=/, "");
+  const [header, , signature] = valid.split(".");
+  const forged = Buffer.from(JSON.stringify({ ...decodeJwt(valid), tenant_id: other.tenantId })).toString("base64url");
+  const tamperedPage = await browser.context.newPage();
+  await tamperedPage.goto(`${server.baseUrl}/portal#token=${header}.${forged}.${signature}`);
+  await tamperedPage.getByRole("heading", { name: "This portal link has expired or is not valid" }).waitFor();
+  t.same(await shows(tamperedPage), [], "tampered: nothing of tenant A");
+  t.equal(await tamperedPage.locator("#subscription-list, #delivery-list li.delivery").count(), 0, "nor of B");
+
+  const otherPage = await browser.context.newPage();
+  await otherPage.goto(await portalLink(server, other));
+  await otherPage.getByText("No endpoints yet").waitFor();
+  await otherPage.getByText("No deliveries yet").waitFor();
+  t.same(await shows(otherPage), [], "another tenant's link: nothing of tenant A");
+
+  const noLink = await browser.context.newPage();
+  await noLink.goto(`${server.baseUrl}/portal`);
+  await noLink.getByText("No portal link").waitFor();
+  t.pass("without a link the page says how to get one");
+});
