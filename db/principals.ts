@@ -52,10 +52,44 @@ export async function insertUser(
 export async function findUserByUsername(
   db: Knex,
   username: string,
-): Promise<(UserRecord & { password_hash: string }) | undefined> {
+): Promise<(UserRecord & { password_hash: string; disabled_at: Date | null }) | undefined> {
   return db("integrator.users")
     .whereRaw("lower(username) = lower(?)", [username])
-    .first("id", "tenant_id", "username", "roles", "password_hash");
+    .first("id", "tenant_id", "username", "roles", "password_hash", "disabled_at");
+}
+
+/** Disables a user (by username); its tokens stop working. Undefined when there is no such user. */
+export async function disableUser(
+  db: Knex,
+  username: string,
+): Promise<(UserRecord & { disabled_at: Date }) | undefined> {
+  const [user] = (await db("integrator.users")
+    .whereRaw("lower(username) = lower(?)", [username])
+    .update({ disabled_at: db.raw("coalesce(disabled_at, now())") })
+    .returning(["id", "tenant_id", "username", "roles", "disabled_at"])) as (UserRecord & { disabled_at: Date })[];
+  return user;
+}
+
+/** Disables an API client; its tokens stop working. Undefined when there is no such client. */
+export async function disableClient(
+  db: Knex,
+  clientId: string,
+): Promise<(ClientRecord & { disabled_at: Date }) | undefined> {
+  const [client] = (await db("integrator.api_clients")
+    .where({ client_id: clientId })
+    .update({ disabled_at: db.raw("coalesce(disabled_at, now())") })
+    .returning(["client_id", "tenant_id", "roles", "disabled_at"])) as (ClientRecord & { disabled_at: Date })[];
+  return client;
+}
+
+/** Every disabled principal as the (tenant, subject) its tokens carry: a user's id, a client's client_id. */
+export async function disabledPrincipals(db: Knex): Promise<{ tenant_id: string; subject: string }[]> {
+  const result = await db.raw<{ rows: { tenant_id: string; subject: string }[] }>(
+    `select tenant_id::text, id::text as subject from integrator.users where disabled_at is not null
+     union all
+     select tenant_id::text, client_id as subject from integrator.api_clients where disabled_at is not null`,
+  );
+  return result.rows;
 }
 
 /** Stores an API client; the caller generates and hashes the secret (server/auth/principals.ts). */
@@ -77,8 +111,8 @@ export async function insertClient(
 export async function findClient(
   db: Knex,
   clientId: string,
-): Promise<(ClientRecord & { secret_hash: string }) | undefined> {
+): Promise<(ClientRecord & { secret_hash: string; disabled_at: Date | null }) | undefined> {
   return db("integrator.api_clients")
     .where({ client_id: clientId })
-    .first("client_id", "tenant_id", "roles", "secret_hash");
+    .first("client_id", "tenant_id", "roles", "secret_hash", "disabled_at");
 }

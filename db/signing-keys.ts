@@ -1,4 +1,6 @@
-// The service's ES256 signing key: created once, shared by every process through the database.
+// The service's ES256 signing keys, shared by every process through the database: the newest key that
+// is not retired signs; retired keys keep verifying (and stay in the JWKS) until the tokens they signed
+// have expired; `signing-key:rotate` adds a key and retires the others.
 import type { Knex } from "knex";
 
 export interface StoredSigningKey {
@@ -6,6 +8,35 @@ export interface StoredSigningKey {
   algorithm: string;
   public_jwk: Record<string, unknown>;
   private_jwk_encrypted: string;
+}
+
+/** Keys that verify: the active ones and those retired within `retiredWithinSeconds`, newest first. */
+export async function verificationSigningKeys(
+  db: Knex,
+  retiredWithinSeconds: number,
+): Promise<(StoredSigningKey & { retired_at: Date | null })[]> {
+  return db("integrator.signing_keys")
+    .whereNull("retired_at")
+    .orWhere("retired_at", ">", db.raw("now() - make_interval(secs => ?)", [retiredWithinSeconds]))
+    .orderBy("created_at", "desc")
+    .select("kid", "algorithm", "public_jwk", "private_jwk_encrypted", "retired_at");
+}
+
+/** Adds a new signing key and retires every other active one, in one transaction. */
+export async function rotateSigningKey(
+  db: Knex,
+  make: () => Promise<StoredSigningKey>,
+): Promise<{ kid: string; retired: string[] }> {
+  return db.transaction(async (trx) => {
+    await trx.raw("select pg_advisory_xact_lock(hashtext('integrator.signing_keys'))");
+    const key = await make();
+    const retired = (await trx("integrator.signing_keys")
+      .whereNull("retired_at")
+      .update({ retired_at: trx.fn.now() })
+      .returning("kid")) as { kid: string }[];
+    await trx("integrator.signing_keys").insert(key);
+    return { kid: key.kid, retired: retired.map((row) => row.kid) };
+  });
 }
 
 export async function activeSigningKeys(db: Knex): Promise<StoredSigningKey[]> {

@@ -1,8 +1,8 @@
-// Webhook subscriptions and deliveries: the queries of the webhook operations and of the
-// deliver_webhook task. Every query is scoped by tenant_id, which leads every key (decisions §10).
+// Webhook subscriptions and deliveries: the queries of the webhook operations, of the deliver_webhook
+// task and of the retention purge. Every query is scoped by tenant_id, which leads every key (decisions §10).
 import type { Knex } from "knex";
 import type { components } from "../generated/openapi.ts";
-import type { AnyEventEnvelope, EventSelector } from "./events.ts";
+import type { EventSelector } from "./events.ts";
 import { isUuid } from "./ids.ts";
 import { JOB, deliveryJobKey } from "./jobs.ts";
 import { rfc3339, rfc3339OrNull } from "./timestamps.ts";
@@ -12,11 +12,18 @@ type Schemas = components["schemas"];
 export type SubscriptionView = Omit<Schemas["WebhookSubscriptionResponse"], "secret">;
 export type DeliveryView = Schemas["WebhookDeliveryResponse"];
 export type DeliveryStatus = Schemas["WebhookDeliveryStatus"];
+export type DeliveryOrigin = Schemas["WebhookDeliveryOrigin"];
+export type DeliveredEventKind = Schemas["WebhookDeliveredEventKind"];
+/** The body of a delivery: one schema per kind, told apart by `event` (WebhookEventPayload). */
+export type DeliveryEnvelope = Schemas["WebhookEventPayload"];
+export type AttemptView = Schemas["WebhookDeliveryAttempt"];
+export type AttemptErrorClass = Schemas["WebhookDeliveryErrorClass"];
 
 /** graphile-worker's own retries of the job cover only unexpected errors (a database outage); send failures are retried by the task. */
 const JOB_MAX_ATTEMPTS = 10;
 
 export const DEACTIVATED_MESSAGE = "Subscription deactivated; the delivery was not sent";
+export const DISABLED_MESSAGE = "Subscription disabled by endpoint health; the delivery was not sent";
 
 interface SubscriptionRow {
   tenant_id: string;
@@ -26,22 +33,38 @@ interface SubscriptionRow {
   is_active: boolean;
   created_by: string;
   created_at: Date;
+  disabled_at: Date | null;
+  disabled_reason: string | null;
+  previous_secret_expires_at: Date | null;
 }
 
 interface DeliveryRow {
   id: string;
   subscription_id: string;
   event_type: string;
-  payload: AnyEventEnvelope;
+  payload: DeliveryEnvelope;
   status: DeliveryStatus;
   attempts: number;
   last_attempt_at: Date | null;
   response_code: number | null;
   error_message: string | null;
   created_at: Date;
+  origin: DeliveryOrigin;
+  redelivery_of: string | null;
 }
 
-const SUBSCRIPTION_COLUMNS = ["tenant_id", "id", "url", "events", "is_active", "created_by", "created_at"];
+const SUBSCRIPTION_COLUMNS = [
+  "tenant_id",
+  "id",
+  "url",
+  "events",
+  "is_active",
+  "created_by",
+  "created_at",
+  "disabled_at",
+  "disabled_reason",
+  "previous_secret_expires_at",
+];
 const DELIVERY_COLUMNS = [
   "id",
   "subscription_id",
@@ -53,9 +76,12 @@ const DELIVERY_COLUMNS = [
   "response_code",
   "error_message",
   "created_at",
+  "origin",
+  "redelivery_of",
 ];
 
 function subscriptionView(row: SubscriptionRow): SubscriptionView {
+  const overlapOpen = row.previous_secret_expires_at !== null && row.previous_secret_expires_at.getTime() > Date.now();
   return {
     id: row.id,
     tenant_id: row.tenant_id,
@@ -64,6 +90,10 @@ function subscriptionView(row: SubscriptionRow): SubscriptionView {
     is_active: row.is_active,
     created_by: row.created_by,
     created_at: rfc3339(row.created_at),
+    status: row.disabled_at === null ? "active" : "disabled",
+    disabled_at: rfc3339OrNull(row.disabled_at),
+    disabled_reason: row.disabled_reason,
+    previous_secret_expires_at: overlapOpen ? rfc3339OrNull(row.previous_secret_expires_at) : null,
   };
 }
 
@@ -79,23 +109,71 @@ function deliveryView(row: DeliveryRow): DeliveryView {
     response_code: row.response_code,
     error_message: row.error_message,
     created_at: rfc3339(row.created_at),
+    origin: row.origin,
+    redelivery_of: row.redelivery_of,
   };
 }
 
+/** Serialises a tenant's subscription changes (the limit is a count, checked and kept under this lock). */
+async function lockTenantSubscriptions(trx: Knex.Transaction, tenantId: string): Promise<void> {
+  await trx.raw("select pg_advisory_xact_lock(hashtextextended(?, 0))", [`webhook_subscriptions:${tenantId}`]);
+}
+
+/** Why a subscription was not created: the tenant's limit, or an existing subscription with the same URL. */
+export class SubscriptionRefused extends Error {
+  override name = "SubscriptionRefused";
+  readonly refusal: { reason: "duplicate_url"; subscriptionId: string } | { reason: "limit"; limit: number };
+  constructor(refusal: SubscriptionRefused["refusal"]) {
+    super(refusal.reason === "limit" ? `subscription limit ${refusal.limit} reached` : "duplicate subscription URL");
+    this.refusal = refusal;
+  }
+}
+
+/**
+ * Creates a subscription, or throws SubscriptionRefused when the tenant already has one with this URL that
+ * is not deleted, or already holds `maxActive` of them (no limit when undefined: operator tooling).
+ * Race-free: the count is read under a per-tenant lock, and the unique partial index
+ * webhook_subscriptions_active_url refuses a second active row with the same URL in any case.
+ */
 export async function createSubscription(
   db: Knex,
-  input: { tenantId: string; url: string; events: EventSelector[]; secretSealed: string; createdBy: string },
+  input: {
+    tenantId: string;
+    url: string;
+    events: EventSelector[];
+    secretSealed: string;
+    createdBy: string;
+    maxActive?: number;
+  },
 ): Promise<SubscriptionView> {
-  const [row] = (await db("integrator.webhook_subscriptions")
-    .insert({
-      tenant_id: input.tenantId,
-      url: input.url,
-      events: input.events,
-      secret_encrypted: input.secretSealed,
-      created_by: input.createdBy,
-    })
-    .returning(SUBSCRIPTION_COLUMNS)) as SubscriptionRow[];
-  return subscriptionView(row as SubscriptionRow);
+  return db.transaction(async (trx) => {
+    await lockTenantSubscriptions(trx, input.tenantId);
+    const active = () => trx("integrator.webhook_subscriptions").where({ tenant_id: input.tenantId, is_active: true });
+    const duplicate = await active().andWhere({ url: input.url }).first<{ id: string } | undefined>("id");
+    if (duplicate) throw new SubscriptionRefused({ reason: "duplicate_url", subscriptionId: duplicate.id });
+    if (input.maxActive !== undefined) {
+      const [counted] = await active().count<{ count: number }[]>("* as count");
+      if (Number(counted?.count ?? 0) >= input.maxActive)
+        throw new SubscriptionRefused({ reason: "limit", limit: input.maxActive });
+    }
+    const rows = (await trx("integrator.webhook_subscriptions")
+      .insert({
+        tenant_id: input.tenantId,
+        url: input.url,
+        events: input.events,
+        secret_encrypted: input.secretSealed,
+        created_by: input.createdBy,
+      })
+      .onConflict(trx.raw("(tenant_id, url) where is_active"))
+      .ignore()
+      .returning(SUBSCRIPTION_COLUMNS)) as SubscriptionRow[];
+    const [row] = rows;
+    if (!row) {
+      const existing = await active().andWhere({ url: input.url }).first<{ id: string }>("id");
+      throw new SubscriptionRefused({ reason: "duplicate_url", subscriptionId: existing.id });
+    }
+    return subscriptionView(row);
+  });
 }
 
 export async function listActiveSubscriptions(db: Knex, tenantId: string): Promise<SubscriptionView[]> {
@@ -104,6 +182,57 @@ export async function listActiveSubscriptions(db: Knex, tenantId: string): Promi
     .orderBy([{ column: "created_at" }, { column: "id" }])
     .select(SUBSCRIPTION_COLUMNS);
   return (rows as SubscriptionRow[]).map(subscriptionView);
+}
+
+/** One subscription of the tenant that is not deleted (active or disabled); undefined otherwise. */
+export async function findSubscription(
+  db: Knex,
+  tenantId: string,
+  subscriptionId: string,
+): Promise<SubscriptionView | undefined> {
+  if (!isUuid(subscriptionId)) return undefined;
+  const row = (await db("integrator.webhook_subscriptions")
+    .where({ tenant_id: tenantId, id: subscriptionId, is_active: true })
+    .first(SUBSCRIPTION_COLUMNS)) as SubscriptionRow | undefined;
+  return row ? subscriptionView(row) : undefined;
+}
+
+/** Re-enables a subscription disabled by endpoint health, with a fresh failure history; undefined when it does not exist (or is deleted). */
+export async function enableSubscription(
+  db: Knex,
+  tenantId: string,
+  subscriptionId: string,
+): Promise<SubscriptionView | undefined> {
+  if (!isUuid(subscriptionId)) return undefined;
+  const [row] = (await db("integrator.webhook_subscriptions")
+    .where({ tenant_id: tenantId, id: subscriptionId, is_active: true })
+    .update({ disabled_at: null, disabled_reason: null, consecutive_failed_deliveries: 0, failing_since: null })
+    .returning(SUBSCRIPTION_COLUMNS)) as SubscriptionRow[];
+  return row ? subscriptionView(row) : undefined;
+}
+
+/**
+ * Makes `secretSealed` the subscription's secret; the one it replaces keeps signing beside it for
+ * `overlapHours` (none when 0). A secret replaced earlier stops signing now. Undefined when the
+ * subscription does not exist (or is deleted).
+ */
+export async function rotateSubscriptionSecret(
+  db: Knex,
+  input: { tenantId: string; subscriptionId: string; secretSealed: string; overlapHours: number },
+): Promise<SubscriptionView | undefined> {
+  if (!isUuid(input.subscriptionId)) return undefined;
+  const overlap = input.overlapHours > 0;
+  const [row] = (await db("integrator.webhook_subscriptions")
+    .where({ tenant_id: input.tenantId, id: input.subscriptionId, is_active: true })
+    .update({
+      previous_secret_encrypted: overlap ? db.raw("secret_encrypted") : null,
+      previous_secret_expires_at: overlap
+        ? db.raw("now() + make_interval(secs => ?)", [input.overlapHours * 3600])
+        : null,
+      secret_encrypted: input.secretSealed,
+    })
+    .returning(SUBSCRIPTION_COLUMNS)) as SubscriptionRow[];
+  return row ? subscriptionView(row) : undefined;
 }
 
 /**
@@ -125,37 +254,205 @@ export async function deactivateSubscription(db: Knex, tenantId: string, subscri
   });
 }
 
-/** The tenant's newest deliveries (created_at, then id, descending) and the count of all of them. */
+// ---------------------------------------------------------------- the deliveries list
+
+/** A position in the newest-first order: the created_at (microseconds, as text) and id of the last row of a page. */
+export interface DeliveryKeyset {
+  createdAt: string;
+  id: string;
+}
+
+export const KEYSET_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+
+export interface DeliveryFilters {
+  subscriptionId?: string;
+  status?: DeliveryStatus;
+  eventType?: string;
+  createdAfter?: string;
+  createdBefore?: string;
+}
+
+export interface DeliveryPageRequest extends DeliveryFilters {
+  limit: number;
+  after?: DeliveryKeyset;
+}
+
+/**
+ * The page query: keyset on (created_at, id) descending, so each filter is one range scan of an index
+ * leading with tenant_id (webhook_deliveries_newest, _by_subscription, _by_status, _by_event) and the
+ * cost of a page does not depend on how many deliveries exist. Exported for the EXPLAIN test.
+ */
+export function deliveriesPageQuery(db: Knex, tenantId: string, page: DeliveryPageRequest): Knex.QueryBuilder {
+  const query = db("integrator.webhook_deliveries").where({ tenant_id: tenantId });
+  if (page.subscriptionId !== undefined) query.andWhere({ subscription_id: page.subscriptionId });
+  if (page.status !== undefined) query.andWhere({ status: page.status });
+  if (page.eventType !== undefined) query.andWhere({ event_type: page.eventType });
+  // Exclusive bounds at the millisecond precision the API shows (created_at is stored to the microsecond),
+  // written as plain ranges on created_at so the index serves them.
+  if (page.createdAfter !== undefined)
+    query.andWhereRaw("created_at >= date_trunc('milliseconds', ?::timestamptz) + interval '1 millisecond'", [
+      page.createdAfter,
+    ]);
+  if (page.createdBefore !== undefined)
+    query.andWhereRaw("created_at < date_trunc('milliseconds', ?::timestamptz + interval '999 microseconds')", [
+      page.createdBefore,
+    ]);
+  if (page.after !== undefined)
+    query.andWhereRaw("(created_at, id) < (?::timestamptz, ?::uuid)", [page.after.createdAt, page.after.id]);
+  return query
+    .orderBy([
+      { column: "created_at", order: "desc" },
+      { column: "id", order: "desc" },
+    ])
+    .limit(page.limit + 1)
+    .select([
+      ...DELIVERY_COLUMNS,
+      db.raw(`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_at_key`),
+    ]);
+}
+
+/** The tenant's exact delivery count: the sum of its counter rows (kept by emit_event, manual sends and the purge). */
+export async function countDeliveries(db: Knex, tenantId: string): Promise<number> {
+  const [row] = await db("integrator.webhook_delivery_counts")
+    .where({ tenant_id: tenantId })
+    .sum<{ total: number | string | null }[]>("deliveries as total");
+  return Number(row?.total ?? 0);
+}
+
+/** A page of the tenant's deliveries, newest first, the key of the next page (or null) and the exact total. */
 export async function listDeliveries(
   db: Knex,
   tenantId: string,
-  limit: number,
-): Promise<{ deliveries: DeliveryView[]; total: number }> {
-  const [rows, counted] = await Promise.all([
-    db("integrator.webhook_deliveries")
-      .where({ tenant_id: tenantId })
-      .orderBy([
-        { column: "created_at", order: "desc" },
-        { column: "id", order: "desc" },
-      ])
-      .limit(limit)
-      .select(DELIVERY_COLUMNS),
-    db("integrator.webhook_deliveries").where({ tenant_id: tenantId }).count<{ count: number }[]>("* as count"),
+  page: DeliveryPageRequest,
+): Promise<{ deliveries: DeliveryView[]; total: number; next: DeliveryKeyset | null }> {
+  const [rows, total] = await Promise.all([
+    deliveriesPageQuery(db, tenantId, page) as Promise<(DeliveryRow & { created_at_key: string })[]>,
+    countDeliveries(db, tenantId),
   ]);
-  return { deliveries: (rows as DeliveryRow[]).map(deliveryView), total: Number(counted[0]?.count ?? 0) };
+  const shown = rows.slice(0, page.limit);
+  const last = shown.at(-1);
+  const next = rows.length > page.limit && last ? { createdAt: last.created_at_key, id: last.id } : null;
+  return { deliveries: shown.map(deliveryView), total, next };
 }
+
+/** One delivery of the tenant with every attempt, oldest first; undefined when the tenant has none with that id. */
+export async function findDeliveryWithAttempts(
+  db: Knex,
+  tenantId: string,
+  deliveryId: string,
+): Promise<{ delivery: DeliveryView; attempts: AttemptView[] } | undefined> {
+  if (!isUuid(deliveryId)) return undefined;
+  const row = (await db("integrator.webhook_deliveries")
+    .where({ tenant_id: tenantId, id: deliveryId })
+    .first(DELIVERY_COLUMNS)) as DeliveryRow | undefined;
+  if (!row) return undefined;
+  const attempts = (await db("integrator.webhook_delivery_attempts")
+    .where({ tenant_id: tenantId, delivery_id: deliveryId })
+    .orderBy("number")
+    .select("number", "attempted_at", "duration_ms", "outcome", "response_code", "error_class")) as {
+    number: number;
+    attempted_at: Date;
+    duration_ms: number;
+    outcome: AttemptView["outcome"];
+    response_code: number | null;
+    error_class: AttemptErrorClass | null;
+  }[];
+  return {
+    delivery: deliveryView(row),
+    attempts: attempts.map((attempt) => ({ ...attempt, attempted_at: rfc3339(attempt.attempted_at) })),
+  };
+}
+
+/** A delivery of the tenant and the state of its subscription, for a redelivery. */
+export async function findDeliveryForRedelivery(
+  db: Knex,
+  tenantId: string,
+  deliveryId: string,
+): Promise<{ delivery: DeliveryView; subscriptionState: "active" | "disabled" | "deleted" } | undefined> {
+  if (!isUuid(deliveryId)) return undefined;
+  const row = (await db("integrator.webhook_deliveries as d")
+    .join("integrator.webhook_subscriptions as s", function joinSubscription() {
+      this.on("s.tenant_id", "=", "d.tenant_id").andOn("s.id", "=", "d.subscription_id");
+    })
+    .where({ "d.tenant_id": tenantId, "d.id": deliveryId })
+    .first([...DELIVERY_COLUMNS.map((column) => `d.${column}`), "s.is_active", "s.disabled_at"])) as
+    (DeliveryRow & { is_active: boolean; disabled_at: Date | null }) | undefined;
+  if (!row) return undefined;
+  const subscriptionState = !row.is_active ? "deleted" : row.disabled_at === null ? "active" : "disabled";
+  return { delivery: deliveryView(row), subscriptionState };
+}
+
+export type ManualDeliveryOutcome = { queued: DeliveryView } | { retryAfterSeconds: number };
+
+/**
+ * Queues a redelivery or a test delivery with its job and counts it, unless the tenant already asked for
+ * `perMinute` manual sends in the last 60 seconds. The count is read under a per-tenant lock, so
+ * concurrent requests (on any replica) cannot overshoot it.
+ */
+export async function queueManualDelivery(
+  db: Knex,
+  input: {
+    tenantId: string;
+    subscriptionId: string;
+    eventType: DeliveredEventKind;
+    payload: DeliveryEnvelope;
+    origin: "redelivery" | "test";
+    redeliveryOf: string | null;
+    perMinute: number;
+  },
+): Promise<ManualDeliveryOutcome> {
+  return db.transaction(async (trx) => {
+    await trx.raw("select pg_advisory_xact_lock(hashtextextended(?, 0))", [`webhook_manual_sends:${input.tenantId}`]);
+    const window = await trx.raw<{ rows: { sent: number; retry_after: number | null }[] }>(
+      `select count(*)::int as sent,
+              ceil(extract(epoch from (min(created_at) + interval '60 seconds' - clock_timestamp())))::int as retry_after
+         from integrator.webhook_deliveries
+        where tenant_id = ? and origin <> 'event' and created_at > clock_timestamp() - interval '60 seconds'`,
+      [input.tenantId],
+    );
+    const recent = window.rows[0];
+    if (recent && recent.sent >= input.perMinute) return { retryAfterSeconds: Math.max(1, recent.retry_after ?? 1) };
+    const [row] = (await trx("integrator.webhook_deliveries")
+      .insert({
+        tenant_id: input.tenantId,
+        subscription_id: input.subscriptionId,
+        event_type: input.eventType,
+        payload: JSON.stringify(input.payload),
+        origin: input.origin,
+        redelivery_of: input.redeliveryOf,
+        created_at: trx.raw("clock_timestamp()"),
+      })
+      .returning(DELIVERY_COLUMNS)) as DeliveryRow[];
+    if (!row) throw new Error("the delivery insert returned no row");
+    const job: GraphileWorker.Tasks["deliver_webhook"] = { tenant_id: input.tenantId, delivery_id: row.id };
+    await trx.raw("select graphile_worker.add_job(?, ?::json, max_attempts => ?, job_key => ?)", [
+      JOB.deliverWebhook,
+      JSON.stringify(job),
+      JOB_MAX_ATTEMPTS,
+      deliveryJobKey(row.id),
+    ]);
+    await trx.raw("select integrator.count_webhook_deliveries(?::uuid, 1)", [input.tenantId]);
+    return { queued: deliveryView(row) };
+  });
+}
+
+// ---------------------------------------------------------------- the deliver_webhook task
 
 /** What the deliver_webhook task needs: the delivery's state and payload and its subscription's target. */
 export interface DeliveryToSend {
   id: string;
   tenant_id: string;
   event_type: string;
-  payload: AnyEventEnvelope;
+  payload: DeliveryEnvelope;
   status: DeliveryStatus;
   attempts: number;
   url: string;
   subscription_active: boolean;
+  subscription_disabled: boolean;
+  /** The current secret, sealed. */
   secret_encrypted: string;
+  /** Every secret that signs now, sealed, newest first: the current one, and the previous one during a rotation's overlap window. */
+  secrets_encrypted: string[];
 }
 
 export async function findDeliveryToSend(
@@ -177,8 +474,20 @@ export async function findDeliveryToSend(
       "d.attempts",
       "s.url",
       "s.is_active as subscription_active",
+      db.raw("s.disabled_at is not null as subscription_disabled"),
       "s.secret_encrypted",
+      db.raw(
+        `array_remove(array[s.secret_encrypted,
+                            case when s.previous_secret_expires_at > now() then s.previous_secret_encrypted end],
+                      null) as secrets_encrypted`,
+      ),
     );
+}
+
+/** When endpoint health disables a subscription (0 turns a rule off). */
+export interface HealthRules {
+  disableAfterFailedDeliveries: number;
+  disableAfterFailingDays: number;
 }
 
 export interface AttemptRecord {
@@ -187,23 +496,31 @@ export interface AttemptRecord {
   /** The delivery's attempts before this one: the record applies only if no one else recorded it first. */
   attemptsBefore: number;
   attemptedAt: Date;
+  durationMs: number;
   status: DeliveryStatus;
   responseCode: number | null;
   errorMessage: string | null;
+  /** Null when delivered. */
+  errorClass: AttemptErrorClass | null;
   /** When set (status pending), the next attempt's job is queued for then, in the same statement. */
   retryAt?: Date;
+  health: HealthRules;
 }
 
 /**
- * Records one attempt's outcome and, for a failure with attempts left, queues the next attempt's job
- * in the same statement (so both happen or neither). False when the delivery had moved on (final,
- * or this attempt already recorded by another run), in which case nothing is written.
+ * Records one attempt's outcome (on the delivery and as a row of its attempt history), updates its
+ * subscription's health (disabling it when a rule says so) and, for a failure with attempts left, queues
+ * the next attempt's job — all in one statement, so all happen or none. False when the delivery had
+ * moved on (final, or this attempt already recorded by another run), in which case nothing is written.
  */
 export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<boolean> {
   const payload: GraphileWorker.Tasks["deliver_webhook"] = {
     tenant_id: attempt.tenantId,
     delivery_id: attempt.deliveryId,
   };
+  const delivered = attempt.status === "delivered";
+  const deliveryFailed = attempt.status === "failed";
+  const { disableAfterFailedDeliveries: failedInARow, disableAfterFailingDays: failingDays } = attempt.health;
   // The running job holds the delivery's key; add_job moves the key to the new job and the running
   // one simply completes, so graphile-worker's own backoff never drives the schedule.
   const result = await db.raw<{ rows: { id: string }[] }>(
@@ -211,7 +528,39 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<b
        update integrator.webhook_deliveries
           set status = ?, attempts = attempts + 1, last_attempt_at = ?, response_code = ?, error_message = ?, updated_at = now()
         where tenant_id = ? and id = ? and status = 'pending' and attempts = ?
-       returning id
+       returning tenant_id, id, subscription_id, attempts
+     ),
+     history as (
+       insert into integrator.webhook_delivery_attempts
+              (tenant_id, delivery_id, number, attempted_at, duration_ms, outcome, response_code, error_class)
+       select tenant_id, id, attempts, ?, ?, ?, ?, ? from recorded
+     ),
+     health as (
+       select s.tenant_id, s.id,
+              case when ?::boolean then 0
+                   when ?::boolean then s.consecutive_failed_deliveries + 1
+                   else s.consecutive_failed_deliveries end as failed_in_a_row,
+              case when ?::boolean then null else coalesce(s.failing_since, ?::timestamptz) end as failing_since
+         from integrator.webhook_subscriptions s
+         join recorded r on s.tenant_id = r.tenant_id and s.id = r.subscription_id
+     ),
+     verdict as (
+       select h.*,
+              case when ?::int > 0 and h.failed_in_a_row >= ?::int
+                     then format('%s deliveries in a row failed', h.failed_in_a_row)
+                   when ?::float8 > 0 and h.failing_since <= ?::timestamptz - make_interval(secs => ?::float8 * 86400)
+                     then format('Every attempt failed for %s days', ?::float8)
+              end as disabled_reason
+         from health h
+     ),
+     subscription as (
+       update integrator.webhook_subscriptions s
+          set consecutive_failed_deliveries = v.failed_in_a_row,
+              failing_since = v.failing_since,
+              disabled_at = case when s.disabled_at is null and v.disabled_reason is not null then now() else s.disabled_at end,
+              disabled_reason = case when s.disabled_at is null then v.disabled_reason else s.disabled_reason end
+         from verdict v
+        where s.tenant_id = v.tenant_id and s.id = v.id and s.is_active
      )
      select id, case when ?::timestamptz is not null
                      then (graphile_worker.add_job(?, ?::json, run_at => ?::timestamptz, max_attempts => ?, job_key => ?)).id
@@ -225,6 +574,25 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<b
       attempt.tenantId,
       attempt.deliveryId,
       attempt.attemptsBefore,
+      // history
+      attempt.attemptedAt,
+      Math.max(0, Math.round(attempt.durationMs)),
+      delivered ? "delivered" : "failed",
+      attempt.responseCode,
+      delivered ? null : attempt.errorClass,
+      // health
+      delivered,
+      deliveryFailed,
+      delivered,
+      attempt.attemptedAt,
+      // verdict
+      failedInARow,
+      failedInARow,
+      failingDays,
+      attempt.attemptedAt,
+      failingDays,
+      failingDays,
+      // next job
       attempt.retryAt ?? null,
       JOB.deliverWebhook,
       JSON.stringify(payload),
@@ -236,7 +604,7 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<b
   return result.rows.length > 0;
 }
 
-/** Ends a pending delivery as failed without an attempt (its subscription is inactive). */
+/** Ends a pending delivery as failed without an attempt (its subscription is inactive or disabled). */
 export async function failWithoutAttempt(
   db: Knex,
   tenantId: string,
@@ -248,4 +616,47 @@ export async function failWithoutAttempt(
     .update({ status: "failed", error_message: message.slice(0, 500), updated_at: db.fn.now() })
     .returning("id");
   return updated.length > 0;
+}
+
+// ---------------------------------------------------------------- retention
+
+/** Tenants that have (or had) deliveries: those with a counter row. */
+export async function tenantsWithDeliveries(db: Knex): Promise<string[]> {
+  const rows = await db("integrator.webhook_delivery_counts").distinct<{ tenant_id: string }[]>("tenant_id");
+  return rows.map((row) => row.tenant_id);
+}
+
+/**
+ * Deletes at most `batchSize` of the tenant's final deliveries created more than `retentionDays` ago
+ * (their attempts go with them) and lowers the tenant's count by as many, in one short statement. Rows
+ * another transaction holds are skipped, not waited for. Pending deliveries are never purged.
+ * Returns how many were deleted.
+ */
+export async function purgeDeliveriesBatch(
+  db: Knex,
+  tenantId: string,
+  retentionDays: number,
+  batchSize: number,
+): Promise<number> {
+  const result = await db.raw<{ rows: { purged: number }[] }>(
+    `with doomed as (
+       select tenant_id, id from integrator.webhook_deliveries
+        where tenant_id = ? and created_at < now() - make_interval(days => ?) and status <> 'pending'
+        order by created_at, id
+        limit ?
+        for update skip locked
+     ),
+     deleted as (
+       delete from integrator.webhook_deliveries d using doomed
+        where d.tenant_id = doomed.tenant_id and d.id = doomed.id
+       returning d.id
+     ),
+     counted as (select count(*)::int as purged from deleted),
+     recounted as (
+       select integrator.count_webhook_deliveries(?::uuid, -purged) from counted where purged > 0
+     )
+     select purged, (select count(*) from recounted) as recounted from counted`,
+    [tenantId, retentionDays, batchSize, tenantId],
+  );
+  return result.rows[0]?.purged ?? 0;
 }

@@ -17,9 +17,12 @@ export interface paths {
          *
          *     After the schema, the item is checked against the intake rules; a failing item is stored with status
          *     `rejected` and an `error_message` instead of failing the request: MIME type outside the allowed list
-         *     (`INTAKE_ALLOWED_MIME_TYPES`), `file_size` above `INTAKE_MAX_FILE_SIZE_BYTES` (default 100 MiB), or a
-         *     filename containing a path separator or control character, or made only of dots. The submission's
-         *     status is derived from its items (`rejected` when every item is rejected).
+         *     (`INTAKE_ALLOWED_MIME_TYPES`) or not a media type at all, `file_size` above `INTAKE_MAX_FILE_SIZE_BYTES`
+         *     (default 100 MiB), or a filename containing a path separator, a control character, a Unicode format
+         *     character (category Cf: bidi controls such as U+202E, zero-width characters) or a line or paragraph
+         *     separator (U+2028, U+2029), or made only of dots. The submission's status is derived from its items
+         *     (`rejected` when every item is rejected). `mime_type` is stored and returned as the media type alone,
+         *     lower-case, without parameters (`Application/PDF; charset=binary` is stored as `application/pdf`).
          *
          *     The submission, its items, the idempotency record, the audit action `intake.submitted` and the
          *     `intake.submitted` webhook deliveries are written in one transaction.
@@ -101,8 +104,9 @@ export interface paths {
         };
         /**
          * List active webhook subscriptions
-         * @description Lists the tenant's active subscriptions, without secrets. Deactivated subscriptions are not listed.
-         *     `total` is the number of subscriptions listed.
+         * @description Lists the tenant's active subscriptions, without secrets. Deactivated (deleted) subscriptions are not
+         *     listed; subscriptions disabled by endpoint health are (`status: disabled`, see
+         *     `enableWebhookSubscription`). `total` is the number of subscriptions listed.
          */
         get: operations["listWebhookSubscriptions"];
         put?: never;
@@ -117,6 +121,13 @@ export interface paths {
          *
          *     A `url` that breaks a URL rule (see `WebhookSubscriptionCreateRequest.url`) is a schema violation:
          *     422 with a `detail` entry at `["body", "url"]` of type `value_error` whose `msg` names the rule.
+         *
+         *     **Limits.** A tenant holds at most `WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT` subscriptions that are not
+         *     deleted (default 20; disabled ones count): one more is 409 `WEBHOOK_SUBSCRIPTION_LIMIT_REACHED` with
+         *     `error.details.limit`. A `url` identical (character for character) to that of one of the tenant's
+         *     subscriptions that is not deleted is 409 `WEBHOOK_SUBSCRIPTION_DUPLICATE_URL` with
+         *     `error.details.subscription_id`; change that subscription's events instead, or delete it first.
+         *     Both hold under concurrent calls.
          */
         post: operations["createWebhookSubscription"];
         delete?: never;
@@ -132,7 +143,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Get one webhook subscription
+         * @description Returns one subscription of the tenant, without its secret, including its health (`status`,
+         *     `disabled_at`, `disabled_reason`) and the end of a secret rotation's overlap window
+         *     (`previous_secret_expires_at`). A deleted (deactivated) subscription, an unknown id, an id that is not
+         *     a UUID, and a subscription of another tenant answer 404 `NOT_FOUND`.
+         */
+        get: operations["getWebhookSubscription"];
         put?: never;
         post?: never;
         /**
@@ -148,6 +166,91 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/subscriptions/{subscription_id}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-enable a subscription disabled by endpoint health
+         * @description Turns a `disabled` subscription back to `active`: it matches new events again and its failure
+         *     history starts afresh (`disabled_at` and `disabled_reason` become null). Deliveries that failed while
+         *     it was disabled are not sent again by themselves; resend them with `redeliverWebhookDelivery`.
+         *     Enabling an `active` subscription changes nothing and answers 200 as well. No request body.
+         *
+         *     **Endpoint health.** The worker disables a subscription by itself when its endpoint keeps failing:
+         *     after `WEBHOOK_DISABLE_AFTER_FAILED_DELIVERIES` deliveries in a row ended `failed` (default 20), or
+         *     when every attempt has failed for `WEBHOOK_DISABLE_AFTER_FAILING_DAYS` days (default 5); any delivered
+         *     attempt resets both. A disabled subscription is still listed (`status: disabled`, `is_active: true`)
+         *     and counts towards the subscription limit, but matches no new events, and its pending deliveries end
+         *     `failed` without another attempt. A deleted subscription (`is_active: false`) is gone: not listed,
+         *     not countable, not re-enabled (404).
+         */
+        post: operations["enableWebhookSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/subscriptions/{subscription_id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a subscription's signing secret
+         * @description Replaces the subscription's signing secret with a new one (`whsec_` followed by 32 random bytes in
+         *     base64url), returned in `secret` this once, like at creation. For an overlap window of
+         *     `WEBHOOK_SECRET_ROTATION_OVERLAP_HOURS` hours (default 24; until `previous_secret_expires_at`) every
+         *     delivery is signed with both the new and the previous secret: each signature header carries one
+         *     signature per secret, so a receiver still holding the previous secret keeps verifying while it is
+         *     updated. After the window only the new secret signs. Rotating again within the window makes the
+         *     secret being replaced the previous one; the one before it stops signing at once. Old secrets are
+         *     stored encrypted like the current one. Works on `active` and `disabled` subscriptions. No request body.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/subscriptions/{subscription_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event to a subscription
+         * @description Queues one `webhook.test` delivery (see the top-level `webhooks` section) to the subscription,
+         *     whatever event kinds it subscribes to, signed and retried like any other delivery (`origin: test`).
+         *     `webhook.test` is sent only by this operation; it cannot be subscribed to. No request body.
+         *
+         *     Manual sends (test events and redeliveries together) are limited per tenant to
+         *     `WEBHOOK_MANUAL_SENDS_PER_MINUTE` in any 60 seconds (default 10): beyond it 429 `RATE_LIMITED` with
+         *     `Retry-After` and `error.details.scope` `webhook_manual_sends`. A disabled subscription answers 409
+         *     `WEBHOOK_SUBSCRIPTION_DISABLED` (enable it first); a deleted one 404.
+         */
+        post: operations["sendWebhookTestEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/deliveries": {
         parameters: {
             query?: never;
@@ -158,15 +261,77 @@ export interface paths {
         /**
          * List recent webhook deliveries
          * @description Lists delivery records of the tenant's subscriptions, newest first (`created_at` descending, then
-         *     `id` descending), at most `limit` of them. `total` counts all of the tenant's deliveries.
+         *     `id` descending), at most `limit` of them. `total` counts all of the tenant's deliveries (kept
+         *     retention, every subscription, every origin), whatever the filters; it is exact and costs the same
+         *     however many deliveries there are.
+         *
+         *     **Paging.** When more deliveries match, `next_cursor` is an opaque string: pass it as `cursor` (with
+         *     the same filters) for the next page. Paging is keyset-based, so deliveries created meanwhile never
+         *     shift or repeat a page; they appear on a new first page. `next_cursor` is null on the last page. A
+         *     cursor that this operation did not hand out is 422 `value_error` at `["query", "cursor"]`.
+         *
+         *     **Filters** (combined with AND): `subscription_id`, `status`, `event_type`, and the creation time
+         *     range `created_after` (exclusive) / `created_before` (exclusive).
          *
          *     A delivery stays `pending` until a send answers 2xx (`delivered`) or its last attempt fails
          *     (`failed`); `attempts`, `last_attempt_at`, `response_code` and `error_message` are updated after every
-         *     attempt.
+         *     attempt. Each attempt's own record is in `getWebhookDelivery`. Deliveries and their attempts are
+         *     purged `WEBHOOK_RETENTION_DAYS` days after creation (default 30).
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/deliveries/{delivery_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get one delivery with every attempt
+         * @description Returns one delivery of the tenant (`delivery`) with `attempts`, every send attempt in order: when it
+         *     started, how long it took, its outcome, the HTTP status received and, for a failure, a coarse error
+         *     class (the detail stays in the service's logs). An unknown id, an id that is not a UUID, a purged
+         *     delivery and a delivery of another tenant answer 404 `NOT_FOUND`.
+         */
+        get: operations["getWebhookDelivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/deliveries/{delivery_id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a delivery's event again
+         * @description Queues a new delivery of the same event to the same subscription: a new delivery record (its own id,
+         *     sent as `X-Service-Review-Delivery`, and its own attempts) with `origin: redelivery` and
+         *     `redelivery_of` naming the delivery given here; the body is the original envelope, byte for byte
+         *     (same `timestamp`). The original is left as it is. Any delivery can be resent, whatever its status.
+         *     No request body.
+         *
+         *     Counted with test events in `WEBHOOK_MANUAL_SENDS_PER_MINUTE` per tenant (429 `RATE_LIMITED` with
+         *     `Retry-After` beyond it). A delivery whose subscription was deleted answers 409
+         *     `WEBHOOK_SUBSCRIPTION_INACTIVE`; one whose subscription is disabled 409 `WEBHOOK_SUBSCRIPTION_DISABLED`.
+         */
+        post: operations["redeliverWebhookDelivery"];
         delete?: never;
         options?: never;
         head?: never;
@@ -185,6 +350,11 @@ export interface paths {
          * @description Reports the overall status and each dependency check (database, worker, migrations). Always answers
          *     200 whatever the status; monitors that gate on the HTTP status use `GET /v1/readyz` instead. No
          *     secrets, connection strings or hostnames are exposed. No authentication.
+         *
+         *     **Statuses only.** Anyone can call this, so it says no more than the statuses: not the version, the
+         *     worker's last heartbeat, the oldest due job's age, latencies or pending migration counts (earlier
+         *     versions did). Operators read those details from `GET /health` on the metrics port (`METRICS_PORT`,
+         *     loopback by default, never the API port): the same report with every detail.
          *
          *     `healthy`: every check passes. `degraded`: the worker has not been seen for a while or the oldest due
          *     job has waited too long. `unhealthy`: the database is unreachable or migrations are pending.
@@ -210,8 +380,17 @@ export interface paths {
         };
         /**
          * Readiness probe
-         * @description The same report as `GET /v1/health`, answered 200 only when the overall status is `healthy` and 503
-         *     when it is `degraded` or `unhealthy`. No authentication.
+         * @description The same report as `GET /v1/health` (statuses only), answered 200 only when the overall status is
+         *     `healthy` and 503 when it is `degraded` or `unhealthy`. No authentication.
+         *
+         *     **Scopes.** `scope=all` (the default) gates on every check, the worker included: the service as a
+         *     whole is ready. `scope=api` gates on this API instance alone (its database and migrations; the worker
+         *     is neither checked nor reported): that is the probe for container health checks and load balancers,
+         *     so that a worker outage does not take every API replica out of rotation.
+         *
+         *     **Shutdown.** From the moment the instance is told to stop (SIGTERM or SIGINT), both scopes answer
+         *     503 with `status: unhealthy` and `shutting_down: true`, while the instance keeps answering other
+         *     requests for `SHUTDOWN_DRAIN_SECONDS` so that load balancers can take it out of rotation first.
          *
          *     Never refused by load shedding, so an overloaded instance still reports its dependencies. Rate-limited
          *     per client address in a bucket shared only with `GET /v1/health` (`RATE_LIMIT_PROBE_PER_MINUTE`,
@@ -239,21 +418,28 @@ export interface paths {
         /**
          * Start a governed launch into a partner product
          * @description Decides whether the caller's tenant may be handed off to the partner and, if so, where to send the
-         *     user. The answer is always 200 with a routing decision for a known partner:
+         *     user. The answer is always 200 with a routing decision, for any well-formed partner key:
          *
          *     - `routed`: `redirect_url` is the partner's launch URL with the query parameter `assertion`, an ES256
          *       JWT signed with the service key (claims `iss` = the service's public base URL, `aud` = partner key,
          *       `sub`, `tenant_id`, `roles`, `ctx` = the context values (`{}` when none were sent), `jti`, `iat`,
          *       `exp`; also `decision_id`, `correlation_id` and, when given, `return_url`; lifetime 120 s, see
          *       `expires_at`), verifiable with `GET /.well-known/jwks.json`.
-         *     - `denied`: `reason` is `NOT_ENTITLED` (the tenant is not entitled to the partner) or `PARTNER_PAUSED`.
-         *       A tenant that is not entitled is told `NOT_ENTITLED` whether or not the partner is paused.
+         *     - `denied`: `reason` is `NOT_ENTITLED` (the tenant is not entitled to the partner, or no partner has
+         *       this key) or `PARTNER_PAUSED`. A tenant that is not entitled is told `NOT_ENTITLED` whether or not
+         *       the partner is paused.
          *
-         *     The checks run in this order: an unknown partner answers 404 `NOT_FOUND`; then `context_values` keys
-         *     must be among the partner's context keys and values must be strings, integers or booleans, otherwise
-         *     422 `CONTEXT_INVALID` naming the offending keys in `error.details.keys` (with the violations in
-         *     `error.details.errors`); then the decision is made. Every decision, routed or denied, is recorded
-         *     with the tenant audit action `partner.launch`. The correlation id (`X-Correlation-Id`, generated as a
+         *     **No existence oracle.** An unknown partner key and a partner the tenant is not entitled to are
+         *     answered alike: 200 `denied` with `NOT_ENTITLED`, recorded and audited the same way, so a tenant
+         *     cannot learn which partner keys exist. (Earlier versions answered an unknown partner 404
+         *     `NOT_FOUND`; that told any tenant which keys were registered.)
+         *
+         *     The checks run in this order: values of `context_values` must be strings, integers or booleans
+         *     (whatever the partner); for a partner the tenant is entitled to, the keys must be among the partner's
+         *     context keys; either failure is 422 `CONTEXT_INVALID` naming the offending keys in
+         *     `error.details.keys` (with the violations in `error.details.errors`). Keys are not checked against a
+         *     partner the tenant may not use (that would reveal its context keys). Then the decision is made.
+         *     Every decision, routed or denied, is recorded with the tenant audit action `partner.launch`. The correlation id (`X-Correlation-Id`, generated as a
          *     UUID when absent) is echoed in the response header and in `correlation_id`.
          */
         post: operations["startLaunch"];
@@ -275,8 +461,9 @@ export interface paths {
         /**
          * Switch the user's partner context
          * @description Like `startLaunch`, for a switch from the current partner context to `target_partner_key`: 200 with a
-         *     routing decision (`routed` with `redirect_url`, or `denied` with `reason`), 404 `NOT_FOUND` for an
-         *     unknown partner, 422 `CONTEXT_INVALID` for context values the partner does not accept; the checks,
+         *     routing decision (`routed` with `redirect_url`, or `denied` with `reason`; an unknown partner key is
+         *     `denied` with `NOT_ENTITLED`, exactly like a partner the tenant is not entitled to), 422
+         *     `CONTEXT_INVALID` for context values the partner does not accept; the checks,
          *     the assertion and the correlation id are exactly as for `startLaunch`. Every decision is recorded with
          *     the tenant audit action `partner.switch`.
          *
@@ -367,6 +554,14 @@ export interface paths {
          *     malformed parameter, including any schema violation of the form), `unsupported_grant_type`,
          *     `invalid_grant` (wrong username or password); 401 `invalid_client` (client authentication failed;
          *     with `WWW-Authenticate: Basic` when Basic was used).
+         *
+         *     Abuse bounds: after `AUTH_LOGIN_FREE_FAILURES` failed password grants for one username (counted
+         *     across every replica; unknown usernames alike), further attempts for it are answered 429
+         *     `RATE_LIMITED` (`error.details.scope` `username`, `Retry-After`) without checking the password, for
+         *     a lock that doubles with each further failure up to `AUTH_LOGIN_BACKOFF_MAX_SECONDS`; a success
+         *     clears the count. Password and secret checks run a bounded number at a time: when too many wait,
+         *     the answer is 503 `SERVICE_UNAVAILABLE` with `Retry-After` at once. A disabled user or client gets
+         *     `invalid_grant` / `invalid_client`, and the tokens it already holds stop working.
          */
         post: operations["issueToken"];
         delete?: never;
@@ -583,6 +778,27 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "webhook.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * webhook.test
+         * @description A test event, sent only when the tenant calls `sendWebhookTestEvent` (never by a lifecycle event;
+         *     it cannot be subscribed to). Signed and retried like every delivery; see `WebhookEventEnvelope`.
+         */
+        post: operations["webhookTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -596,7 +812,9 @@ export interface components {
                  *     `PAYLOAD_TOO_LARGE` 413, `UNSUPPORTED_MEDIA_TYPE` 415, `IDEMPOTENCY_KEY_INVALID` 422,
                  *     `CONTEXT_INVALID` 422, `CALLBACK_PAYLOAD_INVALID` 400, `CALLBACK_SIGNATURE_INVALID` 400,
                  *     `RATE_LIMITED` 429 (with `Retry-After`), `INTERNAL_ERROR` 500, `NOT_IMPLEMENTED` 501,
-                 *     `SERVICE_UNAVAILABLE` 503 (with `Retry-After`).
+                 *     `SERVICE_UNAVAILABLE` 503 (with `Retry-After`), `WEBHOOK_SUBSCRIPTION_LIMIT_REACHED` 409,
+                 *     `WEBHOOK_SUBSCRIPTION_DUPLICATE_URL` 409, `WEBHOOK_SUBSCRIPTION_DISABLED` 409,
+                 *     `WEBHOOK_SUBSCRIPTION_INACTIVE` 409.
                  * @example IDEMPOTENCY_KEY_MISMATCH
                  */
                 code: string;
@@ -623,7 +841,8 @@ export interface components {
             /**
              * @description Error type: `missing`, `string_type`, `int_type`, `bool_type`, `dict_type`, `list_type`,
              *     `string_too_short`, `string_too_long`, `greater_than`, `too_short`, `too_long`, `uuid_parsing`,
-             *     `json_invalid`, `value_error` and other pydantic v2 names.
+             *     `json_invalid`, `value_error`, `finite_number` (a number that overflowed to ±Infinity, such as
+             *     `1e400`) and other pydantic v2 names.
              */
             type: string;
             /** @description The offending input (any JSON value); absent when there was none. */
@@ -635,14 +854,21 @@ export interface components {
         };
         /** @description Metadata of one document. Unknown fields are ignored. */
         IntakeSubmitRequest: {
-            /** @description The document's file name; one with a path separator or control character, or made only of dots, makes the item `rejected`. */
+            /**
+             * @description The document's file name; one with a path separator, a control character, a Unicode format character
+             *     (Cf, e.g. the bidi control U+202E) or a line or paragraph separator (U+2028, U+2029), or made only of
+             *     dots, makes the item `rejected`.
+             */
             filename: string;
             /**
              * @description Size in bytes; above `INTAKE_MAX_FILE_SIZE_BYTES` (default 100 MiB) the item is `rejected`. Values above
              *     2^53 − 1 cannot be represented exactly in JSON numbers and are a 422 `less_than_equal`.
              */
             file_size: number;
-            /** @description MIME type; outside `INTAKE_ALLOWED_MIME_TYPES` the item is `rejected`. */
+            /**
+             * @description MIME type; compared and stored as the media type alone (lower-case `type/subtype`, parameters
+             *     dropped). Outside `INTAKE_ALLOWED_MIME_TYPES`, or not a media type, the item is `rejected`.
+             */
             mime_type: string;
             module?: string | null;
             tier?: string | null;
@@ -660,14 +886,21 @@ export interface components {
         };
         /** @description Metadata of one document of a batch. Unknown fields are ignored. */
         IntakeBatchItem: {
-            /** @description The document's file name; one with a path separator or control character, or made only of dots, makes the item `rejected`. */
+            /**
+             * @description The document's file name; one with a path separator, a control character, a Unicode format character
+             *     (Cf, e.g. the bidi control U+202E) or a line or paragraph separator (U+2028, U+2029), or made only of
+             *     dots, makes the item `rejected`.
+             */
             filename: string;
             /**
              * @description Size in bytes; above `INTAKE_MAX_FILE_SIZE_BYTES` (default 100 MiB) the item is `rejected`. Values above
              *     2^53 − 1 cannot be represented exactly in JSON numbers and are a 422 `less_than_equal`.
              */
             file_size: number;
-            /** @description MIME type; outside `INTAKE_ALLOWED_MIME_TYPES` the item is `rejected`. */
+            /**
+             * @description MIME type; compared and stored as the media type alone (lower-case `type/subtype`, parameters
+             *     dropped). Outside `INTAKE_ALLOWED_MIME_TYPES`, or not a media type, the item is `rejected`.
+             */
             mime_type: string;
             item_metadata?: components["schemas"]["ItemMetadata"];
         };
@@ -735,6 +968,7 @@ export interface components {
             document_id: string | null;
             filename: string;
             file_size: number;
+            /** @description The media type as stored, lower-case `type/subtype` without parameters. */
             mime_type: string;
             /** @description The free-form metadata given at intake. */
             item_metadata: {
@@ -759,6 +993,18 @@ export interface components {
          * @enum {string}
          */
         WebhookEventSelector: "document.status_changed" | "document.uploaded" | "document.completed" | "adjudication.case_created" | "adjudication.case_resolved" | "intake.submitted" | "intake.batch_submitted" | "scorecard.created" | "*";
+        /**
+         * @description The event kind of a delivery: a `WebhookEventKind`, or `webhook.test`, sent only by
+         *     `sendWebhookTestEvent` (it cannot be subscribed to).
+         */
+        WebhookDeliveredEventKind: string | components["schemas"]["WebhookEventKind"] | "webhook.test";
+        /**
+         * @description `active`: events are delivered. `disabled`: endpoint health turned it off after repeated failures
+         *     (see `disabled_reason`); still listed, nothing is delivered until `enableWebhookSubscription`.
+         *     A deleted subscription has no status: it is `is_active: false` and is never shown.
+         * @enum {string}
+         */
+        WebhookSubscriptionStatus: "active" | "disabled";
         /** @description A new subscription. Unknown fields are ignored. */
         WebhookSubscriptionCreateRequest: {
             /**
@@ -774,7 +1020,7 @@ export interface components {
             /** @description Event kinds to deliver, or `*` for all; duplicates are removed. */
             events: components["schemas"]["WebhookEventSelector"][];
         };
-        /** @description A webhook subscription. `secret` is present only in the create response. */
+        /** @description A webhook subscription. `secret` is present only in the create and rotate-secret responses. */
         WebhookSubscriptionResponse: {
             /** Format: uuid */
             id: string;
@@ -791,9 +1037,23 @@ export interface components {
              * @description RFC 3339 timestamp in UTC with `Z`.
              */
             created_at: string;
+            status: components["schemas"]["WebhookSubscriptionStatus"];
+            /**
+             * Format: date-time
+             * @description When endpoint health disabled the subscription (RFC 3339 in UTC with `Z`); null when `active`.
+             */
+            disabled_at: string | null;
+            /** @description Why endpoint health disabled it, e.g. `20 deliveries in a row failed`; null when `active`. */
+            disabled_reason: string | null;
+            /**
+             * Format: date-time
+             * @description Until when the secret replaced by the last rotation still signs deliveries beside the current one
+             *     (RFC 3339 in UTC with `Z`); null when no rotation overlap window is open.
+             */
+            previous_secret_expires_at: string | null;
             /**
              * @description The signing secret (`whsec_` followed by 32 random bytes in base64url), returned once by the
-             *     create operation and never again.
+             *     create operation (and by each rotation, for the new secret) and never again.
              */
             secret?: string | null;
         };
@@ -811,6 +1071,12 @@ export interface components {
          * @enum {string}
          */
         WebhookDeliveryStatus: "pending" | "delivered" | "failed";
+        /**
+         * @description Why the delivery exists: `event` (a lifecycle event matched the subscription), `redelivery`
+         *     (`redeliverWebhookDelivery`; see `redelivery_of`) or `test` (`sendWebhookTestEvent`).
+         * @enum {string}
+         */
+        WebhookDeliveryOrigin: "event" | "redelivery" | "test";
         /** @description One queued event for one subscription, with the outcome of its attempts. */
         WebhookDeliveryResponse: {
             /**
@@ -820,7 +1086,7 @@ export interface components {
             id: string;
             /** Format: uuid */
             subscription_id: string;
-            /** @description The event kind (see `WebhookEventKind`). */
+            /** @description The event kind (see `WebhookDeliveredEventKind`). */
             event_type: string;
             payload: components["schemas"]["WebhookEventPayload"];
             status: components["schemas"]["WebhookDeliveryStatus"];
@@ -840,12 +1106,56 @@ export interface components {
              * @description RFC 3339 timestamp in UTC with `Z`.
              */
             created_at: string;
+            origin: components["schemas"]["WebhookDeliveryOrigin"];
+            /**
+             * Format: uuid
+             * @description For `origin: redelivery`, the delivery that was resent (it may since have been purged); null otherwise.
+             */
+            redelivery_of: string | null;
         };
-        /** @description The tenant's newest deliveries. */
+        /**
+         * @description `delivered` (a 2xx answer) or `failed`.
+         * @enum {string}
+         */
+        WebhookDeliveryAttemptOutcome: "delivered" | "failed";
+        /**
+         * @description Why an attempt failed, as a coarse class (the detail is only in the service's logs): `timeout` (no
+         *     answer within `WEBHOOK_TIMEOUT_MS`), `connection_failed` (the address could not be resolved, was
+         *     refused by the send-time address rules, or the connection failed), `tls_failed` (TLS handshake or
+         *     certificate), `http_status` (an answer other than 2xx, including redirects; see `response_code`).
+         * @enum {string}
+         */
+        WebhookDeliveryErrorClass: "timeout" | "connection_failed" | "tls_failed" | "http_status";
+        /** @description One send attempt of a delivery. */
+        WebhookDeliveryAttempt: {
+            /** @description 1 for the first attempt, then 2, 3, … */
+            number: number;
+            /**
+             * Format: date-time
+             * @description When the attempt started (RFC 3339 in UTC with `Z`).
+             */
+            attempted_at: string;
+            /** @description How long the attempt took, from resolving the host to the answer's status line (or the failure). */
+            duration_ms: number;
+            outcome: components["schemas"]["WebhookDeliveryAttemptOutcome"];
+            /** @description The HTTP status received; null when none was. */
+            response_code: number | null;
+            /** @description Why it failed; null when `delivered`. */
+            error_class: components["schemas"]["WebhookDeliveryErrorClass"] | null;
+        };
+        /** @description One delivery and every attempt made to send it, oldest first. */
+        WebhookDeliveryDetailResponse: {
+            delivery: components["schemas"]["WebhookDeliveryResponse"];
+            /** @description Every attempt so far, oldest first (as many as `delivery.attempts`). */
+            attempts: components["schemas"]["WebhookDeliveryAttempt"][];
+        };
+        /** @description A page of the tenant's newest deliveries. */
         WebhookDeliveryListResponse: {
             deliveries: components["schemas"]["WebhookDeliveryResponse"][];
-            /** @description All of the tenant's deliveries, not only those returned. */
+            /** @description All of the tenant's deliveries, not only those returned, whatever the filters. */
             total: number;
+            /** @description Pass as `cursor` for the next page; null on the last page. */
+            next_cursor: string | null;
         };
         /**
          * @description The body of every webhook delivery.
@@ -866,7 +1176,7 @@ export interface components {
          *     drop duplicates by it. A delivery of a deactivated subscription is not sent again.
          */
         WebhookEventEnvelope: {
-            event: components["schemas"]["WebhookEventKind"];
+            event: components["schemas"]["WebhookDeliveredEventKind"];
             /** Format: uuid */
             tenant_id: string;
             /**
@@ -883,7 +1193,7 @@ export interface components {
          * @description The body of a delivery, one schema per event kind, told apart by `event` (the same body the
          *     receiver got; see the top-level `webhooks` section).
          */
-        WebhookEventPayload: components["schemas"]["DocumentStatusChangedEvent"] | components["schemas"]["DocumentUploadedEvent"] | components["schemas"]["DocumentCompletedEvent"] | components["schemas"]["AdjudicationCaseCreatedEvent"] | components["schemas"]["AdjudicationCaseResolvedEvent"] | components["schemas"]["IntakeSubmittedEvent"] | components["schemas"]["IntakeBatchSubmittedEvent"] | components["schemas"]["ScorecardCreatedEvent"];
+        WebhookEventPayload: components["schemas"]["DocumentStatusChangedEvent"] | components["schemas"]["DocumentUploadedEvent"] | components["schemas"]["DocumentCompletedEvent"] | components["schemas"]["AdjudicationCaseCreatedEvent"] | components["schemas"]["AdjudicationCaseResolvedEvent"] | components["schemas"]["IntakeSubmittedEvent"] | components["schemas"]["IntakeBatchSubmittedEvent"] | components["schemas"]["ScorecardCreatedEvent"] | components["schemas"]["WebhookTestEvent"];
         /** @description Data of `intake.submitted` and `intake.batch_submitted`. */
         IntakeEventData: {
             /** Format: uuid */
@@ -934,6 +1244,26 @@ export interface components {
             document_id?: string;
             /** Format: uuid */
             case_id?: string;
+        };
+        /** @description Data of `webhook.test`. */
+        WebhookTestEventData: {
+            /**
+             * Format: uuid
+             * @description The subscription the test event was sent to.
+             */
+            subscription_id: string;
+        };
+        /** @description The `webhook.test` delivery body. */
+        WebhookTestEvent: components["schemas"]["WebhookEventEnvelope"] & {
+            /** @constant */
+            event: "webhook.test";
+            data: components["schemas"]["WebhookTestEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "webhook.test";
         };
         /** @description The `document.status_changed` delivery body. */
         DocumentStatusChangedEvent: components["schemas"]["WebhookEventEnvelope"] & {
@@ -1036,44 +1366,76 @@ export interface components {
          * @enum {string}
          */
         HealthStatus: "healthy" | "degraded" | "unhealthy";
-        /** @description Overall status (the worst of the checks) and each dependency check. */
+        /**
+         * @description Overall status (the worst of the checks) and each dependency check. The public probes carry the
+         *     statuses only; the detail fields (`version`, `latency_ms`, `last_seen_at`,
+         *     `oldest_due_job_age_seconds`, `pending`) appear only in the operator's report on the metrics port.
+         * @example {
+         *       "status": "healthy",
+         *       "checks": {
+         *         "database": {
+         *           "status": "healthy"
+         *         },
+         *         "worker": {
+         *           "status": "healthy"
+         *         },
+         *         "migrations": {
+         *           "status": "healthy"
+         *         }
+         *       }
+         *     }
+         */
         HealthResponse: {
             status: components["schemas"]["HealthStatus"];
-            /** @description The service version. */
-            version: string;
+            /** @description The service version (operator's report only). */
+            version?: string;
+            /**
+             * @description Present while this instance is shutting down; readiness is then 503.
+             * @constant
+             */
+            shutting_down?: true;
             checks: {
                 /** @description `unhealthy` when the database does not answer. */
                 database: {
                     status: components["schemas"]["HealthStatus"];
-                    /** @description Round-trip time of a trivial query; null when it failed. */
-                    latency_ms: number | null;
+                    /** @description Round-trip time of a trivial query; null when it failed (operator's report only). */
+                    latency_ms?: number | null;
                 };
-                /** @description `degraded` when no worker was seen recently or the oldest due job waits too long. */
-                worker: {
+                /**
+                 * @description `degraded` when no worker was seen recently or the oldest due job waits too long. Absent from
+                 *     `GET /v1/readyz?scope=api`.
+                 */
+                worker?: {
                     status: components["schemas"]["HealthStatus"];
                     /**
                      * Format: date-time
-                     * @description Last worker heartbeat (RFC 3339 in UTC with `Z`); null when none was seen or the check failed.
+                     * @description Last worker heartbeat (RFC 3339 in UTC with `Z`); null when none was seen or the check failed (operator's report only).
                      */
-                    last_seen_at: string | null;
-                    /** @description How long the oldest due job has been waiting; null when none is waiting or the check failed. */
-                    oldest_due_job_age_seconds: number | null;
+                    last_seen_at?: string | null;
+                    /** @description How long the oldest due job has been waiting; null when none is waiting or the check failed (operator's report only). */
+                    oldest_due_job_age_seconds?: number | null;
                 };
                 /** @description `unhealthy` when migrations are pending or could not be checked. */
                 migrations: {
                     status: components["schemas"]["HealthStatus"];
-                    /** @description Migrations known to this code but not applied; null when the database could not be checked. */
-                    pending: number | null;
+                    /** @description Migrations known to this code but not applied; null when the database could not be checked (operator's report only). */
+                    pending?: number | null;
                 };
             };
         };
         /**
          * @description Context handed to the partner (the `ctx` claim of the assertion). Keys must be among the partner's
-         *     context keys; values are strings, integers or booleans only (no floats, nulls, arrays or objects).
-         *     Any violation, schema or registry, is 422 `CONTEXT_INVALID` naming the offending keys in
+         *     context keys; values are strings (at most 512 characters), integers (within ±2^53-1) or booleans
+         *     only (no floats, nulls, arrays or objects); at most 50 keys of at most 64 characters. Any violation,
+         *     schema or registry, is 422 `CONTEXT_INVALID` naming the offending keys in
          *     `error.details.keys` (per `x-validation-error`; the violations in `error.details.errors`). Values of
          *     the wrong type are found before keys the partner does not accept, which need the partner's registry
          *     entry.
+         * @example {
+         *       "employee_id": "E-1042",
+         *       "plan_year": 2027,
+         *       "dependants": true
+         *     }
          */
         ContextValues: {
             [key: string]: string | number | boolean;
@@ -1437,6 +1799,23 @@ export interface components {
                 "application/json": components["schemas"]["ReviewApiErrorEnvelope"];
             };
         };
+        /**
+         * @description `WEBHOOK_SUBSCRIPTION_LIMIT_REACHED`: the tenant already holds `WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT`
+         *     subscriptions (`error.details.limit`).
+         *     `WEBHOOK_SUBSCRIPTION_DUPLICATE_URL`: one of the tenant's subscriptions already has this URL
+         *     (`error.details.subscription_id`).
+         *     `WEBHOOK_SUBSCRIPTION_DISABLED`: the subscription is disabled by endpoint health; enable it first.
+         *     `WEBHOOK_SUBSCRIPTION_INACTIVE`: the delivery's subscription was deleted.
+         */
+        WebhookConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ReviewApiErrorEnvelope"];
+            };
+        };
         /** @description Any 2xx status marks the delivery `delivered`. The response body is ignored. */
         WebhookDelivered: {
             headers: {
@@ -1472,13 +1851,15 @@ export interface components {
         SubmissionId: string;
         /** @description The subscription id (a UUID; any other value is answered 404). */
         SubscriptionId: string;
+        /** @description The delivery id (a UUID; any other value is answered 404). */
+        DeliveryId: string;
         /**
          * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
          *     over the bytes as received (do not re-serialise) and compare in constant time.
          */
         WebhookSignature: string;
         /** @description The event kind; equal to the body's `event`. */
-        WebhookEvent: components["schemas"]["WebhookEventKind"];
+        WebhookEvent: components["schemas"]["WebhookDeliveredEventKind"];
         /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
         WebhookDelivery: string;
         /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
@@ -1491,7 +1872,10 @@ export interface components {
          *     one. Also the `request_id` of an error envelope.
          */
         "X-Request-Id": string;
-        /** @description `true` when this is the stored response of an earlier call with the same `Idempotency-Key`; absent otherwise. */
+        /**
+         * @description `true` when this is the stored response of an earlier call with the same `Idempotency-Key`; absent
+         *     otherwise. A replayed body is byte for byte the body of the first answer.
+         */
         "Idempotent-Replayed": "true";
         /** @description The correlation id of the routing decision (the caller's `X-Correlation-Id`, or a generated one). */
         "X-Correlation-Id": string;
@@ -1740,8 +2124,43 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            409: components["responses"]["WebhookConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhookSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The subscription id (a UUID; any other value is answered 404). */
+                subscription_id: components["parameters"]["SubscriptionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscriptionResponse"] & {
+                        secret?: never;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
@@ -1782,11 +2201,127 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    enableWebhookSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The subscription id (a UUID; any other value is answered 404). */
+                subscription_id: components["parameters"]["SubscriptionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription, now `active`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscriptionResponse"] & {
+                        secret?: never;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The subscription id (a UUID; any other value is answered 404). */
+                subscription_id: components["parameters"]["SubscriptionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription with the new `secret`, this once. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscriptionResponse"] & {
+                        secret: string;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    sendWebhookTestEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The subscription id (a UUID; any other value is answered 404). */
+                subscription_id: components["parameters"]["SubscriptionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The test delivery, queued. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["WebhookConflict"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listWebhookDeliveries: {
         parameters: {
             query?: {
                 /** @description Maximum number of deliveries returned. */
                 limit?: number;
+                /**
+                 * @description The `next_cursor` of the previous page (opaque).
+                 * @example eyJjIjoiMjAyNi0xMS0yMVQyMzo0MDowNi42NDVaIiwiaSI6IjAxOTJmMGM0LThhOWUtN2MxYi05YTRlLTNmMmQxYzBiNWE2OSJ9
+                 */
+                cursor?: string;
+                /** @description Only deliveries of this subscription. */
+                subscription_id?: string;
+                /** @description Only deliveries in this status. */
+                status?: components["schemas"]["WebhookDeliveryStatus"];
+                /** @description Only deliveries of this event kind. */
+                event_type?: components["schemas"]["WebhookDeliveredEventKind"];
+                /** @description Only deliveries created after this instant (RFC 3339). */
+                created_after?: string;
+                /** @description Only deliveries created before this instant (RFC 3339). */
+                created_before?: string;
             };
             header?: never;
             path?: never;
@@ -1794,7 +2329,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The newest deliveries and the total count. */
+            /** @description A page of the newest matching deliveries and the total count. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1809,6 +2344,71 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The delivery id (a UUID; any other value is answered 404). */
+                delivery_id: components["parameters"]["DeliveryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery and its attempts. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryDetailResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    redeliverWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The delivery id (a UUID; any other value is answered 404). */
+                delivery_id: components["parameters"]["DeliveryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new delivery, queued. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["WebhookConflict"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
@@ -1843,7 +2443,14 @@ export interface operations {
     };
     getReadiness: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description `all` (default): every dependency, the worker included. `api`: this API instance's own readiness
+                 *     (database and migrations), for container health checks.
+                 * @example api
+                 */
+                scope?: "all" | "api";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2380,6 +2987,36 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ScorecardCreatedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookTest: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookTestEvent"];
             };
         };
         responses: {

@@ -42,7 +42,8 @@ async function main(): Promise<number> {
       database.db,
       createLogger({ level: config.logLevel, destination: pino.destination({ dest: 2, sync: true }) }),
     );
-    const result = await command.run(services, flags);
+    const stdin = command.readsStdin ? await readStdin() : undefined;
+    const result = await command.run(services, flags, stdin);
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     return 0;
   } catch (error) {
@@ -54,6 +55,14 @@ async function main(): Promise<number> {
   } finally {
     await database.close();
   }
+}
+
+/** Everything piped on standard input; nothing when it is a terminal (the command then says what to pipe). */
+async function readStdin(): Promise<string> {
+  if (process.stdin.isTTY) return "";
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
 }
 
 main().then(

@@ -1,26 +1,39 @@
-// npm run bench:intake — a benchmark, not a test. On an embedded PostgreSQL: requests/s and p50/p99
-// latency of single submit without and with an Idempotency-Key, a 100-item batch, and, as the
-// yardstick, a minimal express + pg endpoint that inserts one row with no auth or validation.
+// npm run bench:intake — a benchmark, not a test. The real application in-process (production settings:
+// no response validation, request logs at info into /dev/null, the per-principal rate limit lifted) on a
+// throwaway embedded PostgreSQL, against a floor in the same process and database: a bare express + pg
+// endpoint inserting one row. The load generator (autocannon) runs in a child process. Rounds alternate
+// floor and service segment by segment, so every figure that counts is a ratio against the floor
+// measured right before it, on a machine other work shares.
+//
+//   npm run bench:intake                        quick: 8 and 32 connections, 2 rounds of 3 s segments
+//   npm run bench:intake -- --rounds 3 --duration 8 --connections 8
+//   npm run bench:intake -- --only batch        scenarios whose name contains the text
+//   npm run bench:intake -- --rows 1000000      flat cost: the same reads and writes on a database of
+//                                               10 000 rows against one of N rows, alternating
 import { execFile } from "node:child_process";
-import http from "node:http";
-import os from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
-import express from "express";
-import pg from "pg";
-import { createApp } from "../server/http/app.ts";
 import { pino } from "pino";
+import { createApp } from "../server/http/app.ts";
 import { buildServices, migrateAll } from "../server/lifecycle.ts";
 import { createLogger } from "../server/logger.ts";
-import { loadConfig } from "../server/config.ts";
-import { createDatabase } from "../db/database.ts";
+import { loadConfig, type Config } from "../server/config.ts";
+import { createDatabase, createDatabaseOnServer, dropDatabaseOnServer } from "../db/database.ts";
 import { createTenant } from "../db/principals.ts";
 import { handlers } from "../handlers/index.ts";
 import { throwawayPostgres, withDatabase } from "./throwaway-postgres.ts";
+import { fixed, flags, listFlag, log, machine, mean, median, met, numberFlag, uptime } from "./bench/common.ts";
+import { listen, startIntakeFloor, type Listening } from "./bench/floor.ts";
+import { seedTenantRows } from "./bench/seed.ts";
 
-const DURATION = Number(process.env.BENCH_DURATION_SECONDS ?? 10);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
+const options = flags();
+const DURATION = numberFlag(options, "duration", 3);
+const ROUNDS = numberFlag(options, "rounds", 2);
+const CONNECTIONS = listFlag(options, "connections", [8, 32]);
+const ROWS = options.has("rows") ? numberFlag(options, "rows", 1_000_000) : undefined;
+const SMALL_ROWS = 10_000;
+const ONLY = options.get("only");
 const run = promisify(execFile);
 
 interface Figures {
@@ -32,78 +45,21 @@ interface Figures {
   errors: number;
 }
 
-async function listen(app: http.RequestListener): Promise<{ url: string; close: () => Promise<void> }> {
-  const server = http.createServer(app);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  return {
-    url: `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+interface Scenario {
+  url: string;
+  method: "GET" | "POST";
+  headers: Record<string, string>;
+  body?: string;
+  uniqueIdempotencyKey?: boolean;
 }
 
-async function load(scenario: Record<string, unknown>): Promise<Figures> {
+async function load(scenario: Scenario, connections: number, duration: number): Promise<Figures> {
   const loader = path.join(path.dirname(new URL(import.meta.url).pathname), "bench", "load.ts");
-  const { stdout } = await run(
-    process.execPath,
-    [loader, JSON.stringify({ connections: CONNECTIONS, duration: DURATION, ...scenario })],
-    { maxBuffer: 1 << 20 },
-  );
+  const { stdout } = await run(process.execPath, [loader, JSON.stringify({ connections, duration, ...scenario })], {
+    maxBuffer: 1 << 20,
+  });
   return JSON.parse(stdout) as Figures;
 }
-
-const postgres = await throwawayPostgres("integrator-bench");
-const admin = new pg.Client({ connectionString: postgres.adminUrl });
-await admin.connect();
-await admin.query("drop database if exists integrator_bench");
-await admin.query("create database integrator_bench");
-await admin.end();
-const databaseUrl = withDatabase(postgres.adminUrl, "integrator_bench");
-
-// One principal sends every request: lift its rate limit (600 a minute by default) unless the environment sets one.
-const config = loadConfig({
-  RATE_LIMIT_PER_MINUTE: "1000000",
-  ...process.env,
-  NODE_ENV: "production",
-  DATABASE_URL: databaseUrl,
-  ENCRYPTION_KEY: randomBytes(32).toString("hex"),
-  LOG_LEVEL: "info",
-});
-const db = createDatabase(databaseUrl, config.dbPoolMax);
-await migrateAll(db, databaseUrl);
-// Logged as in production (one JSON line per request, redaction included), into /dev/null.
-const services = await buildServices(
-  config,
-  db,
-  createLogger({ level: config.logLevel, destination: pino.destination({ dest: "/dev/null", sync: false }) }),
-);
-const tenant = await createTenant(db, "Bench tenant");
-const { token } = await services.tokens.issue({
-  subject: "bench",
-  tenantId: tenant.id,
-  roles: ["client_admin"],
-  expiresInSeconds: 3600,
-});
-const api = await listen(await createApp(services, { handlers }));
-
-// The yardstick: the least an HTTP endpoint that stores a row can do.
-const pool = new pg.Pool({ connectionString: databaseUrl, max: config.dbPoolMax });
-await pool.query(
-  "create table if not exists bench_minimal (id uuid primary key default gen_random_uuid(), body jsonb not null, created_at timestamptz not null default now())",
-);
-const minimalApp = express();
-minimalApp.use(express.json());
-minimalApp.post("/insert", async (req, res) => {
-  const { rows } = await pool.query("insert into bench_minimal (body) values ($1) returning id, created_at", [
-    req.body,
-  ]);
-  res.status(201).json(rows[0]);
-});
-const minimal = await listen(minimalApp);
 
 const single = JSON.stringify({
   filename: "contract.pdf",
@@ -120,55 +76,354 @@ const batch = JSON.stringify({
   })),
   external_reference: "bench-batch",
 });
-const auth = { Authorization: `Bearer ${token}`, "Content-Type": "application/json" };
 
-const scenarios: [string, Record<string, unknown>][] = [
-  [
-    "minimal express + pg insert (yardstick)",
-    { url: `${minimal.url}/insert`, method: "POST", headers: { "Content-Type": "application/json" }, body: single },
-  ],
-  ["submit, no Idempotency-Key", { url: `${api.url}/v1/intake/submit`, method: "POST", headers: auth, body: single }],
-  [
-    "submit, fresh Idempotency-Key each",
-    { url: `${api.url}/v1/intake/submit`, method: "POST", headers: auth, body: single, uniqueIdempotencyKey: true },
-  ],
-  [
-    "submit, replay of one Idempotency-Key",
-    {
-      url: `${api.url}/v1/intake/submit`,
-      method: "POST",
-      headers: { ...auth, "Idempotency-Key": "bench-replay" },
-      body: single,
-    },
-  ],
-  ["batch of 100 items", { url: `${api.url}/v1/intake/batch`, method: "POST", headers: auth, body: batch }],
-];
-
-// BENCH_ONLY=batch runs the scenarios whose name contains the text (the yardstick always runs).
-const only = process.env.BENCH_ONLY;
-const selected = only ? scenarios.filter(([name], index) => index === 0 || name.includes(only)) : scenarios;
-const results: [string, Figures][] = [];
-for (const [name, scenario] of selected) {
-  process.stderr.write(`running: ${name} (${DURATION} s, ${CONNECTIONS} connections)\n`);
-  results.push([name, await load(scenario)]);
+interface Api {
+  url: string;
+  auth: Record<string, string>;
+  config: Config;
+  tenantId: string;
+  subject: string;
+  db: ReturnType<typeof createDatabase>;
+  close(): Promise<void>;
 }
 
-const yardstick = results[0]?.[1].requestsPerSecond ?? 1;
-const cpu = os.cpus()[0]?.model ?? "unknown CPU";
-const lines = [
-  `Machine: ${os.cpus().length} × ${cpu}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, PostgreSQL embedded, pool ${config.dbPoolMax}, request logs at info to /dev/null, ${CONNECTIONS} connections, ${DURATION} s each`,
-  "",
-  "| Scenario | req/s | p50 ms | p99 ms | vs yardstick | non-2xx |",
-  "|---|---:|---:|---:|---:|---:|",
-  ...results.map(
-    ([name, f]) =>
-      `| ${name} | ${f.requestsPerSecond.toFixed(0)} | ${f.p50} | ${f.p99} | ${(f.requestsPerSecond / yardstick).toFixed(2)}× | ${f.non2xx + f.errors} |`,
-  ),
-];
-process.stdout.write(`${lines.join("\n")}\n`);
+/** The application on its own database, with a token for one tenant's client_admin. */
+async function startApi(databaseUrl: string): Promise<Api> {
+  // One principal sends every request: lift its rate limit (600 a minute by default) and load shedding,
+  // unless the environment sets them.
+  const config = loadConfig({
+    RATE_LIMIT_PER_MINUTE: "1000000",
+    // The floor sheds nothing either: a shed request is a fast 503 that would flatter the figures.
+    LOAD_SHED_EVENT_LOOP_DELAY_MS: "0",
+    LOAD_SHED_DB_PENDING_ACQUIRES: "0",
+    ...process.env,
+    NODE_ENV: "production",
+    DATABASE_URL: databaseUrl,
+    ENCRYPTION_KEY: randomBytes(32).toString("hex"),
+    LOG_LEVEL: "info",
+  });
+  const db = createDatabase(databaseUrl, config.dbPoolMax);
+  await migrateAll(db, databaseUrl);
+  // Logged as in production (one JSON line per request), into /dev/null.
+  const services = await buildServices(
+    config,
+    db,
+    createLogger({ level: config.logLevel, destination: pino.destination({ dest: "/dev/null", sync: false }) }),
+  );
+  const tenant = await createTenant(db, "Bench tenant");
+  const subject = "bench";
+  const { token } = await services.tokens.issue({
+    subject,
+    tenantId: tenant.id,
+    roles: ["client_admin"],
+    expiresInSeconds: 3600,
+  });
+  const server: Listening = await listen(await createApp(services, { handlers }));
+  return {
+    url: server.url,
+    auth: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+    config,
+    tenantId: tenant.id,
+    subject,
+    db,
+    async close() {
+      await server.close();
+      await db.destroy();
+    },
+  };
+}
 
-await api.close();
-await minimal.close();
-await pool.end();
-await db.destroy();
-await postgres.stop();
+async function createDatabaseNamed(adminUrl: string, name: string): Promise<string> {
+  await dropDatabaseOnServer(adminUrl, name);
+  await createDatabaseOnServer(adminUrl, name);
+  return withDatabase(adminUrl, name);
+}
+
+/** One first call, so that the replay scenario replays a finished response. */
+async function firstCall(api: Api, key: string): Promise<string> {
+  const response = await fetch(`${api.url}/v1/intake/submit`, {
+    method: "POST",
+    headers: { ...api.auth, "Idempotency-Key": key },
+    body: single,
+  });
+  if (response.status !== 201)
+    throw new Error(`the first call with ${key} answered ${response.status}: ${await response.text()}`);
+  return ((await response.json()) as { id: string }).id;
+}
+
+interface Pairing {
+  name: string;
+  connections: number;
+  service: Figures[];
+  floor: Figures[];
+}
+
+/** The median over rounds of service ÷ the floor segment measured just before it: robust to a round the machine's other work swamped. */
+const ratioOf = (pairing: Pairing, pick: (f: Figures) => number) =>
+  median(pairing.service.map((figures, index) => pick(figures) / pick(pairing.floor[index] as Figures)));
+
+/** Alternates floor and service segment by segment: F S1 F S2 … in each round, each S paired with the F before it. */
+async function alternate(
+  scenarios: [string, Scenario][],
+  floor: [string, Scenario],
+  connections: number[],
+  rounds: number,
+): Promise<Pairing[]> {
+  const pairings: Pairing[] = [];
+  // Warm-up (not counted): the JIT and the pools, once per scenario.
+  for (const [, scenario] of [floor, ...scenarios]) await load(scenario, 8, 1);
+  for (const conns of connections) {
+    const mine = scenarios.map(([name]) => ({ name, connections: conns, service: [], floor: [] }));
+    for (let round = 1; round <= rounds; round++) {
+      for (const [index, [name, scenario]] of scenarios.entries()) {
+        const pairing = mine[index] as Pairing;
+        const f = await load(floor[1], conns, DURATION);
+        const s = await load(scenario, conns, DURATION);
+        pairing.floor.push(f);
+        pairing.service.push(s);
+        log(
+          `${conns} conns, round ${round}: ${name}: ${fixed(s.requestsPerSecond)} req/s (p50 ${s.p50} p99 ${s.p99}) against ${floor[0]} ${fixed(f.requestsPerSecond)} req/s (p50 ${f.p50} p99 ${f.p99}): ${fixed(s.requestsPerSecond / f.requestsPerSecond, 2)}`,
+        );
+      }
+    }
+    pairings.push(...mine);
+  }
+  return pairings;
+}
+
+interface Goal {
+  /** The figure checked, as text. */
+  figure: (p: Pairing) => string;
+  ok: (p: Pairing) => boolean;
+  text: string;
+}
+
+const GOALS: Record<string, Goal[]> = {
+  "submit, no Idempotency-Key": [
+    {
+      text: "≥ 0.6 × floor req/s",
+      figure: (p) =>
+        fixed(
+          ratioOf(p, (f) => f.requestsPerSecond),
+          2,
+        ),
+      ok: (p) => ratioOf(p, (f) => f.requestsPerSecond) >= 0.6,
+    },
+    {
+      text: "p99 ≤ 2 × floor p99",
+      figure: (p) =>
+        fixed(
+          ratioOf(p, (f) => f.p99),
+          2,
+        ),
+      ok: (p) => ratioOf(p, (f) => f.p99) <= 2,
+    },
+  ],
+  "submit, fresh Idempotency-Key": [
+    {
+      text: "≥ 0.45 × floor req/s",
+      figure: (p) =>
+        fixed(
+          ratioOf(p, (f) => f.requestsPerSecond),
+          2,
+        ),
+      ok: (p) => ratioOf(p, (f) => f.requestsPerSecond) >= 0.45,
+    },
+  ],
+  "submit, replay": [
+    {
+      text: "≥ 0.8 × floor req/s",
+      figure: (p) =>
+        fixed(
+          ratioOf(p, (f) => f.requestsPerSecond),
+          2,
+        ),
+      ok: (p) => ratioOf(p, (f) => f.requestsPerSecond) >= 0.8,
+    },
+  ],
+  "batch of 100": [
+    {
+      text: "p50 ≤ 25 ms",
+      figure: (p) => `${fixed(median(p.service.map((f) => f.p50)), 1)} ms`,
+      ok: (p) => median(p.service.map((f) => f.p50)) <= 25,
+    },
+    {
+      text: "≥ 20 000 items/s",
+      figure: (p) => fixed(mean(p.service.map((f) => f.requestsPerSecond)) * 100),
+      ok: (p) => mean(p.service.map((f) => f.requestsPerSecond)) * 100 >= 20_000,
+    },
+  ],
+};
+
+function table(pairings: Pairing[], serviceLabel = "service", floorLabel = "floor"): string[] {
+  return [
+    `| Connections | Scenario | ${serviceLabel} req/s | ${floorLabel} req/s | ratio | ${serviceLabel} p50 / p99 ms | ${floorLabel} p50 / p99 ms | p99 ratio | non-2xx |`,
+    "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+    ...pairings.map((p) => {
+      const s = p.service;
+      const f = p.floor;
+      return `| ${p.connections} | ${p.name} | ${fixed(mean(s.map((x) => x.requestsPerSecond)))} | ${fixed(mean(f.map((x) => x.requestsPerSecond)))} | ${fixed(
+        ratioOf(p, (x) => x.requestsPerSecond),
+        2,
+      )} | ${fixed(mean(s.map((x) => x.p50)), 1)} / ${fixed(mean(s.map((x) => x.p99)), 1)} | ${fixed(mean(f.map((x) => x.p50)), 1)} / ${fixed(mean(f.map((x) => x.p99)), 1)} | ${fixed(
+        ratioOf(p, (x) => x.p99),
+        2,
+      )} | ${s.reduce((n, x) => n + x.non2xx + x.errors, 0)} |`;
+    }),
+  ];
+}
+
+async function ratiosAgainstFloor(adminUrl: string): Promise<string[]> {
+  const api = await startApi(await createDatabaseNamed(adminUrl, "integrator_bench"));
+  const floor = await startIntakeFloor(withDatabase(adminUrl, "integrator_bench"), api.config.dbPoolMax);
+  try {
+    await firstCall(api, "bench-replay");
+    const scenarios: [string, Scenario][] = [
+      [
+        "submit, no Idempotency-Key",
+        { url: `${api.url}/v1/intake/submit`, method: "POST", headers: api.auth, body: single },
+      ],
+      [
+        "submit, fresh Idempotency-Key",
+        {
+          url: `${api.url}/v1/intake/submit`,
+          method: "POST",
+          headers: api.auth,
+          body: single,
+          uniqueIdempotencyKey: true,
+        },
+      ],
+      [
+        "submit, replay",
+        {
+          url: `${api.url}/v1/intake/submit`,
+          method: "POST",
+          headers: { ...api.auth, "Idempotency-Key": "bench-replay" },
+          body: single,
+        },
+      ],
+      ["batch of 100", { url: `${api.url}/v1/intake/batch`, method: "POST", headers: api.auth, body: batch }],
+    ];
+    const selected = ONLY ? scenarios.filter(([name]) => name.includes(ONLY)) : scenarios;
+    const pairings = await alternate(
+      selected,
+      [
+        "floor",
+        { url: `${floor.url}/insert`, method: "POST", headers: { "Content-Type": "application/json" }, body: single },
+      ],
+      CONNECTIONS,
+      ROUNDS,
+    );
+    const goals = pairings.flatMap((p) =>
+      (GOALS[p.name] ?? []).map(
+        (goal) => `| ${p.connections} | ${p.name} | ${goal.text} | ${goal.figure(p)} | ${met(goal.ok(p))} |`,
+      ),
+    );
+    return [
+      `Pool ${api.config.dbPoolMax} connections each; ${ROUNDS} round(s) of ${DURATION} s segments, floor and service alternating; req/s and latencies are means over rounds, each ratio the median over rounds of a segment against the floor segment just before it.`,
+      "",
+      ...table(pairings),
+      "",
+      "| Connections | Scenario | Goal | Measured | |",
+      "|---:|---|---|---:|---|",
+      ...goals,
+    ];
+  } finally {
+    await floor.close();
+    await api.close();
+  }
+}
+
+async function flatCost(adminUrl: string, rows: number): Promise<string[]> {
+  const small = await startApi(await createDatabaseNamed(adminUrl, "integrator_bench_small"));
+  const large = await startApi(await createDatabaseNamed(adminUrl, "integrator_bench_large"));
+  try {
+    for (const [api, count] of [
+      [small, SMALL_ROWS],
+      [large, rows],
+    ] as const) {
+      const started = performance.now();
+      await seedTenantRows(api.db, api.tenantId, api.subject, count, (done) => log(`seeded ${done} of ${count} rows`));
+      log(`seeding ${count} rows of each kind took ${fixed((performance.now() - started) / 1000)} s`);
+    }
+    const scenariosOf = async (api: Api): Promise<[string, Scenario][]> => {
+      const submissionId = await firstCall(api, "bench-replay");
+      return [
+        [
+          "submit, no Idempotency-Key",
+          { url: `${api.url}/v1/intake/submit`, method: "POST", headers: api.auth, body: single },
+        ],
+        [
+          "get-submission",
+          { url: `${api.url}/v1/intake/submissions/${submissionId}`, method: "GET", headers: api.auth },
+        ],
+        [
+          "submit, replay",
+          {
+            url: `${api.url}/v1/intake/submit`,
+            method: "POST",
+            headers: { ...api.auth, "Idempotency-Key": "bench-replay" },
+            body: single,
+          },
+        ],
+        [
+          "deliveries page (limit 50)",
+          { url: `${api.url}/v1/webhooks/deliveries?limit=50`, method: "GET", headers: api.auth },
+        ],
+      ];
+    };
+    const smallScenarios = await scenariosOf(small);
+    const largeScenarios = await scenariosOf(large);
+    const pairings: Pairing[] = [];
+    const connections = CONNECTIONS[0] ?? 8;
+    for (const [name] of smallScenarios) pairings.push({ name, connections, service: [], floor: [] });
+    for (const [, scenario] of smallScenarios) await load(scenario, 8, 1);
+    for (const [, scenario] of largeScenarios) await load(scenario, 8, 1);
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const [index, pairing] of pairings.entries()) {
+        const f = await load((smallScenarios[index] as [string, Scenario])[1], connections, DURATION);
+        const s = await load((largeScenarios[index] as [string, Scenario])[1], connections, DURATION);
+        pairing.floor.push(f);
+        pairing.service.push(s);
+        log(
+          `round ${round}: ${pairing.name}: ${rows} rows ${fixed(s.requestsPerSecond)} req/s against ${SMALL_ROWS} rows ${fixed(f.requestsPerSecond)} req/s: ${fixed(s.requestsPerSecond / f.requestsPerSecond, 2)}`,
+        );
+      }
+    }
+    const label = rows.toLocaleString("en");
+    return [
+      `Flat cost: one tenant with ${label} rows of each kind (submissions, items, audit actions, remembered keys, deliveries) against one with ${SMALL_ROWS.toLocaleString("en")}, two databases in one PostgreSQL, ${connections} connections, ${ROUNDS} round(s) of ${DURATION} s, alternating. Goal: within 20 % (ratio ≥ 0.8).`,
+      "",
+      ...table(pairings, `${label} rows`, `${SMALL_ROWS.toLocaleString("en")} rows`),
+      "",
+      "| Scenario | ratio | |",
+      "|---|---:|---|",
+      ...pairings.map((p) => {
+        const ratio = ratioOf(p, (f) => f.requestsPerSecond);
+        return `| ${p.name} | ${fixed(ratio, 2)} | ${met(ratio >= 0.8)} |`;
+      }),
+    ];
+  } finally {
+    await small.close();
+    await large.close();
+  }
+}
+
+const before = uptime();
+const postgres = await throwawayPostgres("integrator-bench");
+let lines: string[];
+try {
+  lines = ROWS === undefined ? await ratiosAgainstFloor(postgres.adminUrl) : await flatCost(postgres.adminUrl, ROWS);
+} finally {
+  await postgres.stop();
+}
+process.stdout.write(
+  [
+    `Machine: ${machine()}; PostgreSQL embedded; request logs at info to /dev/null.`,
+    `Load before: ${before}`,
+    `Load after:  ${uptime()}`,
+    "",
+    ...lines,
+    "",
+  ].join("\n"),
+);

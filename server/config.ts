@@ -78,11 +78,31 @@ const origins: Parser<string[]> = (raw, name) =>
     return parsed.origin;
   });
 
-const encryptionKey: Parser<Buffer> = (raw, name) => {
+export type KeyEncoding = "hex" | "base64" | "base64url";
+
+/**
+ * A 32-byte key, strictly: 64 hex characters, or 43 characters of base64 or base64url (an optional
+ * trailing "=") that decode to exactly 32 bytes and re-encode to the same text. An all-zero key is refused.
+ */
+export const encryptionKey: Parser<{ key: Buffer; encoding: KeyEncoding }> = (raw, name) => {
   const trimmed = raw.trim();
-  const key = /^[0-9a-fA-F]{64}$/.test(trimmed) ? Buffer.from(trimmed, "hex") : Buffer.from(trimmed, "base64");
-  if (key.length !== 32) throw new ConfigError(`${name} must be 32 bytes, as 64 hex characters or base64`);
-  return key;
+  const expected = `${name} must be 32 bytes, as 64 hex characters or 43 base64/base64url characters (optionally "=" padded)`;
+  let encoding: KeyEncoding;
+  let key: Buffer;
+  if (/^[0-9a-fA-F]{64}$/.test(trimmed)) {
+    encoding = "hex";
+    key = Buffer.from(trimmed, "hex");
+  } else {
+    const unpadded = trimmed.endsWith("=") ? trimmed.slice(0, -1) : trimmed;
+    if (/^[A-Za-z0-9+/]{43}$/.test(unpadded)) encoding = "base64";
+    else if (/^[A-Za-z0-9_-]{43}$/.test(unpadded)) encoding = "base64url";
+    else throw new ConfigError(expected);
+    key = Buffer.from(unpadded, encoding);
+    // 43 characters carry 258 bits: the last two must be zero, or the text is not a canonical encoding.
+    if (key.length !== 32 || key.toString(encoding).replace(/=+$/, "") !== unpadded) throw new ConfigError(expected);
+  }
+  if (key.every((byte) => byte === 0)) throw new ConfigError(`${name} is all zero bytes: generate a random key`);
+  return { key, encoding };
 };
 
 const resolveMap: Parser<Record<string, string>> = (raw, name) => {
@@ -184,7 +204,7 @@ export const SETTINGS = {
   PUBLIC_BASE_URL: setting(
     url,
     undefined,
-    "Public base URL: the token issuer and the base of generated links. Default http://localhost:$PORT.",
+    "Public base URL: the token issuer and the base of generated links. Required in production; otherwise links default to http://localhost:$PORT and the issuer to http://localhost (whatever the port, so every replica and the admin CLI agree).",
   ),
   DATABASE_URL: setting(
     postgresUrl,
@@ -197,10 +217,45 @@ export const SETTINGS = {
   ENCRYPTION_KEY: setting(
     encryptionKey,
     undefined,
-    "32-byte key (64 hex characters or base64) for secrets at rest. Required in production; otherwise generated into DATA_DIR when unset.",
+    "32-byte key for secrets at rest: 64 hex characters, or 43 base64/base64url characters (optionally = padded); an all-zero key is refused. Required in production; otherwise generated into DATA_DIR when unset.",
   ),
   LOG_LEVEL: setting(logLevel, "info", "fatal, error, warn, info, debug, trace or silent."),
   ACCESS_TOKEN_TTL_SECONDS: setting(integer(60, 86400), "900", "Lifetime of tokens issued by POST /token."),
+  AUTH_MAX_TOKEN_LIFETIME_SECONDS: setting(
+    integer(60, 31 * 86400),
+    "86400",
+    "Longest lifetime (exp - iat) of a token accepted, ours or the external provider's; also caps admin token:issue. Tokens without exp or iat are refused.",
+  ),
+  AUTH_REFRESH_SECONDS: setting(
+    integer(0, 3600),
+    "5",
+    "How often a process reloads disabled users and clients and the signing keys (a disabled principal's tokens stop working within this time; 0: on every request).",
+  ),
+  AUTH_LOGIN_FREE_FAILURES: setting(
+    integer(0, 1000),
+    "5",
+    "Failed password grants per username before backoff starts (counted in PostgreSQL, shared by every replica).",
+  ),
+  AUTH_LOGIN_BACKOFF_BASE_SECONDS: setting(
+    integer(1, 3600),
+    "1",
+    "Backoff after the free failures: failure n beyond them locks the username for base x 2^(n-1) seconds.",
+  ),
+  AUTH_LOGIN_BACKOFF_MAX_SECONDS: setting(
+    integer(1, 86400),
+    "900",
+    "Longest lock of a username after failed password grants.",
+  ),
+  AUTH_HASH_CONCURRENCY: setting(
+    integer(1, 64),
+    "2",
+    "Password and client-secret checks (scrypt) run at once per process; more wait in a queue.",
+  ),
+  AUTH_HASH_QUEUE_MAX: setting(
+    integer(0, 10_000),
+    "32",
+    "Checks waiting for a scrypt slot beyond which POST /token answers 503 with Retry-After at once.",
+  ),
   AUTH_AUDIENCE_SELF: setting(
     text,
     "integrator-api",
@@ -252,6 +307,41 @@ export const SETTINGS = {
   ),
   WEBHOOK_RESOLVE: setting(resolveMap, undefined, "Tests only: fixed DNS answers for deliveries, host=ip,host2=ip."),
   WEBHOOK_CA_FILE: setting(text, undefined, "Tests only: PEM file of an extra CA trusted for deliveries."),
+  WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT: setting(
+    integer(1, 10_000),
+    "20",
+    "Webhook subscriptions a tenant may hold (deleted ones do not count, disabled ones do); one more is 409 WEBHOOK_SUBSCRIPTION_LIMIT_REACHED.",
+  ),
+  WEBHOOK_DISABLE_AFTER_FAILED_DELIVERIES: setting(
+    integer(0, 1_000_000),
+    "20",
+    "A subscription whose deliveries end failed this many times in a row is disabled; 0 turns this rule off.",
+  ),
+  WEBHOOK_DISABLE_AFTER_FAILING_DAYS: setting(
+    decimal(0, 365),
+    "5",
+    "A subscription whose every attempt has failed for this many days is disabled (fractions allowed); 0 turns this rule off.",
+  ),
+  WEBHOOK_SECRET_ROTATION_OVERLAP_HOURS: setting(
+    decimal(0, 24 * 30),
+    "24",
+    "After a secret rotation, hours during which deliveries are signed with both the new and the previous secret.",
+  ),
+  WEBHOOK_MANUAL_SENDS_PER_MINUTE: setting(
+    integer(1, 100_000),
+    "10",
+    "Redeliveries and test events together a tenant may request in any 60 seconds (429 RATE_LIMITED beyond).",
+  ),
+  WEBHOOK_RETENTION_DAYS: setting(
+    integer(1, 3650),
+    "30",
+    "Days after creation when final deliveries and their attempts are purged by the purge_webhook_deliveries job.",
+  ),
+  WEBHOOK_PURGE_BATCH_SIZE: setting(
+    integer(1, 100_000),
+    "1000",
+    "Deliveries deleted per statement by the purge job (small batches keep locks short).",
+  ),
   WORKER_CONCURRENCY: setting(integer(1, 100), "5", "Jobs the worker runs at once."),
   HEALTH_WORKER_STALE_SECONDS: setting(
     integer(5, 86400),
@@ -267,7 +357,12 @@ export const SETTINGS = {
   RATE_LIMIT_ANON_PER_MINUTE: setting(
     integer(1, 1_000_000),
     "120",
-    "Requests per minute per client address on open routes (token, callbacks, JWKS, unknown routes) and for requests to protected routes answered 401 or 403.",
+    "Requests per minute per client address in each of these buckets: POST /token, the other open routes (JWKS), unknown routes, and requests to protected routes answered 401. A token that verifies is never refused for them.",
+  ),
+  RATE_LIMIT_CALLBACK_PER_MINUTE: setting(
+    integer(1, 1_000_000),
+    "600",
+    "Requests per minute per client address to the partner callback route, counted apart from the other open routes.",
   ),
   RATE_LIMIT_PROBE_PER_MINUTE: setting(
     integer(1, 1_000_000),
@@ -283,6 +378,21 @@ export const SETTINGS = {
     trustProxy,
     "false",
     "Proxies whose X-Forwarded-For names the client address: false, a hop count, or addresses and CIDR ranges (express trust proxy).",
+  ),
+  HTTP_REQUEST_TIMEOUT_MS: setting(
+    integer(1000, 600_000),
+    "30000",
+    "Longest time to receive a whole request (headers and body); slower requests are answered 408 and closed.",
+  ),
+  HTTP_HEADERS_TIMEOUT_MS: setting(
+    integer(1000, 600_000),
+    "10000",
+    "Longest time to receive a request's headers; at most HTTP_REQUEST_TIMEOUT_MS.",
+  ),
+  HTTP_MAX_CONNECTIONS: setting(
+    integer(1, 1_000_000),
+    "1000",
+    "Open connections the API accepts at once; connections beyond are closed at once.",
   ),
   LOAD_SHED_EVENT_LOOP_DELAY_MS: setting(
     integer(0, 60_000),
@@ -308,6 +418,11 @@ export const SETTINGS = {
     integer(0, 600_000),
     "25000",
     "On SIGTERM or SIGINT, how long in-flight requests and jobs may take to finish before they are cut off.",
+  ),
+  SHUTDOWN_DRAIN_SECONDS: setting(
+    integer(0, 300),
+    undefined,
+    "On SIGTERM or SIGINT, how long the API keeps answering (readiness already 503, every response closing its connection) before it stops accepting connections, so load balancers take it out of rotation first. Default 5 when NODE_ENV=production, else 0.",
   ),
   VALIDATE_RESPONSES: setting(
     boolean,
@@ -344,13 +459,21 @@ export interface Config {
   isProduction: boolean;
   port: number;
   publicBaseUrl: string;
+  /** The iss of the tokens this service issues: PUBLIC_BASE_URL, else http://localhost (never the port). */
+  tokenIssuer: string;
   databaseUrl: string | undefined;
   dataDir: string;
   embeddedPgPort: number;
   dbPoolMax: number;
   encryptionKey: Buffer | undefined;
+  /** How ENCRYPTION_KEY was written (never the key itself), for the start-up log. */
+  encryptionKeyEncoding: KeyEncoding | undefined;
   logLevel: string;
   accessTokenTtlSeconds: number;
+  maxTokenLifetimeSeconds: number;
+  authRefreshSeconds: number;
+  login: { freeFailures: number; backoffBaseSeconds: number; backoffMaxSeconds: number };
+  hashing: { concurrency: number; queueMax: number };
   selfAudience: string;
   externalAuth:
     | { jwksUrl: string; issuer: string; audience: string | undefined; tenantClaim: string; rolesClaim: string }
@@ -364,15 +487,33 @@ export interface Config {
     allowPrivateTargets: boolean;
     resolve: Record<string, string>;
     caFile: string | undefined;
+    maxSubscriptionsPerTenant: number;
+    disableAfterFailedDeliveries: number;
+    disableAfterFailingDays: number;
+    secretRotationOverlapHours: number;
+    manualSendsPerMinute: number;
+    retentionDays: number;
+    purgeBatchSize: number;
   };
   workerConcurrency: number;
   health: { workerStaleSeconds: number; queueLagSeconds: number };
-  rateLimit: { perMinute: number; anonPerMinute: number; probePerMinute: number; store: "memory" | "postgres" };
+  rateLimit: {
+    perMinute: number;
+    anonPerMinute: number;
+    callbackPerMinute: number;
+    probePerMinute: number;
+    store: "memory" | "postgres";
+  };
   trustProxy: boolean | number | string[];
+  /** Whether TRUST_PROXY was given at all (production warns when it was not). */
+  trustProxySet: boolean;
+  http: { requestTimeoutMs: number; headersTimeoutMs: number; maxConnections: number };
   loadShedding: { eventLoopDelayMs: number; dbPendingAcquires: number };
   metricsPort: number;
   metricsHost: string;
   shutdownTimeoutMs: number;
+  /** Seconds the API keeps answering after a stop signal before it closes its listener (the Kubernetes pattern). */
+  shutdownDrainSeconds: number;
   validateResponses: boolean;
   /** /openapi.json, /openapi.yaml and /docs are served (API_DOCS; by default everywhere but production). */
   serveApiDocs: boolean;
@@ -392,6 +533,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const isProduction = v.NODE_ENV === "production";
   if (v.AUTH_JWKS_URL && !v.AUTH_ISSUER) throw new ConfigError("AUTH_ISSUER is required when AUTH_JWKS_URL is set");
   if (isProduction && !v.ENCRYPTION_KEY) throw new ConfigError("ENCRYPTION_KEY is required when NODE_ENV=production");
+  if (isProduction && !v.PUBLIC_BASE_URL)
+    throw new ConfigError("PUBLIC_BASE_URL is required when NODE_ENV=production (it is the token issuer)");
+  if (v.ACCESS_TOKEN_TTL_SECONDS > v.AUTH_MAX_TOKEN_LIFETIME_SECONDS)
+    throw new ConfigError("ACCESS_TOKEN_TTL_SECONDS must not exceed AUTH_MAX_TOKEN_LIFETIME_SECONDS");
+  if (v.HTTP_HEADERS_TIMEOUT_MS > v.HTTP_REQUEST_TIMEOUT_MS)
+    throw new ConfigError("HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS");
   if (isProduction && (v.WEBHOOK_ALLOW_PRIVATE_TARGETS || v.WEBHOOK_RESOLVE || v.WEBHOOK_CA_FILE)) {
     throw new ConfigError(
       "WEBHOOK_ALLOW_PRIVATE_TARGETS, WEBHOOK_RESOLVE and WEBHOOK_CA_FILE are for tests and refused when NODE_ENV=production",
@@ -402,13 +549,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     isProduction,
     port: v.PORT,
     publicBaseUrl: v.PUBLIC_BASE_URL ?? `http://localhost:${v.PORT}`,
+    tokenIssuer: v.PUBLIC_BASE_URL ?? "http://localhost",
     databaseUrl: v.DATABASE_URL,
     dataDir: path.resolve(v.DATA_DIR),
     embeddedPgPort: v.EMBEDDED_PG_PORT,
     dbPoolMax: v.DB_POOL_MAX,
-    encryptionKey: v.ENCRYPTION_KEY,
+    encryptionKey: v.ENCRYPTION_KEY?.key,
+    encryptionKeyEncoding: v.ENCRYPTION_KEY?.encoding,
     logLevel: v.LOG_LEVEL,
     accessTokenTtlSeconds: v.ACCESS_TOKEN_TTL_SECONDS,
+    maxTokenLifetimeSeconds: v.AUTH_MAX_TOKEN_LIFETIME_SECONDS,
+    authRefreshSeconds: v.AUTH_REFRESH_SECONDS,
+    login: {
+      freeFailures: v.AUTH_LOGIN_FREE_FAILURES,
+      backoffBaseSeconds: v.AUTH_LOGIN_BACKOFF_BASE_SECONDS,
+      backoffMaxSeconds: v.AUTH_LOGIN_BACKOFF_MAX_SECONDS,
+    },
+    hashing: { concurrency: v.AUTH_HASH_CONCURRENCY, queueMax: v.AUTH_HASH_QUEUE_MAX },
     selfAudience: v.AUTH_AUDIENCE_SELF,
     externalAuth: v.AUTH_JWKS_URL
       ? {
@@ -431,16 +588,30 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       allowPrivateTargets: v.WEBHOOK_ALLOW_PRIVATE_TARGETS,
       resolve: v.WEBHOOK_RESOLVE ?? {},
       caFile: v.WEBHOOK_CA_FILE,
+      maxSubscriptionsPerTenant: v.WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT,
+      disableAfterFailedDeliveries: v.WEBHOOK_DISABLE_AFTER_FAILED_DELIVERIES,
+      disableAfterFailingDays: v.WEBHOOK_DISABLE_AFTER_FAILING_DAYS,
+      secretRotationOverlapHours: v.WEBHOOK_SECRET_ROTATION_OVERLAP_HOURS,
+      manualSendsPerMinute: v.WEBHOOK_MANUAL_SENDS_PER_MINUTE,
+      retentionDays: v.WEBHOOK_RETENTION_DAYS,
+      purgeBatchSize: v.WEBHOOK_PURGE_BATCH_SIZE,
     },
     workerConcurrency: v.WORKER_CONCURRENCY,
     health: { workerStaleSeconds: v.HEALTH_WORKER_STALE_SECONDS, queueLagSeconds: v.HEALTH_QUEUE_LAG_SECONDS },
     rateLimit: {
       perMinute: v.RATE_LIMIT_PER_MINUTE,
       anonPerMinute: v.RATE_LIMIT_ANON_PER_MINUTE,
+      callbackPerMinute: v.RATE_LIMIT_CALLBACK_PER_MINUTE,
       probePerMinute: v.RATE_LIMIT_PROBE_PER_MINUTE,
       store: v.RATE_LIMIT_STORE,
     },
     trustProxy: v.TRUST_PROXY,
+    trustProxySet: env.TRUST_PROXY !== undefined && env.TRUST_PROXY !== "",
+    http: {
+      requestTimeoutMs: v.HTTP_REQUEST_TIMEOUT_MS,
+      headersTimeoutMs: v.HTTP_HEADERS_TIMEOUT_MS,
+      maxConnections: v.HTTP_MAX_CONNECTIONS,
+    },
     loadShedding: {
       eventLoopDelayMs: v.LOAD_SHED_EVENT_LOOP_DELAY_MS,
       dbPendingAcquires: v.LOAD_SHED_DB_PENDING_ACQUIRES,
@@ -448,6 +619,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsPort: v.METRICS_PORT,
     metricsHost: v.METRICS_HOST,
     shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS,
+    shutdownDrainSeconds: v.SHUTDOWN_DRAIN_SECONDS ?? (isProduction ? 5 : 0),
     validateResponses: v.VALIDATE_RESPONSES ?? v.NODE_ENV === "test",
     serveApiDocs: v.API_DOCS ?? !isProduction,
     corsAllowedOrigins: v.CORS_ALLOWED_ORIGINS,

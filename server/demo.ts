@@ -15,7 +15,7 @@ export async function seedDemoTenant(services: Services): Promise<{ username: st
   return { username: DEMO_USERNAME, password };
 }
 
-/** A ready-to-paste intake call with a token for the demo user, valid for one day. */
+/** A ready-to-paste intake call with a token for the demo user, valid for one day (or the longest lifetime allowed). */
 export async function demoCurlLine(services: Services, baseUrl: string): Promise<string | undefined> {
   const user = await findUserByUsername(services.db, DEMO_USERNAME);
   if (!user) return undefined;
@@ -23,7 +23,7 @@ export async function demoCurlLine(services: Services, baseUrl: string): Promise
     subject: user.id,
     tenantId: user.tenant_id,
     roles: user.roles,
-    expiresInSeconds: 86400,
+    expiresInSeconds: Math.min(86400, services.config.maxTokenLifetimeSeconds),
   });
   const body = JSON.stringify({
     filename: "contract.pdf",

@@ -53,3 +53,31 @@ export function unstorableTextPaths(value: unknown, root: (string | number)[], l
   }
   return found;
 }
+
+/**
+ * Paths (below `root`) of numbers JSON.parse could not represent: a literal such as 1e400 overflows to
+ * Infinity (or -Infinity), which has no JSON form, so nothing downstream could store, hash or echo it.
+ * Iterative and linear like unstorableTextPaths.
+ */
+export function nonFiniteNumberPaths(value: unknown, root: (string | number)[], limit = 20): (string | number)[][] {
+  const found: (string | number)[][] = [];
+  const stack: Visit[] = [{ value, parent: undefined, key: undefined }];
+  while (stack.length > 0 && found.length < limit) {
+    const visit = stack.pop() as Visit;
+    const current = visit.value;
+    if (typeof current === "number") {
+      if (!Number.isFinite(current)) found.push(pathOf(visit, root));
+    } else if (Array.isArray(current)) {
+      for (let index = current.length - 1; index >= 0; index--)
+        stack.push({ value: current[index], parent: visit, key: index });
+    } else if (current !== null && typeof current === "object") {
+      // Pushed in reverse so that paths come out in document order.
+      const entries = Object.entries(current as Record<string, unknown>);
+      for (let index = entries.length - 1; index >= 0; index--) {
+        const [key, child] = entries[index] as [string, unknown];
+        stack.push({ value: child, parent: visit, key });
+      }
+    }
+  }
+  return found;
+}

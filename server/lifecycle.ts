@@ -13,10 +13,13 @@ import {
   startEmbeddedPostgres,
   withMigrationLock,
   type Database,
+  type DatabaseLog,
   type EmbeddedServer,
 } from "../db/database.ts";
+import { databaseLog } from "./database-log.ts";
 import { createSecretBox, loadEncryptionKey } from "./secrets.ts";
 import { createTokenService } from "./auth/tokens.ts";
+import { createHashGate } from "./auth/passwords.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { migrateWorkerSchema, startWorker, type WorkerHandle } from "../worker/runner.ts";
 import { handlers } from "../handlers/index.ts";
@@ -24,7 +27,8 @@ import { createApp } from "./http/app.ts";
 import type { Config } from "./config.ts";
 import { stopEventLoopMonitor } from "./http/load-shedding.ts";
 import { startMetricsServer, type MetricsServer } from "./metrics.ts";
-import type { Services } from "./services.ts";
+import type { ProcessState, Services } from "./services.ts";
+import { checkHealth } from "../handlers/probes/health-checks.ts";
 import { TimeoutError, withTimeout } from "./timeouts.ts";
 
 export const VERSION: string = (
@@ -40,7 +44,7 @@ export interface DatabaseHandle {
 
 export async function openDatabase(
   config: Config,
-  options: { applicationName?: string; onLog?: (line: string) => void } = {},
+  options: { applicationName?: string; onLog?: (line: string) => void; log?: DatabaseLog } = {},
 ): Promise<DatabaseHandle> {
   const embedded = config.databaseUrl
     ? undefined
@@ -50,7 +54,7 @@ export async function openDatabase(
         ...(options.onLog ? { onLog: options.onLog } : {}),
       });
   const url = config.databaseUrl ?? (embedded as EmbeddedServer).url;
-  const db = createDatabase(url, config.dbPoolMax, options.applicationName);
+  const db = createDatabase(url, config.dbPoolMax, options.applicationName, options.log);
   return {
     url,
     db,
@@ -75,9 +79,18 @@ export async function buildServices(
   db: Database,
   logger: Logger = createLogger({ level: config.logLevel }),
 ): Promise<Services> {
-  const secretBox = createSecretBox(loadEncryptionKey(config.encryptionKey, config.dataDir));
-  const tokens = await createTokenService(db, secretBox, config);
-  return { config, db, secretBox, tokens, version: VERSION, logger };
+  const key = loadEncryptionKey(config.encryptionKey, config.dataDir);
+  // Which encoding was read tells an operator a key was understood as intended; the key is never logged.
+  logger.info(
+    config.encryptionKey
+      ? { key_source: "ENCRYPTION_KEY", key_encoding: config.encryptionKeyEncoding }
+      : { key_source: "DATA_DIR", key_encoding: "hex" },
+    "encryption key loaded",
+  );
+  const secretBox = createSecretBox(key);
+  const tokens = await createTokenService(db, secretBox, config, logger);
+  const hashGate = createHashGate(config.hashing);
+  return { config, db, secretBox, tokens, hashGate, version: VERSION, logger };
 }
 
 export type Role = "all" | "api" | "worker";
@@ -103,11 +116,25 @@ export interface RunningService {
 
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-/** The API's HTTP server, counting in-flight responses so that a shutdown can drain them. */
-function createApiServer(app: http.RequestListener) {
+/**
+ * The API's HTTP server, counting in-flight responses so that a shutdown can drain them. Draining keeps the
+ * listener open for a window first (readiness already answers 503, every response closes its connection),
+ * so that clients and load balancers move away before connections are refused: closing idle keep-alive
+ * connections at once resets the requests clients were just sending on them. A request must arrive whole
+ * within HTTP_REQUEST_TIMEOUT_MS (its headers within HTTP_HEADERS_TIMEOUT_MS), else Node answers 408 and
+ * closes the connection: a slow body cannot hold a connection for Node's default 300 s. Connections beyond
+ * HTTP_MAX_CONNECTIONS are closed as they arrive.
+ */
+export function createApiServer(app: http.RequestListener, limits: Config["http"]) {
   const inFlight = new Set<http.ServerResponse>();
   let draining = false;
-  const server = http.createServer();
+  const server = http.createServer({
+    requestTimeout: limits.requestTimeoutMs,
+    headersTimeout: limits.headersTimeoutMs,
+    // Node checks those timeouts on this interval (30 s by default, coarser than the timeouts themselves).
+    connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
+  });
+  server.maxConnections = limits.maxConnections;
   // Registered before the app: every response is tracked from its start.
   server.on("request", (_req: http.IncomingMessage, res: http.ServerResponse) => {
     inFlight.add(res);
@@ -120,10 +147,14 @@ function createApiServer(app: http.RequestListener) {
 
   return {
     server,
-    /** Stops accepting, lets in-flight requests finish within `timeoutMs`, then cuts the rest off. */
-    async drain(timeoutMs: number): Promise<number> {
+    /**
+     * Answers on for `windowMs` (each response closing its connection), then stops accepting, lets in-flight
+     * requests finish within `timeoutMs`, and cuts the rest off. Returns how many were cut off.
+     */
+    async drain(timeoutMs: number, windowMs = 0): Promise<number> {
       draining = true;
       for (const res of inFlight) if (!res.headersSent) res.setHeader("Connection", "close");
+      if (windowMs > 0) await new Promise((resolve) => setTimeout(resolve, windowMs));
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       try {
@@ -144,6 +175,7 @@ export async function startService(config: Config, role: Role, logger: Logger): 
   const database = await openDatabase(config, {
     applicationName: `integrator-${role}`,
     onLog: (line) => logger.debug({ component: "embedded-postgres" }, line),
+    log: databaseLog(logger),
   });
   let worker: WorkerHandle | undefined;
   let api: ReturnType<typeof createApiServer> | undefined;
@@ -152,6 +184,8 @@ export async function startService(config: Config, role: Role, logger: Logger): 
   try {
     await migrateAll(database.db, database.url);
     const services = await buildServices(config, database.db, logger);
+    const state: ProcessState = { shuttingDown: false };
+    services.state = state;
     if (role !== "api") {
       const workerLog = logger.child({ component: "worker" });
       worker = await startWorker(services, database.url, {
@@ -162,7 +196,13 @@ export async function startService(config: Config, role: Role, logger: Logger): 
       });
     }
     if (role !== "worker") {
-      api = createApiServer(await createApp(services, { handlers }));
+      if (config.isProduction && !config.trustProxySet) {
+        logger.warn(
+          { setting: "TRUST_PROXY" },
+          "TRUST_PROXY is not set: every client is identified by the socket's peer address. Behind a proxy or load balancer all clients share that proxy's address and therefore one set of per-address rate limits; set TRUST_PROXY to the proxy's addresses (or hop count), or to false to confirm there is no proxy.",
+        );
+      }
+      api = createApiServer(await createApp(services, { handlers }), config.http);
       const server = api.server;
       await new Promise<void>((resolve, reject) => {
         server.once("error", reject);
@@ -175,16 +215,23 @@ export async function startService(config: Config, role: Role, logger: Logger): 
       port = typeof address === "object" && address ? address.port : config.port;
     }
     if (config.metricsPort > 0)
-      metrics = await startMetricsServer(services, { port: config.metricsPort, host: config.metricsHost });
+      metrics = await startMetricsServer(services, {
+        port: config.metricsPort,
+        host: config.metricsHost,
+        healthReport: () => checkHealth(services),
+      });
 
     let stopping: Promise<StopReport> | undefined;
     const stop = async (reason: string): Promise<StopReport> => {
       const started = Date.now();
       const timeoutMs = config.shutdownTimeoutMs;
-      logger.info({ reason, timeout_ms: timeoutMs }, "shutting down");
+      // Readiness answers 503 from here on; the API keeps answering through the drain window.
+      state.shuttingDown = true;
+      const drainMs = api ? config.shutdownDrainSeconds * 1000 : 0;
+      logger.info({ reason, timeout_ms: timeoutMs, drain_ms: drainMs }, "shutting down");
       const errors: string[] = [];
       const [drained, workerStopped] = await Promise.allSettled([
-        api ? api.drain(timeoutMs) : Promise.resolve(0),
+        api ? api.drain(timeoutMs, drainMs) : Promise.resolve(0),
         // graphile-worker aborts running jobs at the deadline; the margin lets it release them.
         worker ? withTimeout(worker.stop(), timeoutMs + 5000, "stopping the worker") : Promise.resolve(),
       ]);

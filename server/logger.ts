@@ -4,7 +4,6 @@
 // censored by pino's redaction, whatever their depth up to five levels.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { pino, type DestinationStream, type Logger } from "pino";
-import { pinoHttp, type HttpLogger } from "pino-http";
 
 export type { Logger } from "pino";
 
@@ -101,55 +100,56 @@ export interface RequestLogContext<Req extends IncomingMessage, Res extends Serv
   isProbe(res: Res): boolean;
 }
 
-/** pino-http middleware writing one line per finished request. */
+/**
+ * Middleware writing one line per finished (or aborted) request. Written directly rather than with
+ * pino-http, which binds two child loggers (serializers and redaction compiled into each) to every
+ * request even when nothing is written: here one plain object per request goes to one logger.
+ */
 export function requestLogger<Req extends IncomingMessage, Res extends ServerResponse>(
   logger: Logger,
   context: RequestLogContext<Req, Res>,
-): HttpLogger<Req, Res> {
-  return pinoHttp<Req, Res>({
-    // Request lines carry only whitelisted fields (the req serializer below, a masked URL), so they
-    // need no deep wildcard redaction, which costs more than the rest of the line on a busy path.
-    logger: logger.child({}, { redact: { paths: ["err.body", "err.rawBody"], censor: REDACTED } }),
-    genReqId: (_req, res) => context.requestId(res),
-    quietReqLogger: true,
-    quietResLogger: true,
-    customAttributeKeys: { reqId: "request_id", responseTime: "duration_ms" },
-    serializers: {
-      req: (req: {
-        method?: string;
-        url?: string;
-        remoteAddress?: string;
-        headers?: Record<string, string | undefined>;
-      }) => ({
-        method: req.method,
-        url: safeUrl(req.url ?? ""),
-        remote_address: req.remoteAddress,
-        user_agent: req.headers?.["user-agent"],
-      }),
-    },
-    customLogLevel: (_req, res, error) => {
-      if (res.statusCode === 501) return "warn";
-      if (error || (res.statusCode >= 500 && res.statusCode !== 503)) return "error";
-      if (res.statusCode === 503 || res.statusCode === 429)
-        return context.isProbe(res) && res.statusCode === 503 ? "info" : "warn";
-      return context.isProbe(res) && res.statusCode < 400 ? "debug" : "info";
-    },
-    customSuccessMessage: (req, res) => `${req.method} ${context.operationId(res) ?? "unmatched"} ${res.statusCode}`,
-    customErrorMessage: (req, res) => `${req.method} ${context.operationId(res) ?? "unmatched"} ${res.statusCode}`,
-    customSuccessObject: (req, res, fields: { duration_ms: number }) => ({
-      req,
-      tenant: context.tenant(req),
-      operationId: context.operationId(res),
-      status: res.statusCode,
-      duration_ms: fields.duration_ms,
-      ...(res.writableFinished ? {} : { aborted: true }),
-    }),
-    customErrorObject: (req, res, _error, fields: { duration_ms: number }) => ({
-      req,
-      tenant: context.tenant(req),
-      operationId: context.operationId(res),
-      status: res.statusCode,
-      duration_ms: fields.duration_ms,
-    }),
-  });
+): (req: Req, res: Res, next: () => void) => void {
+  // Request lines carry only whitelisted fields (a masked URL, no headers but the user agent), so they
+  // need no deep wildcard redaction, which costs more than the rest of the line on a busy path.
+  const lines = logger.child({}, { redact: { paths: ["err.body", "err.rawBody"], censor: REDACTED } });
+  const levelOf = (req: Req, res: Res): "debug" | "info" | "warn" | "error" => {
+    const status = res.statusCode;
+    if (status === 501) return "warn";
+    if (status >= 500 && status !== 503) return "error";
+    if (status === 503 || status === 429) return context.isProbe(res) && status === 503 ? "info" : "warn";
+    return context.isProbe(res) && status < 400 ? "debug" : "info";
+  };
+  return (req, res, next) => {
+    const started = Date.now();
+    let written = false;
+    const write = () => {
+      if (written) return;
+      written = true;
+      const level = levelOf(req, res);
+      if (!lines.isLevelEnabled(level)) return;
+      const status = res.statusCode;
+      const operationId = context.operationId(res);
+      const url = (req as { originalUrl?: string }).originalUrl ?? req.url ?? "";
+      lines[level](
+        {
+          request_id: context.requestId(res),
+          req: {
+            method: req.method,
+            url: safeUrl(url),
+            remote_address: req.socket.remoteAddress,
+            user_agent: req.headers["user-agent"],
+          },
+          tenant: context.tenant(req),
+          operationId,
+          status,
+          duration_ms: Date.now() - started,
+          ...(res.writableFinished || status >= 500 ? {} : { aborted: true }),
+        },
+        `${req.method} ${operationId ?? "unmatched"} ${status}`,
+      );
+    };
+    res.once("finish", write);
+    res.once("close", write);
+    next();
+  };
 }

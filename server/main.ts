@@ -2,6 +2,7 @@
 // Logs are JSON lines on stdout; a bad setting stops the start with a plain message on stderr naming
 // the variable. SIGTERM and SIGINT stop the process gracefully (server/lifecycle.ts), exit code 0.
 import { ConfigError, loadConfig, type Config } from "./config.ts";
+import { EmbeddedPostgresUnavailable } from "../db/database.ts";
 import { demoCurlLine, seedDemoTenant } from "./demo.ts";
 import { startService, type Role, type RunningService } from "./lifecycle.ts";
 import { createLogger } from "./logger.ts";
@@ -64,6 +65,11 @@ async function main(): Promise<void> {
   try {
     running = await startService(config, role, logger);
   } catch (error) {
+    // Something the person starting the service can fix: one sentence on stderr, like a bad setting.
+    if (error instanceof EmbeddedPostgresUnavailable) {
+      process.stderr.write(`Start-up failed: ${error.message}\n`);
+      process.exit(1);
+    }
     logger.fatal({ err: error }, "start-up failed");
     process.exit(1);
   }

@@ -28,7 +28,7 @@ const shedRequests = new Counter({
 
 const rateLimitedRequests = new Counter({
   name: "integrator_http_requests_rate_limited_total",
-  help: "Requests refused with 429 by a rate limit, by scope (principal, address, unauthenticated, probe).",
+  help: "Requests refused with 429 by a rate limit, by scope (principal, forbidden, unauthenticated, token, callback, unmatched, address, probe, username).",
   labelNames: ["scope"] as const,
   registers: [processRegistry],
 });
@@ -44,8 +44,18 @@ const deliveryOutcomes = new Counter({
 for (const outcome of ["delivered", "retrying", "failed"] as const) deliveryOutcomes.inc({ outcome }, 0);
 
 for (const reason of ["event_loop_delay", "db_pool_pending"] as const) shedRequests.inc({ reason }, 0);
-for (const scope of ["principal", "address", "unauthenticated", "probe"] as const)
-  rateLimitedRequests.inc({ scope }, 0);
+export const RATE_LIMIT_SCOPES = [
+  "principal",
+  "forbidden",
+  "unauthenticated",
+  "token",
+  "callback",
+  "unmatched",
+  "address",
+  "probe",
+  "username",
+] as const;
+for (const scope of RATE_LIMIT_SCOPES) rateLimitedRequests.inc({ scope }, 0);
 
 export function observeRequest(operationId: string, method: string, status: number | "aborted", seconds: number): void {
   requestDuration.observe({ operation_id: operationId, method, status: String(status) }, seconds);
@@ -55,7 +65,7 @@ export function recordShedRequest(reason: "event_loop_delay" | "db_pool_pending"
   shedRequests.inc({ reason });
 }
 
-export function recordRateLimited(scope: "principal" | "address" | "unauthenticated" | "probe"): void {
+export function recordRateLimited(scope: (typeof RATE_LIMIT_SCOPES)[number]): void {
   rateLimitedRequests.inc({ scope });
 }
 
@@ -128,10 +138,13 @@ export interface MetricsServer {
 
 let defaultMetricsStarted = false;
 
-/** Serves GET /metrics (Prometheus text format) on its own port; port 0 picks a free one. */
+/**
+ * Serves GET /metrics (Prometheus text format) on its own port, and GET /health (the operator's health
+ * report with every detail the public probes leave out) when `healthReport` is given; port 0 picks a free one.
+ */
 export async function startMetricsServer(
   services: Services,
-  options: { port: number; host?: string },
+  options: { port: number; host?: string; healthReport?: () => Promise<unknown> },
 ): Promise<MetricsServer> {
   if (!defaultMetricsStarted) {
     collectDefaultMetrics({ register: processRegistry });
@@ -140,12 +153,26 @@ export async function startMetricsServer(
   const scrape = scrapeRegistry(services);
   const server = http.createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
-    if (path !== "/metrics") {
+    const healthReport = options.healthReport;
+    if (path !== "/metrics" && !(path === "/health" && healthReport)) {
       res.writeHead(404, { "Content-Type": "text/plain" }).end("Not found: metrics are at /metrics\n");
       return;
     }
     if (req.method !== "GET" && req.method !== "HEAD") {
       res.writeHead(405, { Allow: "GET, HEAD", "Content-Type": "text/plain" }).end("Method not allowed\n");
+      return;
+    }
+    if (path === "/health" && healthReport) {
+      healthReport().then(
+        (report) => {
+          res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-store" });
+          res.end(req.method === "HEAD" ? undefined : JSON.stringify(report));
+        },
+        (error: unknown) => {
+          services.logger.error({ err: error }, "metrics: health report failed");
+          res.writeHead(500, { "Content-Type": "text/plain" }).end("Health report failed\n");
+        },
+      );
       return;
     }
     scrape

@@ -4,6 +4,12 @@ import type { Database } from "../db/database.ts";
 import type { SecretBox } from "./secrets.ts";
 import type { TokenService } from "./auth/tokens.ts";
 import type { Logger } from "./logger.ts";
+import type { HashGate } from "./auth/passwords.ts";
+
+/** Where this process is in its life, shared with the handlers (readiness turns 503 once a shutdown starts). */
+export interface ProcessState {
+  shuttingDown: boolean;
+}
 
 export interface Services {
   config: Config;
@@ -11,6 +17,10 @@ export interface Services {
   /** Seals and opens the secrets stored in the database (AES-256-GCM under ENCRYPTION_KEY). */
   secretBox: SecretBox;
   tokens: TokenService;
+  /** Checks passwords and client secrets, a bounded number at a time (AUTH_HASH_CONCURRENCY). */
+  hashGate: HashGate;
   version: string;
   logger: Logger;
+  /** Set by the process that serves the API (server/lifecycle.ts); absent in tools and some tests. */
+  state?: ProcessState;
 }

@@ -2,7 +2,7 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import t from "tap";
-import { ConfigError, loadConfig } from "../server/config.ts";
+import { loadConfig } from "../server/config.ts";
 
 t.test("defaults apply when nothing is set", async (t) => {
   const config = loadConfig({});
@@ -20,8 +20,53 @@ t.test("defaults apply when nothing is set", async (t) => {
   );
 });
 
-t.test("PUBLIC_BASE_URL defaults from PORT", async (t) => {
+t.test("PUBLIC_BASE_URL defaults from PORT for links; the token issuer never depends on the port", async (t) => {
   t.equal(loadConfig({ PORT: "9090" }).publicBaseUrl, "http://localhost:9090");
+  t.equal(loadConfig({ PORT: "9090" }).tokenIssuer, loadConfig({ PORT: "8080" }).tokenIssuer);
+  t.equal(loadConfig({ PUBLIC_BASE_URL: "https://api.example.com/" }).tokenIssuer, "https://api.example.com");
+});
+
+t.test("PUBLIC_BASE_URL is required in production", async (t) => {
+  t.throws(() => loadConfig({ NODE_ENV: "production", ENCRYPTION_KEY: "ab".repeat(32) }), {
+    name: "ConfigError",
+    message: /^PUBLIC_BASE_URL is required when NODE_ENV=production/,
+  });
+  t.equal(
+    loadConfig({ NODE_ENV: "production", ENCRYPTION_KEY: "ab".repeat(32), PUBLIC_BASE_URL: "https://a.example.com" })
+      .tokenIssuer,
+    "https://a.example.com",
+  );
+});
+
+t.test("ENCRYPTION_KEY is parsed strictly as hex, base64 or base64url, and the encoding is reported", async (t) => {
+  const key = Buffer.from(Array.from({ length: 32 }, (_, i) => 250 - i * 7));
+  const forms: [string, string][] = [
+    [key.toString("hex"), "hex"],
+    [key.toString("hex").toUpperCase(), "hex"],
+    [key.toString("base64"), "base64"],
+    [key.toString("base64").replace(/=$/, ""), "base64"],
+    [key.toString("base64url"), "base64url"],
+  ];
+  t.ok(/[+/]/.test(key.toString("base64")) && /[-_]/.test(key.toString("base64url")), "the sample uses both alphabets");
+  for (const [raw, encoding] of forms) {
+    const config = loadConfig({ ENCRYPTION_KEY: raw });
+    t.same(config.encryptionKey, key, `${raw} is the key`);
+    t.equal(config.encryptionKeyEncoding, encoding, `${raw} was read as ${encoding}`);
+  }
+  const refused: [string, RegExp][] = [
+    ["A".repeat(43), /^ENCRYPTION_KEY is all zero bytes/],
+    ["0".repeat(64), /^ENCRYPTION_KEY is all zero bytes/],
+    ["A".repeat(43) + "=", /^ENCRYPTION_KEY is all zero bytes/],
+    [key.toString("base64").slice(0, 42) + "B", /^ENCRYPTION_KEY must be 32 bytes/], // non-canonical last character
+    [key.toString("base64").slice(0, 40), /^ENCRYPTION_KEY must be 32 bytes/],
+    [key.toString("hex").slice(0, 63), /^ENCRYPTION_KEY must be 32 bytes/],
+    [key.toString("base64") + "AAAA", /^ENCRYPTION_KEY must be 32 bytes/],
+    [`+${key.toString("base64url").slice(1)}`, /^ENCRYPTION_KEY must be 32 bytes/], // mixed alphabets
+    ["not a key at all, not even close!!!!!!!!!!", /^ENCRYPTION_KEY must be 32 bytes/],
+  ];
+  for (const [raw, message] of refused) {
+    t.throws(() => loadConfig({ ENCRYPTION_KEY: raw }), { name: "ConfigError", message }, raw);
+  }
 });
 
 t.test("a bad value names the variable and what it expects", async (t) => {
@@ -50,14 +95,30 @@ t.test("a bad value names the variable and what it expects", async (t) => {
 
 t.test("test-only delivery settings are refused in production", async (t) => {
   t.throws(
-    () => loadConfig({ NODE_ENV: "production", ENCRYPTION_KEY: "a".repeat(64), WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" }),
-    ConfigError,
+    () =>
+      loadConfig({
+        NODE_ENV: "production",
+        ENCRYPTION_KEY: "a".repeat(64),
+        PUBLIC_BASE_URL: "https://integrator.example.com",
+        WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+      }),
+    { name: "ConfigError", message: /WEBHOOK_ALLOW_PRIVATE_TARGETS/ },
   );
 });
 
 t.test("operations settings: defaults and accepted forms", async (t) => {
   const config = loadConfig({});
-  t.same(config.rateLimit, { perMinute: 600, anonPerMinute: 120, probePerMinute: 600, store: "memory" });
+  t.same(config.rateLimit, {
+    perMinute: 600,
+    anonPerMinute: 120,
+    callbackPerMinute: 600,
+    probePerMinute: 600,
+    store: "memory",
+  });
+  t.same(config.http, { requestTimeoutMs: 30000, headersTimeoutMs: 10000, maxConnections: 1000 });
+  t.equal(config.maxTokenLifetimeSeconds, 86400);
+  t.same(config.hashing, { concurrency: 2, queueMax: 32 });
+  t.same(config.login, { freeFailures: 5, backoffBaseSeconds: 1, backoffMaxSeconds: 900 });
   t.same(config.loadShedding, { eventLoopDelayMs: 500, dbPendingAcquires: 50 });
   t.equal(config.metricsPort, 0, "metrics disabled unless METRICS_PORT is set");
   t.equal(config.shutdownTimeoutMs, 25000);

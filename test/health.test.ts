@@ -9,6 +9,7 @@ import { waitFor } from "./helpers/wait.ts";
 import { startWorker } from "../worker/runner.ts";
 import { createDatabase, startEmbeddedPostgres } from "../db/database.ts";
 import { migrateAll } from "../server/lifecycle.ts";
+import { checkHealth } from "../handlers/probes/health-checks.ts";
 
 /** Polls until the probe answers `status`, for at most `seconds`: no fixed sleeps. */
 async function waitForStatus(url: string, status: number, seconds: number): Promise<Response> {
@@ -29,11 +30,11 @@ t.test("with the database, migrations and a worker in order both probes say heal
   t.equal(health.status, 200);
   const body = await health.json();
   t.equal(body.status, "healthy");
-  t.equal(body.checks.database.status, "healthy");
-  t.type(body.checks.database.latency_ms, "number");
-  t.same(body.checks.migrations, { status: "healthy", pending: 0 });
-  t.equal(body.checks.worker.status, "healthy");
-  t.equal(body.version, "0.1.0");
+  t.same(body.checks, {
+    database: { status: "healthy" },
+    worker: { status: "healthy" },
+    migrations: { status: "healthy" },
+  });
   t.equal((await server.request("/v1/readyz")).status, 200);
 });
 
@@ -60,7 +61,9 @@ t.test("a due job waiting longer than HEALTH_QUEUE_LAG_SECONDS makes health degr
   );
   const body = await (await server.request("/v1/health")).json();
   t.equal(body.checks.worker.status, "degraded");
-  t.ok(body.checks.worker.oldest_due_job_age_seconds >= 590);
+  // The age itself is for operators only (GET /health on the metrics port, test/probes.test.ts).
+  const report = await checkHealth(server.services);
+  t.ok((report.checks.worker.oldest_due_job_age_seconds ?? 0) >= 590);
   t.equal((await server.request("/v1/readyz")).status, 503);
 });
 

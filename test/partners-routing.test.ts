@@ -195,15 +195,38 @@ t.test("launch", async (t) => {
     },
   );
 
-  t.test("an unknown partner is 404 NOT_FOUND", async (t) => {
-    const tenant = await createTestTenant(server.services);
-    const res = await launch(server, tenant, { partner_key: "no-such-partner" });
-    t.equal(res.status, 404);
-    const body = await res.json();
-    t.equal(body.error.code, "NOT_FOUND");
-    t.type(body.request_id, "string");
-    t.equal(await decisionCount(server, tenant.tenantId), 0, "no decision is recorded");
-  });
+  t.test(
+    "an unknown partner key is answered exactly like a partner the tenant is not entitled to (no existence oracle)",
+    async (t) => {
+      const tenant = await createTestTenant(server.services);
+      const other = await createTestTenant(server.services);
+      const existing = await createTestPartner(server.services, { entitle: [other.tenantId] });
+      // Context keys neither partner knows: checking them against the existing partner would tell it apart.
+      const context = { context_values: { not_a_key: "x" } };
+      const answers = [];
+      for (const partnerKey of ["no-such-partner", existing.partnerKey]) {
+        const res = await launch(
+          server,
+          tenant,
+          { partner_key: partnerKey, ...context },
+          { "X-Correlation-Id": "c-1" },
+        );
+        const decision = (await res.json()) as Decision;
+        t.equal(decision.partner_key, partnerKey);
+        answers.push({
+          status: res.status,
+          contentType: res.headers.get("content-type"),
+          correlation: res.headers.get("x-correlation-id"),
+          body: { ...decision, decision_id: "*", partner_key: "*" },
+        });
+      }
+      t.same(answers[0], answers[1]);
+      t.match(answers[0], { status: 200, body: { decision_result: "denied", reason: "NOT_ENTITLED" } });
+      t.equal(await decisionCount(server, tenant.tenantId), 2, "both decisions are recorded");
+      const audit = await listAudit(server.services.db, tenant.tenantId, "partner.launch");
+      t.equal(audit.length, 2, "both are audited");
+    },
+  );
 
   t.test("X-Correlation-Id is echoed in the response header and in correlation_id", async (t) => {
     const tenant = await createTestTenant(server.services);
@@ -480,11 +503,15 @@ t.test("partner switch", async (t) => {
     });
   });
 
-  t.test("switch to an unknown partner is 404 NOT_FOUND", async (t) => {
+  t.test("switch to an unknown partner key is denied NOT_ENTITLED like an unentitled partner", async (t) => {
     const tenant = await createTestTenant(server.services);
-    const res = await switchTo(server, tenant, { target_partner_key: "no-such-partner" });
-    t.equal(res.status, 404);
-    t.equal((await res.json()).error.code, "NOT_FOUND");
+    const existing = await createTestPartner(server.services);
+    const unknown = await switchTo(server, tenant, { target_partner_key: "no-such-partner" });
+    const unentitled = await switchTo(server, tenant, { target_partner_key: existing.partnerKey });
+    t.equal(unknown.status, 200);
+    t.equal(unentitled.status, 200);
+    t.match(await unknown.json(), { decision_result: "denied", reason: "NOT_ENTITLED" });
+    t.match(await unentitled.json(), { decision_result: "denied", reason: "NOT_ENTITLED" });
   });
 
   t.test(
@@ -729,37 +756,29 @@ t.test("partner switch", async (t) => {
     t.equal(other.headers.get("idempotent-replayed"), null);
   });
 
-  t.test(
-    "Idempotency-Key: a 404 or 422 is not remembered; the corrected request with the same key succeeds",
-    async (t) => {
-      const tenant = await createTestTenant(server.services);
-      const target = await createTestPartner(server.services, { contextKeys: ["plan"], entitle: [tenant.tenantId] });
-      t.equal(
-        (await switchTo(server, tenant, { target_partner_key: "no-such-partner" }, { "Idempotency-Key": "fix-me" }))
-          .status,
-        404,
-      );
-      t.equal(
-        (
-          await switchTo(
-            server,
-            tenant,
-            { target_partner_key: target.partnerKey, context_values: { region: "eu" } },
-            { "Idempotency-Key": "fix-me" },
-          )
-        ).status,
-        422,
-      );
-      const good = await switchTo(
-        server,
-        tenant,
-        { target_partner_key: target.partnerKey },
-        { "Idempotency-Key": "fix-me" },
-      );
-      t.equal(good.status, 200);
-      t.equal(good.headers.get("idempotent-replayed"), null);
-    },
-  );
+  t.test("Idempotency-Key: a 422 is not remembered; the corrected request with the same key succeeds", async (t) => {
+    const tenant = await createTestTenant(server.services);
+    const target = await createTestPartner(server.services, { contextKeys: ["plan"], entitle: [tenant.tenantId] });
+    t.equal(
+      (
+        await switchTo(
+          server,
+          tenant,
+          { target_partner_key: target.partnerKey, context_values: { region: "eu" } },
+          { "Idempotency-Key": "fix-me" },
+        )
+      ).status,
+      422,
+    );
+    const good = await switchTo(
+      server,
+      tenant,
+      { target_partner_key: target.partnerKey },
+      { "Idempotency-Key": "fix-me" },
+    );
+    t.equal(good.status, 200);
+    t.equal(good.headers.get("idempotent-replayed"), null);
+  });
 
   t.test("nothing unexpected was logged", async (t) => {
     t.same(server.errors, []);

@@ -101,23 +101,63 @@ t.test("open routes are limited per client address (RATE_LIMIT_ANON_PER_MINUTE)"
     t.equal(res.status, 400, "invalid_grant, but counted");
     t.equal(res.headers.get("ratelimit-limit"), "2");
   }
-  await assertRateLimited(t, await tokenRequest(server), 2, "address");
+  await assertRateLimited(t, await tokenRequest(server), 2, "token");
+  for (let i = 0; i < 2; i++) t.equal((await server.request("/.well-known/jwks.json")).status, 200);
   await assertRateLimited(t, await server.request("/.well-known/jwks.json"), 2, "address");
-  t.equal((await server.request("/v1/nothing-here")).status, 429, "unknown routes count against the address too");
+  for (let i = 0; i < 2; i++) t.equal((await server.request("/v1/nothing-here")).status, 404);
+  await assertRateLimited(t, await server.request("/v1/nothing-here"), 2, "unmatched");
+});
+
+t.test("junk on unknown routes starves neither token issuance nor partner callbacks", async (t) => {
+  const server = await startTestServer(t, { env: limits(100, 5, 100, { RATE_LIMIT_CALLBACK_PER_MINUTE: "3" }) });
+  for (let i = 0; i < 5; i++) await (await server.request(`/v1/junk-${i}`)).arrayBuffer();
+  t.equal((await server.request("/v1/junk-more")).status, 429, "the address is over its limit on unknown routes");
+  t.equal((await tokenRequest(server)).status, 400, "the token endpoint still answers (invalid_grant)");
+  const callback = () =>
+    server.request("/v1/callbacks/partner/no-such-partner", {
+      method: "POST",
+      json: { tenant_id: randomUUID(), payload: { event: "x" }, signature: "00" },
+    });
+  for (let i = 0; i < 3; i++) {
+    const res = await callback();
+    t.equal(res.status, 400, "callbacks answer (CALLBACK_SIGNATURE_INVALID here)");
+    t.equal(res.headers.get("ratelimit-limit"), "3", "in their own bucket (RATE_LIMIT_CALLBACK_PER_MINUTE)");
+  }
+  await assertRateLimited(t, await callback(), 3, "callback");
+  t.equal((await tokenRequest(server)).status, 400, "callbacks over their limit leave the token endpoint alone");
+});
+
+t.test("121 junk-token requests from one address do not lock valid tokens out of that address", async (t) => {
+  const server = await startTestServer(t, { env: limits(1000, 120, 100) });
+  const tenant = await createTestTenant(server.services);
+  const other = await createTestTenant(server.services);
+  let last: Response | undefined;
+  for (let i = 0; i < 121; i++) {
+    last = await poll(server, `junk-${i}`);
+    await last.arrayBuffer();
+  }
+  t.equal(last?.status, 429, "the junk itself is limited");
+  const served = await poll(server, tenant.token);
+  t.equal(served.status, 404, "a valid token is served (404: the submission does not exist)");
+  t.equal(served.headers.get("ratelimit-limit"), "1000", "and counted in its principal's bucket only");
+  t.equal((await poll(server, other.token)).status, 404, "so is another tenant's token");
 });
 
 t.test(
-  "requests answered 401 or 403 count against the address; once over, the address is refused before its token is looked at",
+  "requests answered 401 count against the address and 403s against their principal, each in a bucket of its own",
   async (t) => {
     const server = await startTestServer(t, { env: limits(100, 3, 100) });
     const tenant = await createTestTenant(server.services);
     const viewer = await createTestTenant(server.services, ["viewer"]);
     t.equal((await poll(server, "not-a-token")).status, 401);
     t.equal((await server.request("/v1/intake/submissions/x")).status, 401, "no token at all counts too");
-    t.equal((await poll(server, viewer.token)).status, 403, "so does a token whose roles are not allowed");
+    t.equal((await poll(server, "again-not-a-token")).status, 401);
     await assertRateLimited(t, await poll(server, "still-not-a-token"), 3, "unauthenticated");
-    // Token guessing gains nothing from speed: even a valid token is refused from this address now.
-    await assertRateLimited(t, await poll(server, tenant.token), 3, "unauthenticated");
+    for (let i = 0; i < 3; i++) t.equal((await poll(server, viewer.token)).status, 403);
+    await assertRateLimited(t, await poll(server, viewer.token), 3, "forbidden");
+    const served = await poll(server, tenant.token);
+    t.equal(served.status, 404, "a valid token from the same address is served");
+    t.equal(served.headers.get("ratelimit-remaining"), "99", "its principal's allowance was not spent by failures");
     t.equal(
       (await tokenRequest(server)).status,
       400,

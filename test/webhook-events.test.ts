@@ -18,7 +18,7 @@ t.before(async () => {
 async function subscription(tenant: TestTenant, events: string[], active = true): Promise<string> {
   const created = await createSubscription(server.services.db, {
     tenantId: tenant.tenantId,
-    url: "https://hooks.example.com/x",
+    url: `https://hooks.example.com/x/${crypto.randomUUID()}`,
     events: events as never,
     secretSealed: server.services.secretBox.seal("whsec_test"),
     createdBy: tenant.subject,

@@ -8,12 +8,14 @@ import { emitEvent, type EventDataByKind } from "../db/events.ts";
 const RFC3339_MS_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const VALID_URL = "https://hooks.example.com/review";
+/** A URL no other subscription of the test tenants has (one active subscription per URL and tenant). */
+const freshUrl = (): string => `${VALID_URL}/${crypto.randomUUID()}`;
 
 let server: TestServer;
 let tenant: TestTenant;
 
 t.before(async () => {
-  server = await startTestServer(t);
+  server = await startTestServer(t, { env: { WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT: "10000" } });
   tenant = await createTestTenant(server.services);
 });
 
@@ -66,25 +68,26 @@ const intakeData = (): EventDataByKind["intake.submitted"] => ({
 t.test(
   "creating a subscription answers 201 with the secret, whsec_ and 32 random bytes in base64url, this once",
   async (t) => {
-    const res = await subscribe({ url: VALID_URL, events: ["intake.submitted", "intake.batch_submitted"] });
+    const url = freshUrl();
+    const res = await subscribe({ url, events: ["intake.submitted", "intake.batch_submitted"] });
     t.equal(res.status, 201);
     const body = await res.json();
     t.match(body.id, UUID);
     t.equal(body.tenant_id, tenant.tenantId);
-    t.equal(body.url, VALID_URL);
+    t.equal(body.url, url);
     t.same(body.events, ["intake.submitted", "intake.batch_submitted"]);
     t.equal(body.is_active, true);
     t.equal(body.created_by, tenant.subject, "created_by is the token's subject");
     t.match(body.created_at, RFC3339_MS_Z);
     t.match(body.secret, /^whsec_[A-Za-z0-9_-]{43}$/);
     t.equal(Buffer.from(body.secret.slice("whsec_".length), "base64url").length, 32);
-    const again = await (await subscribe({ url: VALID_URL, events: ["*"] })).json();
+    const again = await (await subscribe({ url: freshUrl(), events: ["*"] })).json();
     t.not(again.secret, body.secret, "every subscription has its own secret");
   },
 );
 
 t.test("the secret is stored sealed: the database column holds neither the secret nor its random part", async (t) => {
-  const { id, secret } = await subscribed(VALID_URL, ["*"]);
+  const { id, secret } = await subscribed(freshUrl(), ["*"]);
   const row = await server.services
     .db("integrator.webhook_subscriptions")
     .where({ tenant_id: tenant.tenantId, id })
@@ -94,7 +97,7 @@ t.test("the secret is stored sealed: the database column holds neither the secre
 });
 
 t.test("the secret is never listed", async (t) => {
-  await subscribed(VALID_URL, ["*"]);
+  await subscribed(freshUrl(), ["*"]);
   const listed = await listSubscriptions();
   t.ok(listed.subscriptions.length > 0);
   for (const subscription of listed.subscriptions) t.notOk("secret" in subscription, "no secret field");
@@ -198,11 +201,11 @@ t.test(
   "url: fully qualified names and public IPv4 literals are accepted; a public IPv6 literal has no dot and is refused by that rule",
   async (t) => {
     for (const url of [
-      "https://hooks.example.com/review",
+      "https://hooks.example.com/accepted",
       "https://hooks.example.com:8443/a?b=c",
       "https://93.184.216.34/x",
     ]) {
-      t.equal((await subscribe({ url, events: ["*"] })).status, 201, url);
+      t.equal((await subscribe({ url, events: ["*"] }, await createTestTenant(server.services))).status, 201, url);
     }
     await expectUrlRefused(t, "https://[2606:4700:4700::1111]/x", /contain a dot/);
   },
@@ -217,15 +220,15 @@ t.test("url: 1 to 2048 characters", async (t) => {
 });
 
 t.test("events: 1 to 20 entries", async (t) => {
-  const none = await subscribe({ url: VALID_URL, events: [] });
+  const none = await subscribe({ url: freshUrl(), events: [] });
   t.equal(none.status, 422);
   const noneBody = await none.json();
   t.same(noneBody.detail[0].loc, ["body", "events"]);
   t.equal(noneBody.detail[0].type, "too_short");
-  const many = await (await subscribe({ url: VALID_URL, events: Array(21).fill("*") })).json();
+  const many = await (await subscribe({ url: freshUrl(), events: Array(21).fill("*") })).json();
   t.equal(many.detail[0].type, "too_long");
   t.equal(
-    (await subscribe({ url: VALID_URL, events: Array(20).fill("intake.submitted") })).status,
+    (await subscribe({ url: freshUrl(), events: Array(20).fill("intake.submitted") })).status,
     201,
     "20 entries are accepted",
   );
@@ -234,7 +237,7 @@ t.test("events: 1 to 20 entries", async (t) => {
 });
 
 t.test("events: each entry is a listed kind or *", async (t) => {
-  const res = await subscribe({ url: VALID_URL, events: ["intake.submitted", "intake.deleted", 7] });
+  const res = await subscribe({ url: freshUrl(), events: ["intake.submitted", "intake.deleted", 7] });
   t.equal(res.status, 422);
   const body = await res.json();
   const locs = body.detail.map((issue: { loc: unknown[] }) => issue.loc);
@@ -254,14 +257,14 @@ t.test("events: each entry is a listed kind or *", async (t) => {
     "scorecard.created",
     "*",
   ]) {
-    t.equal((await subscribe({ url: VALID_URL, events: [kind] })).status, 201, kind);
+    t.equal((await subscribe({ url: freshUrl(), events: [kind] })).status, 201, kind);
   }
 });
 
 t.test("events: duplicates are removed and the order given is kept", async (t) => {
   const body = await (
     await subscribe({
-      url: VALID_URL,
+      url: freshUrl(),
       events: ["scorecard.created", "intake.submitted", "scorecard.created", "*", "intake.submitted"],
     })
   ).json();
@@ -295,7 +298,7 @@ t.test("the list holds the tenant's active subscriptions, oldest first, and tota
 
 t.test("deleting answers 204 with no body and the subscription is no longer listed", async (t) => {
   const own = await createTestTenant(server.services);
-  const { id } = await subscribed(VALID_URL, ["*"], own);
+  const { id } = await subscribed(freshUrl(), ["*"], own);
   const res = await server.request(`/v1/webhooks/subscriptions/${id}`, { method: "DELETE", token: own.token });
   t.equal(res.status, 204);
   t.equal(await res.text(), "");
@@ -310,7 +313,7 @@ t.test("deleting answers 204 with no body and the subscription is no longer list
 });
 
 t.test("deleting an already inactive subscription answers 204 again", async (t) => {
-  const { id } = await subscribed(VALID_URL, ["*"]);
+  const { id } = await subscribed(freshUrl(), ["*"]);
   t.equal(
     (await server.request(`/v1/webhooks/subscriptions/${id}`, { method: "DELETE", token: tenant.token })).status,
     204,
@@ -338,7 +341,7 @@ t.test("deleting an unknown subscription, or an id that is not a UUID, answers 4
 
 t.test("deleting another tenant's subscription answers 404 and leaves it active", async (t) => {
   const other = await createTestTenant(server.services);
-  const { id } = await subscribed(VALID_URL, ["*"], other);
+  const { id } = await subscribed(freshUrl(), ["*"], other);
   const res = await server.request(`/v1/webhooks/subscriptions/${id}`, { method: "DELETE", token: tenant.token });
   t.equal(res.status, 404);
   t.equal((await res.json()).error.code, "NOT_FOUND");
@@ -365,7 +368,7 @@ t.test(
   "deliveries are listed newest first, at most limit (default 50), and total counts all of the tenant's deliveries",
   async (t) => {
     const own = await createTestTenant(server.services);
-    await subscribed(VALID_URL, ["intake.submitted"], own);
+    await subscribed(freshUrl(), ["intake.submitted"], own);
     const submissions: string[] = [];
     for (let i = 0; i < 55; i++) {
       const data = intakeData();
@@ -411,8 +414,8 @@ t.test("deliveries: limit is 1 to 200", async (t) => {
 t.test("tenant isolation: a tenant lists and counts only its own deliveries", async (t) => {
   const first = await createTestTenant(server.services);
   const second = await createTestTenant(server.services);
-  await subscribed(VALID_URL, ["*"], first);
-  await subscribed(VALID_URL, ["*"], second);
+  await subscribed(freshUrl(), ["*"], first);
+  await subscribed(freshUrl(), ["*"], second);
   const mine = intakeData();
   await emitEvent(server.services.db, first.tenantId, "intake.submitted", mine);
   await emitEvent(server.services.db, second.tenantId, "intake.submitted", intakeData());
@@ -430,7 +433,7 @@ t.test("tenant isolation: a tenant lists and counts only its own deliveries", as
 
 t.test("deactivating a subscription fails its pending deliveries at once, with that reason", async (t) => {
   const own = await createTestTenant(server.services);
-  const { id } = await subscribed(VALID_URL, ["*"], own);
+  const { id } = await subscribed(freshUrl(), ["*"], own);
   await emitEvent(server.services.db, own.tenantId, "intake.submitted", intakeData());
   t.equal(
     (await server.request(`/v1/webhooks/subscriptions/${id}`, { method: "DELETE", token: own.token })).status,
@@ -455,7 +458,7 @@ t.test("every webhook operation needs a bearer token", async (t) => {
   ] as const) {
     const res = await server.request(path, {
       method,
-      ...(method === "POST" ? { json: { url: VALID_URL, events: ["*"] } } : {}),
+      ...(method === "POST" ? { json: { url: freshUrl(), events: ["*"] } } : {}),
     });
     t.equal(res.status, 401, `${method} ${path}`);
     t.equal((await res.json()).error.code, "UNAUTHORIZED");

@@ -44,6 +44,18 @@ export async function startWorker(
     gracefulShutdownAbortTimeout: services.config.shutdownTimeoutMs,
     pollInterval: options.pollInterval ?? 1000,
     taskList: options.tasks ?? taskList(services),
+    // graphile-worker's batching (0.17): the pool fetches and locks up to concurrency + 1 due jobs at a
+    // time and hands them out locally (one get_jobs round trip for many jobs), and completions
+    // that finish in the same tick are written in one statement. A job whose completion was not yet
+    // written when the process died runs again after its lock expires (4 h): deliver_webhook then
+    // finds its delivery final and does nothing, or, if a retry is still pending, makes that attempt
+    // early; nothing is lost either way.
+    preset: {
+      worker: {
+        localQueue: { size: services.config.workerConcurrency + 1 },
+        completeJobBatchDelay: 0,
+      },
+    },
     crontab,
     logger: quietLogger(options.log),
   });

@@ -7,7 +7,8 @@ import fs from "node:fs";
 import https from "node:https";
 import net from "node:net";
 import tls from "node:tls";
-import { checkWebhookUrl, isBlockedAddress, parseIpLiteral } from "../server/url-safety.ts";
+import { checkWebhookUrl, isBlockedAddress, parseIpLiteral, type UrlVerdict } from "../server/url-safety.ts";
+import { boundedMemo } from "./memo.ts";
 import type { Config } from "../server/config.ts";
 
 const MAX_RESPONSE_BYTES = 4096;
@@ -20,6 +21,62 @@ export interface SendSettings {
   resolve: Record<string, string>;
   /** Node's default roots plus WEBHOOK_CA_FILE, built once (parsing ~150 roots per connection is slow); undefined means the defaults. */
   secureContext: tls.SecureContext | undefined;
+  /** Kept-alive connections per checked target (see ConnectionPools); absent: a fresh connection per attempt. */
+  pools?: ConnectionPools;
+  /** The URL rule (checkWebhookUrl), memoized by URL text; absent: checked afresh each attempt. */
+  checkUrl?: (url: string) => UrlVerdict;
+}
+
+const MAX_POOLS = 200;
+/** Idle kept-alive connections close after this (sooner when the receiver announces a shorter Keep-Alive timeout). */
+const IDLE_CONNECTION_MS = 4000;
+
+/**
+ * Kept-alive HTTPS connections (and TLS sessions), one pool per checked target: the host name, the
+ * port and the exact set of addresses the attempt's own resolution produced and the SSRF rule
+ * checked. An attempt only takes a connection from the pool of its own check's result, so a pooled
+ * connection is never reused for an address that was not checked for that attempt (a host that now
+ * resolves elsewhere gets another pool and new connections). The least recently used pools close
+ * beyond MAX_POOLS.
+ */
+export class ConnectionPools {
+  private readonly agents = new Map<string, https.Agent>();
+  private readonly maxSocketsPerTarget: number;
+
+  constructor(maxSocketsPerTarget = 20) {
+    this.maxSocketsPerTarget = maxSocketsPerTarget;
+  }
+
+  agentFor(host: string, port: string, addresses: dns.LookupAddress[]): https.Agent {
+    const key = `${host.toLowerCase()}|${port}|${addresses
+      .map((entry) => entry.address)
+      .sort()
+      .join(",")}`;
+    let agent = this.agents.get(key);
+    if (agent) {
+      this.agents.delete(key);
+    } else {
+      agent = new https.Agent({
+        keepAlive: true,
+        timeout: IDLE_CONNECTION_MS,
+        maxSockets: this.maxSocketsPerTarget,
+        maxFreeSockets: this.maxSocketsPerTarget,
+        scheduling: "lifo",
+      });
+      if (this.agents.size >= MAX_POOLS) {
+        const [oldestKey, oldest] = this.agents.entries().next().value as [string, https.Agent];
+        this.agents.delete(oldestKey);
+        oldest.destroy();
+      }
+    }
+    this.agents.set(key, agent);
+    return agent;
+  }
+
+  destroy(): void {
+    for (const agent of this.agents.values()) agent.destroy();
+    this.agents.clear();
+  }
 }
 
 export type SendOutcome =
@@ -31,9 +88,11 @@ export interface WebhookRequest {
   headers: Record<string, string>;
 }
 
-/** The send settings from the configuration; reads WEBHOOK_CA_FILE once. */
+/** The send settings from the configuration; reads WEBHOOK_CA_FILE once. Connections are kept alive per checked target. */
 export function sendSettings(webhooks: Config["webhooks"]): SendSettings {
   return {
+    pools: new ConnectionPools(),
+    checkUrl: boundedMemo(checkWebhookUrl),
     timeoutMs: webhooks.timeoutMs,
     allowPrivateTargets: webhooks.allowPrivateTargets,
     resolve: webhooks.resolve,
@@ -45,6 +104,11 @@ export function sendSettings(webhooks: Config["webhooks"]): SendSettings {
 
 class AttemptFailed extends Error {
   override name = "AttemptFailed";
+}
+
+/** A reused kept-alive connection failed before the answer began; `cause` is the socket's error. */
+class StaleConnection extends Error {
+  override name = "StaleConnection";
 }
 
 function failed(errorMessage: string, responseCode: number | null = null): SendOutcome {
@@ -71,6 +135,7 @@ async function resolveHost(host: string, settings: SendSettings): Promise<dns.Lo
 // Error messages name the failure, never an address or anything secret (they are shown to the tenant).
 function describeError(error: unknown): string {
   if (error instanceof AttemptFailed) return error.message;
+  if (error instanceof StaleConnection) return describeError(error.cause);
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   switch (code) {
     case "ECONNREFUSED":
@@ -108,7 +173,7 @@ export async function sendWebhook(
   settings: SendSettings,
   shutdown?: AbortSignal,
 ): Promise<SendOutcome> {
-  const verdict = checkWebhookUrl(request.url);
+  const verdict = (settings.checkUrl ?? checkWebhookUrl)(request.url);
   if (!verdict.ok) return failed(`The subscription URL breaks a URL rule: ${verdict.message}`);
   const { url, host } = verdict;
   const deadline = Date.now() + settings.timeoutMs;
@@ -135,7 +200,16 @@ export async function sendWebhook(
     if (!settings.allowPrivateTargets && addresses.some((entry) => isBlockedAddress(entry.address))) {
       return failed(`Host ${host} resolves to a private, loopback, link-local or reserved address; not connecting`);
     }
-    return await Promise.race([post(url, host, addresses, request, settings, abort.signal, deadline), timedOut]);
+    const attempt = (pooled: boolean) => post(url, host, addresses, request, settings, abort.signal, deadline, pooled);
+    // A kept-alive connection the receiver closed just as it was reused fails before any answer: once,
+    // the attempt goes again on a new connection (to the same checked addresses).
+    return await Promise.race([
+      attempt(settings.pools !== undefined).catch((error: unknown) => {
+        if (!(error instanceof StaleConnection) || Date.now() >= deadline) throw error;
+        return attempt(false);
+      }),
+      timedOut,
+    ]);
   } catch (error) {
     return failed(describeError(error));
   } finally {
@@ -157,6 +231,7 @@ function post(
   settings: SendSettings,
   signal: AbortSignal,
   deadline: number,
+  pooled: boolean,
 ): Promise<SendOutcome> {
   // Every address handed to the socket was checked above; Node asks for all of them when it races
   // IPv4 and IPv6 (autoSelectFamily), otherwise for one.
@@ -177,12 +252,13 @@ function post(
         // SNI and the certificate check use the subscription's host name (not for IP literals).
         ...(isLiteral ? {} : { servername: host }),
         ...(settings.secureContext ? { secureContext: settings.secureContext } : {}),
-        agent: false,
+        agent: pooled && settings.pools ? settings.pools.agentFor(host, url.port, addresses) : false,
         signal,
       },
       (res) => {
         // The status decides; the answer's content is not kept. Read at most a few KiB of it so a
-        // well-behaved receiver can finish cleanly, then close, and never past the deadline.
+        // well-behaved receiver can finish cleanly (its connection then stays in the pool), else close,
+        // and never past the deadline.
         resolve(outcomeOf(res.statusCode ?? 0));
         let received = 0;
         const drainTimer = setTimeout(() => req.destroy(), Math.max(0, deadline - Date.now()));
@@ -194,11 +270,16 @@ function post(
         res.on("error", () => undefined);
         res.on("close", () => {
           clearTimeout(drainTimer);
-          req.destroy();
+          // A whole answer leaves the connection to its pool; anything less closes it.
+          if (!res.complete) req.destroy();
         });
       },
     );
-    req.on("error", reject);
+    req.on("error", (error: NodeJS.ErrnoException) => {
+      const stale =
+        req.reusedSocket && (error.code === "ECONNRESET" || error.code === "EPIPE" || error.code === "ECONNABORTED");
+      reject(stale ? new StaleConnection("kept-alive connection closed", { cause: error }) : error);
+    });
     req.end(request.body);
   });
 }

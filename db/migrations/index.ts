@@ -1,10 +1,14 @@
 // The ordered list of migrations. knex records each by name in integrator.knex_migrations.
 import type { Knex } from "knex";
+import * as accountProtection from "./0008_account_protection.ts";
 import * as foundation from "./0001_foundation.ts";
+import * as idempotencyExactBytes from "./0009_idempotency_exact_bytes.ts";
 import * as intake from "./0002_intake.ts";
-import * as webhooks from "./0003_webhooks.ts";
 import * as partners from "./0004_partners.ts";
 import * as rateLimits from "./0005_rate_limits.ts";
+import * as webhookOperations from "./0007_webhook_operations.ts";
+import * as webhooks from "./0003_webhooks.ts";
+import * as writePath from "./0010_write_path.ts";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -17,6 +21,10 @@ const migrations: [string, Migration][] = [
   ["0003_webhooks", webhooks],
   ["0004_partners", partners],
   ["0005_rate_limits", rateLimits],
+  ["0007_webhook_operations", webhookOperations],
+  ["0008_account_protection", accountProtection],
+  ["0009_idempotency_exact_bytes", idempotencyExactBytes],
+  ["0010_write_path", writePath],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

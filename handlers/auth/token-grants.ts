@@ -1,10 +1,50 @@
 // POST /token (RFC 6749): the password grant for users and the client_credentials grant for API
-// clients (credentials in the form or in HTTP Basic).
+// clients (credentials in the form or in HTTP Basic). Abuse bounds: failed password grants back off per
+// username in PostgreSQL (every replica sees the same count; unknown usernames are counted alike, so the
+// answer reveals nothing), and secret checks (scrypt) run through the bounded hash gate: when too many
+// wait, 503 at once. Disabled users and clients get no token.
 import type { components } from "../../generated/openapi.ts";
-import { OAuthError } from "../../server/http/errors.ts";
+import { createHash } from "node:crypto";
+import { ApiError, OAuthError } from "../../server/http/errors.ts";
 import type { Services } from "../../server/services.ts";
 import { findClient, findUserByUsername } from "../../db/principals.ts";
-import { DUMMY_HASH, verifySecret } from "../../server/auth/passwords.ts";
+import { DUMMY_HASH, HashingBusy } from "../../server/auth/passwords.ts";
+import {
+  clearLoginFailures,
+  loginLockedFor,
+  purgeOldLoginFailures,
+  recordLoginFailure,
+} from "../../db/login-failures.ts";
+import { recordRateLimited } from "../../server/metrics.ts";
+
+/** Seconds a client is asked to wait when every secret-check slot is taken. */
+const HASHING_RETRY_AFTER_SECONDS = 1;
+
+async function checkSecret(services: Services, secret: string, stored: string): Promise<boolean> {
+  try {
+    return await services.hashGate.verify(secret, stored);
+  } catch (error) {
+    if (!(error instanceof HashingBusy)) throw error;
+    throw new ApiError("SERVICE_UNAVAILABLE", "Too many credential checks are in progress; retry shortly", {
+      headers: { "Retry-After": String(HASHING_RETRY_AFTER_SECONDS) },
+      details: { reason: "credential_checks_saturated" },
+    });
+  }
+}
+
+/** The login_failures key of a username: a hash, so guessed names are not stored as sent. */
+function usernameKey(username: string): string {
+  return createHash("sha256").update(username.toLowerCase()).digest("base64url");
+}
+
+function usernameLocked(seconds: number): ApiError {
+  recordRateLimited("username");
+  const wait = Math.max(1, Math.ceil(seconds));
+  return new ApiError("RATE_LIMITED", `Too many failed sign-ins for this username; retry after ${wait} s`, {
+    headers: { "Retry-After": String(wait) },
+    details: { scope: "username", retry_after_seconds: wait },
+  });
+}
 
 export type TokenRequestForm = components["schemas"]["TokenRequest"];
 export type IssuedToken = components["schemas"]["TokenResponse"];
@@ -37,9 +77,23 @@ export async function issueTokenFor(
   if (grantType === "password") {
     if (!form.username || !form.password)
       throw new OAuthError("invalid_request", "username and password are required for the password grant");
+    const key = usernameKey(form.username);
+    const locked = await loginLockedFor(services.db, key);
+    if (locked > 0) throw usernameLocked(locked);
     const user = await findUserByUsername(services.db, form.username);
-    const valid = await verifySecret(form.password, user?.password_hash ?? DUMMY_HASH);
-    if (!user || !valid) throw new OAuthError("invalid_grant", "Invalid username or password");
+    const valid = await checkSecret(services, form.password, user?.password_hash ?? DUMMY_HASH);
+    if (!user || !valid) {
+      await recordLoginFailure(services.db, key, {
+        freeFailures: services.config.login.freeFailures,
+        baseSeconds: services.config.login.backoffBaseSeconds,
+        maxSeconds: services.config.login.backoffMaxSeconds,
+      });
+      if (Math.random() < 0.01) await purgeOldLoginFailures(services.db);
+      throw new OAuthError("invalid_grant", "Invalid username or password");
+    }
+    await clearLoginFailures(services.db, key);
+    // Same answer as a wrong password: a disabled account is not confirmed to exist.
+    if (user.disabled_at) throw new OAuthError("invalid_grant", "Invalid username or password");
     const { token, expiresIn } = await services.tokens.issue({
       subject: user.id,
       tenantId: user.tenant_id,
@@ -63,8 +117,8 @@ export async function issueTokenFor(
         challenge ? { headers: challenge } : {},
       );
     const client = await findClient(services.db, clientId);
-    const valid = await verifySecret(clientSecret, client?.secret_hash ?? DUMMY_HASH);
-    if (!client || !valid)
+    const valid = await checkSecret(services, clientSecret, client?.secret_hash ?? DUMMY_HASH);
+    if (!client || !valid || client.disabled_at)
       throw new OAuthError("invalid_client", "Client authentication failed", challenge ? { headers: challenge } : {});
     const { token, expiresIn } = await services.tokens.issue({
       subject: client.client_id,

@@ -37,14 +37,32 @@ export function metadataIssues(
   return issues;
 }
 
+// RFC 6838 restricted names: type "/" subtype, each 1-127 of these characters, compared without case.
+const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/;
+
+/**
+ * What is stored as an item's mime_type: the media type alone, trimmed and lower-cased. Parameters
+ * (`; charset=...`) are dropped: the service validates only the media type, and keeps nothing unchecked.
+ */
+export function storedMediaType(mimeType: string): string {
+  return (mimeType.split(";")[0] ?? "").trim().toLowerCase();
+}
+
+// Control characters (Cc), and the invisible characters that change how a name reads: Unicode format
+// characters (Cf: bidi controls such as U+202E make "invoice\u202efdp.exe" display as "invoiceexe.pdf",
+// zero-width characters) and the line and paragraph separators (Zl U+2028, Zp U+2029).
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+
 /** The rules checked after the schema; each rejects its item only. Returns why, or undefined. */
 export function itemRejection(item: IntakeItemInput, intake: Config["intake"]): string | undefined {
-  const mediaType = item.mime_type.split(";")[0]?.trim().toLowerCase() ?? "";
-  if (!intake.allowedMimeTypes.includes(mediaType)) return `mime_type ${item.mime_type} is not accepted`;
+  const mediaType = storedMediaType(item.mime_type);
+  if (!MEDIA_TYPE.test(mediaType)) return "mime_type must be a media type such as application/pdf";
+  if (!intake.allowedMimeTypes.includes(mediaType)) return `mime_type ${mediaType} is not accepted`;
   if (item.file_size > intake.maxFileSizeBytes)
     return `file_size exceeds the maximum of ${intake.maxFileSizeBytes} bytes`;
   if (/[/\\]/.test(item.filename)) return "filename must not contain a path separator";
-  if (/[\u0000-\u001f\u007f]/.test(item.filename)) return "filename must not contain control characters";
+  if (INVISIBLE.test(item.filename))
+    return "filename must not contain control characters, Unicode format characters (such as bidi controls) or line separators";
   if (/^\.+$/.test(item.filename)) return "filename must not consist of dots only";
   return undefined;
 }

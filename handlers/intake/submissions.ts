@@ -1,15 +1,21 @@
-// Registering review work: the one-transaction write (submission, items, idempotency record, audit
-// action, webhook event) and reading a submission back.
+// Registering review work: the one-statement write (submission, items, audit action, webhook event;
+// with an Idempotency-Key also the remembered response, in one transaction) and reading a submission back.
 import type { Principal } from "../../server/auth/tokens.ts";
 import { ApiError, notFound } from "../../server/http/errors.ts";
 import { requestFingerprint, runIdempotent, type IdempotentOutcome } from "../../server/http/idempotency.ts";
 import type { Services } from "../../server/services.ts";
 import { RequestValidationError } from "../../server/http/validation.ts";
-import { emitEvent } from "../../db/events.ts";
+import type { Knex } from "knex";
 import { isUuid } from "../../db/ids.ts";
-import { findSubmission, insertSubmission, type ItemRow, type NewItem, type SubmissionRow } from "../../db/intake.ts";
+import {
+  findSubmission,
+  insertSubmissionWithEvent,
+  type ItemRow,
+  type NewItem,
+  type SubmissionRow,
+} from "../../db/intake.ts";
 
-import { itemRejection, metadataIssues, type IntakeItemInput } from "./item-rules.ts";
+import { itemRejection, metadataIssues, storedMediaType, type IntakeItemInput } from "./item-rules.ts";
 import { aggregate } from "./submission-status.ts";
 
 export interface IntakeRequest {
@@ -46,7 +52,7 @@ export async function submitIntake(
     return {
       filename: item.filename,
       file_size: item.file_size,
-      mime_type: item.mime_type,
+      mime_type: storedMediaType(item.mime_type),
       item_metadata: item.item_metadata ?? null,
       status: rejection ? "rejected" : "pending",
       error_message: rejection ?? null,
@@ -63,53 +69,45 @@ export async function submitIntake(
           key: request.idempotencyKey,
         };
 
+  // One statement writes everything and emits the event (replays return before reaching it).
+  const write = (db: Knex): Promise<SubmissionRow> =>
+    insertSubmissionWithEvent(
+      db,
+      {
+        tenantId: request.tenantId,
+        kind: request.kind,
+        externalReference: request.externalReference,
+        module: request.module,
+        tier: request.tier,
+        status: totals.status,
+        acceptedCount: totals.acceptedCount,
+        failedCount: totals.failedCount,
+        createdBy: request.principal.subject,
+        requestId: request.requestId,
+      },
+      items,
+      {
+        action: AUDIT_ACTION[request.kind],
+        actor: request.principal.subject,
+        requestId: request.requestId,
+        details: {
+          item_count: items.length,
+          accepted_count: totals.acceptedCount,
+          failed_count: totals.failedCount,
+          actor_tenant_id: request.principal.tenantId,
+        },
+      },
+    );
+
   try {
+    // Without a key: the one statement in autocommit (durable commit), no transaction around it, no fingerprint.
+    if (scope === undefined) return { status: 201, body: await write(services.db), replayed: false };
     return await runIdempotent(
       services.db,
       scope,
       requestFingerprint(request.body, request.tenantId),
       services.config.idempotencyTtlHours,
-      async (trx) => {
-        const submission = await insertSubmission(
-          trx,
-          {
-            tenantId: request.tenantId,
-            kind: request.kind,
-            externalReference: request.externalReference,
-            module: request.module,
-            tier: request.tier,
-            status: totals.status,
-            acceptedCount: totals.acceptedCount,
-            failedCount: totals.failedCount,
-            createdBy: request.principal.subject,
-            requestId: request.requestId,
-          },
-          items,
-          {
-            action: AUDIT_ACTION[request.kind],
-            actor: request.principal.subject,
-            requestId: request.requestId,
-            details: {
-              item_count: items.length,
-              accepted_count: totals.acceptedCount,
-              failed_count: totals.failedCount,
-              actor_tenant_id: request.principal.tenantId,
-            },
-          },
-        );
-        // Only here, on a first successful call: replays return before reaching the work.
-        await emitEvent(trx, request.tenantId, AUDIT_ACTION[request.kind], {
-          submission_id: submission.id,
-          external_reference: submission.external_reference,
-          module: submission.module,
-          tier: submission.tier,
-          status: submission.status,
-          item_count: submission.item_count,
-          accepted_count: submission.accepted_count,
-          failed_count: submission.failed_count,
-        });
-        return { status: 201, body: submission };
-      },
+      async (trx) => ({ status: 201, body: await write(trx) }),
     );
   } catch (error) {
     // A tenant that is not registered here (e.g. named by a platform_admin or an external IdP token).

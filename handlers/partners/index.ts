@@ -1,7 +1,7 @@
 // Partners: governed launch, partner switch and signed partner callbacks.
 import type { IncomingHttpHeaders } from "node:http";
 import { principalOf, type Call, type OperationHandler } from "../../server/http/operations.ts";
-import { replayHeaders } from "../../server/http/idempotency.ts";
+import { replayBody, replayHeaders } from "../../server/http/idempotency.ts";
 import { receiveCallback } from "./callbacks.ts";
 import { routeToPartner, type RoutingRequest } from "./routing.ts";
 
@@ -27,6 +27,7 @@ async function route(
     status: 200 as const,
     body: outcome.body,
     headers: { "X-Correlation-Id": outcome.body.correlation_id, ...replayHeaders(outcome) },
+    ...replayBody(outcome),
   };
 }
 

@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import type { components } from "../../generated/openapi.ts";
 import type { Principal } from "../../server/auth/tokens.ts";
-import { ApiError, notFound } from "../../server/http/errors.ts";
+import { ApiError } from "../../server/http/errors.ts";
 import { uuidV7 } from "../../db/ids.ts";
 import {
   requestFingerprint,
@@ -54,15 +54,19 @@ function isContextValue(value: unknown): boolean {
   );
 }
 
-/** Keys must be among the partner's context keys and values strings, integers or booleans: else CONTEXT_INVALID naming the keys. */
+/**
+ * Values must be strings, integers or booleans and, when `partner` is given, keys among its context keys:
+ * else CONTEXT_INVALID naming the keys. Without a partner (unknown, or one the tenant may not use) only the
+ * values are checked, so the answer says nothing about that partner.
+ */
 export function checkContextValues(
-  partner: Pick<PartnerRecord, "partner_key" | "context_keys">,
+  partner: Pick<PartnerRecord, "partner_key" | "context_keys"> | undefined,
   values: Record<string, unknown>,
 ): void {
-  const accepted = new Set(partner.context_keys);
+  const accepted = partner ? new Set(partner.context_keys) : undefined;
   const issues: ValidationIssue[] = [];
   for (const [key, value] of Object.entries(values)) {
-    if (!accepted.has(key))
+    if (partner && accepted && !accepted.has(key))
       issues.push(
         valueError(
           ["body", "context_values", key],
@@ -79,7 +83,9 @@ export function checkContextValues(
   const keys = issues.map((issue) => String(issue.loc[2]));
   throw new ApiError(
     "CONTEXT_INVALID",
-    `context_values holds keys or values partner ${partner.partner_key} does not accept: ${keys.join(", ")}`,
+    partner
+      ? `context_values holds keys or values partner ${partner.partner_key} does not accept: ${keys.join(", ")}`
+      : `context_values holds values that are not strings, integers or booleans: ${keys.join(", ")}`,
     { details: { keys, errors: issues } },
   );
 }
@@ -87,13 +93,14 @@ export function checkContextValues(
 async function decide(
   services: Services,
   request: RoutingRequest,
-  partner: PartnerAccess,
+  partner: PartnerAccess | undefined,
   correlationId: string,
 ): Promise<RoutingDecision> {
   const decisionId = uuidV7();
-  const base = { decision_id: decisionId, partner_key: partner.partner_key, correlation_id: correlationId };
-  // Entitlement first: a tenant that may not use the partner learns nothing about its state.
-  if (!partner.entitled) return { ...base, decision_result: "denied", reason: "NOT_ENTITLED" };
+  const base = { decision_id: decisionId, partner_key: request.partnerKey, correlation_id: correlationId };
+  // Entitlement first: a tenant that may not use the partner learns nothing about its state, nor whether
+  // it exists at all (an unknown key is answered exactly like a partner the tenant is not entitled to).
+  if (!partner?.entitled) return { ...base, decision_result: "denied", reason: "NOT_ENTITLED" };
   if (partner.status === "paused") return { ...base, decision_result: "denied", reason: "PARTNER_PAUSED" };
   const { principal } = request;
   const { token, expiresAt } = await services.tokens.issue({
@@ -120,8 +127,8 @@ async function decide(
 }
 
 /**
- * Launch or switch: 404 for an unknown partner, 422 CONTEXT_INVALID for context the partner does not
- * accept, else a routed or denied decision, recorded with its audit action in one transaction (under the
+ * Launch or switch: 422 CONTEXT_INVALID for context the partner does not accept, else a routed or denied
+ * decision (an unknown partner is denied NOT_ENTITLED like one the tenant may not use), recorded with its audit action in one transaction (under the
  * switch's Idempotency-Key when one is given).
  */
 export async function routeToPartner(
@@ -135,8 +142,7 @@ export async function routeToPartner(
   const { principal } = request;
   const tenantId = principal.tenantId;
   const partner = await findPartnerAccess(services.db, request.partnerKey, tenantId);
-  if (!partner) throw notFound("Partner");
-  checkContextValues(partner, request.contextValues ?? {});
+  checkContextValues(partner?.entitled ? partner : undefined, request.contextValues ?? {});
   const scope: IdempotencyScope | undefined =
     request.kind === "switch" && request.idempotencyKey !== undefined
       ? { tenantId, subject: principal.subject, route: SWITCH_ROUTE, key: request.idempotencyKey }
@@ -144,7 +150,8 @@ export async function routeToPartner(
   return runIdempotent(
     services.db,
     scope,
-    requestFingerprint(request.body, tenantId),
+    // No key, no fingerprint: it is only ever compared with a remembered one.
+    scope === undefined ? "" : requestFingerprint(request.body, tenantId),
     services.config.idempotencyTtlHours,
     async (trx) => {
       const decision = await decide(services, request, partner, request.correlationId ?? randomUUID());
@@ -152,7 +159,7 @@ export async function routeToPartner(
         id: decision.decision_id,
         tenantId,
         kind: request.kind,
-        partnerKey: partner.partner_key,
+        partnerKey: request.partnerKey,
         result: decision.decision_result,
         reason: decision.reason ?? null,
         correlationId: decision.correlation_id,
@@ -169,7 +176,7 @@ export async function routeToPartner(
         resourceId: decision.decision_id,
         requestId: request.requestId,
         details: {
-          partner_key: partner.partner_key,
+          partner_key: request.partnerKey,
           decision_result: decision.decision_result,
           reason: decision.reason ?? null,
           correlation_id: decision.correlation_id,

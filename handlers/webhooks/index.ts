@@ -1,21 +1,48 @@
-// Webhook subscriptions and the delivery log of the token's tenant.
+// Webhook subscriptions, their health and secrets, manual sends, and the delivery log of the token's tenant.
 import { randomBytes } from "node:crypto";
-import { notFound } from "../../server/http/errors.ts";
+import { ApiError, notFound } from "../../server/http/errors.ts";
 import { principalOf, type OperationHandler } from "../../server/http/operations.ts";
 import { checkWebhookUrl } from "../../server/url-safety.ts";
 import { RequestValidationError, valueError } from "../../server/http/validation.ts";
 import {
   createSubscription,
   deactivateSubscription,
+  enableSubscription,
+  findDeliveryForRedelivery,
+  findDeliveryWithAttempts,
+  findSubscription,
   listActiveSubscriptions,
   listDeliveries,
+  queueManualDelivery,
+  rotateSubscriptionSecret,
+  SubscriptionRefused,
+  type ManualDeliveryOutcome,
 } from "../../db/webhooks.ts";
+import { decodeDeliveryCursor, encodeDeliveryCursor } from "./delivery-cursor.ts";
 
 const DEFAULT_DELIVERIES_LIMIT = 50;
+const MANUAL_SENDS_WINDOW_SECONDS = 60;
 
 /** `whsec_` and 32 random bytes in base64url: shown once, stored sealed. */
 function newSigningSecret(): string {
   return `whsec_${randomBytes(32).toString("base64url")}`;
+}
+
+const subscriptionDisabled = (): ApiError =>
+  new ApiError("WEBHOOK_SUBSCRIPTION_DISABLED", "The webhook subscription is disabled; enable it first");
+
+/** The queued delivery, or 429 RATE_LIMITED when the tenant's manual sends are used up. */
+function queuedOrLimited(outcome: ManualDeliveryOutcome, perMinute: number) {
+  if ("queued" in outcome) return outcome.queued;
+  const wait = String(outcome.retryAfterSeconds);
+  throw new ApiError(
+    "RATE_LIMITED",
+    `Too many redeliveries and test events; retry after ${outcome.retryAfterSeconds} s`,
+    {
+      headers: { "Retry-After": wait },
+      details: { scope: "webhook_manual_sends", limit: perMinute, window_seconds: MANUAL_SENDS_WINDOW_SECONDS },
+    },
+  );
 }
 
 export const createWebhookSubscription: OperationHandler<"createWebhookSubscription"> = async ({
@@ -27,14 +54,29 @@ export const createWebhookSubscription: OperationHandler<"createWebhookSubscript
   const verdict = checkWebhookUrl(body.url);
   if (!verdict.ok) throw new RequestValidationError([valueError(["body", "url"], verdict.message, body.url)]);
   const secret = newSigningSecret();
-  const subscription = await createSubscription(services.db, {
-    tenantId: caller.tenantId,
-    url: body.url,
-    events: [...new Set(body.events)],
-    secretSealed: services.secretBox.seal(secret),
-    createdBy: caller.subject,
-  });
-  return { status: 201, body: { ...subscription, secret } };
+  try {
+    const subscription = await createSubscription(services.db, {
+      tenantId: caller.tenantId,
+      url: body.url,
+      events: [...new Set(body.events)],
+      secretSealed: services.secretBox.seal(secret),
+      createdBy: caller.subject,
+      maxActive: services.config.webhooks.maxSubscriptionsPerTenant,
+    });
+    return { status: 201, body: { ...subscription, secret } };
+  } catch (error) {
+    if (!(error instanceof SubscriptionRefused)) throw error;
+    const { refusal } = error;
+    if (refusal.reason === "limit")
+      throw new ApiError(
+        "WEBHOOK_SUBSCRIPTION_LIMIT_REACHED",
+        `This tenant already has ${refusal.limit} webhook subscriptions, the most allowed`,
+        { details: { limit: refusal.limit } },
+      );
+    throw new ApiError("WEBHOOK_SUBSCRIPTION_DUPLICATE_URL", "A webhook subscription with this URL already exists", {
+      details: { subscription_id: refusal.subscriptionId },
+    });
+  }
 };
 
 export const listWebhookSubscriptions: OperationHandler<"listWebhookSubscriptions"> = async ({
@@ -43,6 +85,42 @@ export const listWebhookSubscriptions: OperationHandler<"listWebhookSubscription
 }) => {
   const subscriptions = await listActiveSubscriptions(services.db, principalOf({ principal }).tenantId);
   return { status: 200, body: { subscriptions, total: subscriptions.length } };
+};
+
+export const getWebhookSubscription: OperationHandler<"getWebhookSubscription"> = async ({
+  params,
+  principal,
+  services,
+}) => {
+  const subscription = await findSubscription(services.db, principalOf({ principal }).tenantId, params.subscription_id);
+  if (!subscription) throw notFound("Webhook subscription");
+  return { status: 200, body: subscription };
+};
+
+export const enableWebhookSubscription: OperationHandler<"enableWebhookSubscription"> = async ({
+  params,
+  principal,
+  services,
+}) => {
+  const subscription = await enableSubscription(
+    services.db,
+    principalOf({ principal }).tenantId,
+    params.subscription_id,
+  );
+  if (!subscription) throw notFound("Webhook subscription");
+  return { status: 200, body: subscription };
+};
+
+export const rotateWebhookSecret: OperationHandler<"rotateWebhookSecret"> = async ({ params, principal, services }) => {
+  const secret = newSigningSecret();
+  const subscription = await rotateSubscriptionSecret(services.db, {
+    tenantId: principalOf({ principal }).tenantId,
+    subscriptionId: params.subscription_id,
+    secretSealed: services.secretBox.seal(secret),
+    overlapHours: services.config.webhooks.secretRotationOverlapHours,
+  });
+  if (!subscription) throw notFound("Webhook subscription");
+  return { status: 200, body: { ...subscription, secret } };
 };
 
 export const deleteWebhookSubscription: OperationHandler<"deleteWebhookSubscription"> = async ({
@@ -55,11 +133,84 @@ export const deleteWebhookSubscription: OperationHandler<"deleteWebhookSubscript
   return { status: 204, body: undefined };
 };
 
+export const sendWebhookTestEvent: OperationHandler<"sendWebhookTestEvent"> = async ({
+  params,
+  principal,
+  services,
+}) => {
+  const { tenantId } = principalOf({ principal });
+  const subscription = await findSubscription(services.db, tenantId, params.subscription_id);
+  if (!subscription) throw notFound("Webhook subscription");
+  if (subscription.status === "disabled") throw subscriptionDisabled();
+  const perMinute = services.config.webhooks.manualSendsPerMinute;
+  const outcome = await queueManualDelivery(services.db, {
+    tenantId,
+    subscriptionId: subscription.id,
+    eventType: "webhook.test",
+    payload: {
+      event: "webhook.test",
+      tenant_id: tenantId,
+      timestamp: new Date().toISOString(),
+      data: { subscription_id: subscription.id },
+    },
+    origin: "test",
+    redeliveryOf: null,
+    perMinute,
+  });
+  return { status: 202, body: queuedOrLimited(outcome, perMinute) };
+};
+
+export const redeliverWebhookDelivery: OperationHandler<"redeliverWebhookDelivery"> = async ({
+  params,
+  principal,
+  services,
+}) => {
+  const { tenantId } = principalOf({ principal });
+  const found = await findDeliveryForRedelivery(services.db, tenantId, params.delivery_id);
+  if (!found) throw notFound("Webhook delivery");
+  if (found.subscriptionState === "deleted")
+    throw new ApiError("WEBHOOK_SUBSCRIPTION_INACTIVE", "The delivery's webhook subscription was deleted");
+  if (found.subscriptionState === "disabled") throw subscriptionDisabled();
+  const perMinute = services.config.webhooks.manualSendsPerMinute;
+  const outcome = await queueManualDelivery(services.db, {
+    tenantId,
+    subscriptionId: found.delivery.subscription_id,
+    eventType: found.delivery.payload.event,
+    payload: found.delivery.payload,
+    origin: "redelivery",
+    redeliveryOf: found.delivery.id,
+    perMinute,
+  });
+  return { status: 202, body: queuedOrLimited(outcome, perMinute) };
+};
+
 export const listWebhookDeliveries: OperationHandler<"listWebhookDeliveries"> = async ({
   query,
   principal,
   services,
 }) => {
   const limit = query.limit === undefined ? DEFAULT_DELIVERIES_LIMIT : Number(query.limit);
-  return { status: 200, body: await listDeliveries(services.db, principalOf({ principal }).tenantId, limit) };
+  const page = await listDeliveries(services.db, principalOf({ principal }).tenantId, {
+    limit,
+    ...(query.cursor === undefined ? {} : { after: decodeDeliveryCursor(query.cursor) }),
+    ...(query.subscription_id === undefined ? {} : { subscriptionId: query.subscription_id }),
+    ...(query.status === undefined ? {} : { status: query.status }),
+    ...(query.event_type === undefined ? {} : { eventType: query.event_type }),
+    ...(query.created_after === undefined ? {} : { createdAfter: query.created_after }),
+    ...(query.created_before === undefined ? {} : { createdBefore: query.created_before }),
+  });
+  return {
+    status: 200,
+    body: {
+      deliveries: page.deliveries,
+      total: page.total,
+      next_cursor: page.next === null ? null : encodeDeliveryCursor(page.next),
+    },
+  };
+};
+
+export const getWebhookDelivery: OperationHandler<"getWebhookDelivery"> = async ({ params, principal, services }) => {
+  const found = await findDeliveryWithAttempts(services.db, principalOf({ principal }).tenantId, params.delivery_id);
+  if (!found) throw notFound("Webhook delivery");
+  return { status: 200, body: found };
 };

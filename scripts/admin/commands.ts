@@ -1,6 +1,7 @@
 // The admin CLI's commands (scripts/admin.ts parses flags and prints what a command returns).
 import type { Services } from "../../server/services.ts";
-import { createTenant, tenantExists } from "../../db/principals.ts";
+import { createTenant, disableClient, disableUser, tenantExists } from "../../db/principals.ts";
+import { rotateSigningKeys } from "../../server/auth/tokens.ts";
 import { registerClient, registerUser } from "../../server/auth/principals.ts";
 import { listAudit } from "../../db/audit.ts";
 import { linkItem, setItemStatus, type ItemChange } from "../../handlers/intake/item-changes.ts";
@@ -16,7 +17,17 @@ export class UsageError extends Error {
 export interface AdminCommand {
   usage: string;
   flags: string[];
-  run(services: Services, flags: Record<string, string | undefined>): Promise<unknown>;
+  /** The command reads a secret from standard input (never from argv, where ps and shell history show it). */
+  readsStdin?: boolean;
+  run(services: Services, flags: Record<string, string | undefined>, stdin?: string): Promise<unknown>;
+}
+
+/** The secret piped on standard input: its first line, without the line break. */
+export function secretFromStdin(stdin: string | undefined, what: string): string {
+  const secret = (stdin ?? "").split(/\r?\n/)[0] ?? "";
+  if (secret === "")
+    throw new UsageError(`pass the ${what} on standard input, e.g. printf '%s' "$PASSWORD" | npm run admin -- ...`);
+  return secret;
 }
 
 export function required(flags: Record<string, string | undefined>, name: string): string {
@@ -54,12 +65,17 @@ export const adminCommands: Record<string, AdminCommand> = {
     run: async (services, flags) => createTenant(services.db, required(flags, "name")),
   },
   "user:create": {
-    usage: "--tenant T --username U --password P --roles r1,r2",
-    flags: ["tenant", "username", "password", "roles"],
-    run: async (services, flags) => {
+    usage: "--tenant T --username U --roles r1,r2 (the password on standard input)",
+    flags: ["tenant", "username", "roles", "password"],
+    readsStdin: true,
+    run: async (services, flags, stdin) => {
+      if (flags.password !== undefined)
+        throw new UsageError(
+          "--password is not accepted (command lines show in ps and shell history): pass the password on standard input",
+        );
       const tenantId = await requiredTenant(services, flags);
-      const password = required(flags, "password");
-      if (password.length < 8) throw new UsageError("--password must be at least 8 characters");
+      const password = secretFromStdin(stdin, "password");
+      if (password.length < 8) throw new UsageError("the password must be at least 8 characters");
       try {
         return await registerUser(services.db, {
           tenantId,
@@ -71,6 +87,36 @@ export const adminCommands: Record<string, AdminCommand> = {
         if ((error as { code?: string }).code === "23505") throw new UsageError(`username ${flags.username} is taken`);
         throw error;
       }
+    },
+  },
+  "user:disable": {
+    usage: "--username U",
+    flags: ["username"],
+    run: async (services, flags) => {
+      const user = await disableUser(services.db, required(flags, "username"));
+      if (!user) throw new UsageError(`--username ${flags.username} is not an existing user`);
+      return user;
+    },
+  },
+  "client:disable": {
+    usage: "--client C",
+    flags: ["client"],
+    run: async (services, flags) => {
+      const client = await disableClient(services.db, required(flags, "client"));
+      if (!client) throw new UsageError(`--client ${flags.client} is not an existing client id`);
+      return client;
+    },
+  },
+  "signing-key:rotate": {
+    usage: "",
+    flags: [],
+    run: async (services) => {
+      const { kid, retired } = await rotateSigningKeys(services.db, services.secretBox);
+      return {
+        kid,
+        retired,
+        retired_keys_verify_for_seconds: services.config.maxTokenLifetimeSeconds + 300,
+      };
     },
   },
   "client:create": {
@@ -96,8 +142,9 @@ export const adminCommands: Record<string, AdminCommand> = {
       if (expiresRaw !== undefined && !/^\d{1,7}$/.test(expiresRaw))
         throw new UsageError("--expires-in must be a number of seconds");
       const expiresIn = expiresRaw === undefined ? undefined : Number(expiresRaw);
-      if (expiresIn !== undefined && (expiresIn < 1 || expiresIn > 31 * 86400))
-        throw new UsageError("--expires-in must be between 1 and 2678400 seconds");
+      const longest = services.config.maxTokenLifetimeSeconds;
+      if (expiresIn !== undefined && (expiresIn < 1 || expiresIn > longest))
+        throw new UsageError(`--expires-in must be between 1 and ${longest} seconds (AUTH_MAX_TOKEN_LIFETIME_SECONDS)`);
       const issued = await services.tokens.issue({
         subject: required(flags, "subject"),
         tenantId,

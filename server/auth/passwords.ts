@@ -32,3 +32,43 @@ export async function verifySecret(secret: string, stored: string): Promise<bool
 
 /** A hash to compare against when the principal does not exist, so timing does not reveal it. */
 export const DUMMY_HASH = "scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+
+/** Thrown when too many secret checks already wait for a slot: the caller answers 503 at once. */
+export class HashingBusy extends Error {
+  override name = "HashingBusy";
+}
+
+/**
+ * Bounds the scrypt work of one process: at most `concurrency` checks run at once (each holds a libuv
+ * thread for 50-80 ms), at most `queueMax` wait; beyond that a check is refused at once, so a flood of
+ * guesses cannot hold the CPU or queue without bound.
+ */
+export interface HashGate {
+  verify(secret: string, stored: string): Promise<boolean>;
+  /** Checks running and waiting now (for tests and metrics). */
+  load(): { running: number; waiting: number };
+}
+
+export function createHashGate(limits: { concurrency: number; queueMax: number }): HashGate {
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  const release = () => {
+    const next = waiting.shift();
+    if (next) next();
+    else running -= 1;
+  };
+  return {
+    async verify(secret, stored) {
+      if (running >= limits.concurrency) {
+        if (waiting.length >= limits.queueMax) throw new HashingBusy("too many secret checks are waiting");
+        await new Promise<void>((resolve) => waiting.push(resolve));
+      } else running += 1;
+      try {
+        return await verifySecret(secret, stored);
+      } finally {
+        release();
+      }
+    },
+    load: () => ({ running, waiting: waiting.length }),
+  };
+}

@@ -1,9 +1,19 @@
-// Issues and verifies bearer JWTs. The service signs its own (ES256, key in the database, published
+// Issues and verifies bearer JWTs. The service signs its own (ES256, keys in the database, published
 // as JWKS) and optionally accepts an external identity provider's tokens (AUTH_* settings).
+//
+// Verifying a token is one pipeline, whatever its source: the signature (our keys, or the provider's),
+// then the claims every token must carry (exp and iat, exp - iat at most AUTH_MAX_TOKEN_LIFETIME_SECONDS,
+// iat not in the future), then the principal (sub, tenant, roles), then whether that principal is still
+// allowed (not disabled). `permits` is the one place deciding what a verified principal may call.
+//
+// Each process keeps its signing keys and the set of disabled principals in memory and reloads both from
+// the database every AUTH_REFRESH_SECONDS (and at once when a token names a key it does not know), so a
+// rotation or a disable reaches every replica within that time without a query per request.
 import { randomUUID } from "node:crypto";
 import {
   createLocalJWKSet,
   createRemoteJWKSet,
+  errors as joseErrors,
   decodeJwt,
   exportJWK,
   generateKeyPair,
@@ -17,7 +27,14 @@ import {
 import type { Config } from "../config.ts";
 import type { Database } from "../../db/database.ts";
 import type { SecretBox } from "../secrets.ts";
-import { activeSigningKeys, createSigningKeyOnce, type StoredSigningKey } from "../../db/signing-keys.ts";
+import {
+  createSigningKeyOnce,
+  rotateSigningKey,
+  verificationSigningKeys,
+  type StoredSigningKey,
+} from "../../db/signing-keys.ts";
+import { disabledPrincipals } from "../../db/principals.ts";
+import type { Logger } from "../logger.ts";
 import { isUuid } from "../../db/ids.ts";
 
 export const ALLOWED_ROLES = ["client_admin", "platform_admin"] as const;
@@ -33,6 +50,11 @@ export interface Principal {
 
 export class TokenRejected extends Error {
   override name = "TokenRejected";
+}
+
+/** What a verified, enabled principal may call: the protected operations need one of ALLOWED_ROLES. */
+export function permits(principal: Principal): boolean {
+  return principal.roles.some((role) => (ALLOWED_ROLES as readonly string[]).includes(role));
 }
 
 function claimAt(payload: JWTPayload, dotted: string): unknown {
@@ -69,7 +91,10 @@ export interface TokenService {
     extraClaims?: Record<string, unknown>;
   }): Promise<{ token: string; expiresIn: number; /** The exp claim, seconds since the epoch. */ expiresAt: number }>;
   verify(token: string): Promise<Principal>;
+  /** The public keys that verify: the signing key and retired keys whose tokens may still be valid. */
   jwks(): { keys: JWK[] };
+  /** Reloads the signing keys and the disabled principals now. */
+  refresh(): Promise<void>;
   issuer: string;
 }
 
@@ -86,52 +111,105 @@ async function newSigningKey(box: SecretBox): Promise<StoredSigningKey> {
   };
 }
 
-export async function createTokenService(db: Database, box: SecretBox, config: Config): Promise<TokenService> {
-  let stored = await activeSigningKeys(db);
-  if (stored.length === 0) stored = await createSigningKeyOnce(db, () => newSigningKey(box));
-  const current = stored[0] as StoredSigningKey;
-  const privateKey = (await importJWK(
-    JSON.parse(box.open(current.private_jwk_encrypted)) as JWK,
-    "ES256",
-  )) as CryptoKey;
-  const publicJwks = { keys: stored.map((key) => key.public_jwk as JWK) };
-  const localKeys = createLocalJWKSet(publicJwks);
+/** signing-key:rotate: a new key signs from now on; the retired ones keep verifying until their tokens expire. */
+export async function rotateSigningKeys(db: Database, box: SecretBox): Promise<{ kid: string; retired: string[] }> {
+  return rotateSigningKey(db, () => newSigningKey(box));
+}
+
+/** How long after retirement a key still verifies: the longest token lifetime plus clock tolerance. */
+export function retiredKeyRetentionSeconds(config: Config): number {
+  return config.maxTokenLifetimeSeconds + 300;
+}
+
+interface KeyState {
+  signing: { kid: string; key: CryptoKey };
+  publicJwks: { keys: JWK[] };
+  localKeys: ReturnType<typeof createLocalJWKSet>;
+  /** `${tenantId}:${subject}` of every disabled user and client. */
+  disabled: Set<string>;
+  loadedAt: number;
+}
+
+/** Clock tolerance for our own tokens and the external provider's, in seconds. */
+const SELF_TOLERANCE = 5;
+const EXTERNAL_TOLERANCE = 30;
+/** An unknown key id reloads the keys at most this often. */
+const UNKNOWN_KID_RELOAD_MS = 1000;
+
+export async function createTokenService(
+  db: Database,
+  box: SecretBox,
+  config: Config,
+  logger?: Logger,
+): Promise<TokenService> {
+  const privateKeys = new Map<string, CryptoKey>();
+
+  async function load(): Promise<KeyState> {
+    const retention = retiredKeyRetentionSeconds(config);
+    let stored = await verificationSigningKeys(db, retention);
+    if (!stored.some((key) => key.retired_at === null)) {
+      await createSigningKeyOnce(db, () => newSigningKey(box));
+      stored = await verificationSigningKeys(db, retention);
+    }
+    const current = stored.find((key) => key.retired_at === null) as StoredSigningKey;
+    let privateKey = privateKeys.get(current.kid);
+    if (!privateKey) {
+      privateKey = (await importJWK(JSON.parse(box.open(current.private_jwk_encrypted)) as JWK, "ES256")) as CryptoKey;
+      privateKeys.clear();
+      privateKeys.set(current.kid, privateKey);
+    }
+    const publicJwks = { keys: stored.map((key) => key.public_jwk as JWK) };
+    const disabled = new Set((await disabledPrincipals(db)).map((row) => `${row.tenant_id}:${row.subject}`));
+    return {
+      signing: { kid: current.kid, key: privateKey },
+      publicJwks,
+      localKeys: createLocalJWKSet(publicJwks),
+      disabled,
+      loadedAt: Date.now(),
+    };
+  }
+
+  let state = await load();
+  let reloading: Promise<KeyState> | undefined;
+  let lastForcedReload = 0;
+
+  /** Reloads once at a time; on failure (database down) keeps the last state and retries after the interval. */
+  function reload(): Promise<KeyState> {
+    reloading ??= load()
+      .then(
+        (loaded) => (state = loaded),
+        (error: unknown) => {
+          logger?.warn({ err: error }, "could not reload signing keys and disabled principals; using the last ones");
+          state = { ...state, loadedAt: Date.now() };
+          return state;
+        },
+      )
+      .finally(() => (reloading = undefined));
+    return reloading;
+  }
+
+  async function fresh(): Promise<KeyState> {
+    if (Date.now() - state.loadedAt >= config.authRefreshSeconds * 1000) return reload();
+    return state;
+  }
+
   const external = config.externalAuth;
   const remoteKeys = external
     ? createRemoteJWKSet(new URL(external.jwksUrl), { timeoutDuration: 5000, cooldownDuration: 30_000 })
     : undefined;
-  const issuer = config.publicBaseUrl;
+  const issuer = config.tokenIssuer;
+  const maxLifetime = config.maxTokenLifetimeSeconds;
   const verified = new Map<string, { principal: Principal; expiresAt: number }>();
 
-  return {
-    issuer,
-    jwks: () => publicJwks,
-    async issue({ subject, tenantId, roles, expiresInSeconds, audience, extraClaims }) {
-      const expiresIn = expiresInSeconds ?? config.accessTokenTtlSeconds;
-      const expiresAt = Math.floor(Date.now() / 1000) + expiresIn;
-      const token = await new SignJWT({ ...extraClaims, tenant_id: tenantId, roles })
-        .setProtectedHeader({ alg: "ES256", kid: current.kid, typ: "JWT" })
-        .setSubject(subject)
-        .setIssuer(issuer)
-        .setAudience(audience ?? config.selfAudience)
-        .setIssuedAt()
-        .setExpirationTime(expiresAt)
-        .setJti(randomUUID())
-        .sign(privateKey);
-      return { token, expiresIn, expiresAt };
-    },
-    async verify(token) {
-      const cached = verified.get(token);
-      if (cached && cached.expiresAt > Date.now()) return cached.principal;
-      if (cached) verified.delete(token);
-      const { principal, expiresAt } = await verifyUncached(token);
-      if (verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value as string);
-      verified.set(token, { principal, expiresAt });
-      return principal;
-    },
-  };
+  /** The claims every token must carry, ours or the provider's (jose checks exp, nbf, iat's age and presence). */
+  function checkLifetime(payload: JWTPayload): void {
+    const { exp, iat } = payload;
+    if (typeof exp !== "number" || typeof iat !== "number") throw new TokenRejected("token lacks exp or iat");
+    if (exp - iat > maxLifetime)
+      throw new TokenRejected(`token lifetime ${exp - iat} s exceeds the allowed ${maxLifetime} s`);
+  }
 
-  async function verifyUncached(token: string): Promise<{ principal: Principal; expiresAt: number }> {
+  async function verifySignature(token: string, keys: KeyState): Promise<{ principal: Principal; expiresAt: number }> {
     let claimedIssuer: unknown;
     try {
       claimedIssuer = decodeJwt(token).iss;
@@ -144,25 +222,96 @@ export async function createTokenService(db: Database, box: SecretBox, config: C
           issuer: external.issuer,
           ...(external.audience ? { audience: external.audience } : {}),
           algorithms: ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"],
-          clockTolerance: 30,
+          clockTolerance: EXTERNAL_TOLERANCE,
+          requiredClaims: ["exp", "iat"],
+          maxTokenAge: maxLifetime,
         });
+        checkLifetime(payload);
         return {
           principal: principalFrom(payload, external.tenantClaim, external.rolesClaim),
           expiresAt: expiryOf(payload),
         };
       }
-      const { payload } = await jwtVerify(token, localKeys, {
+      const { payload } = await jwtVerify(token, keys.localKeys, {
         issuer,
         audience: config.selfAudience,
         algorithms: ["ES256"],
-        clockTolerance: 5,
+        clockTolerance: SELF_TOLERANCE,
+        requiredClaims: ["exp", "iat"],
+        maxTokenAge: maxLifetime,
       });
+      checkLifetime(payload);
       return { principal: principalFrom(payload, "tenant_id", "roles"), expiresAt: expiryOf(payload) };
     } catch (error) {
       if (error instanceof TokenRejected) throw error;
+      if (error instanceof joseErrors.JWKSNoMatchingKey) throw error;
       throw new TokenRejected(error instanceof Error ? error.message : "token rejected");
     }
   }
+
+  /** The signature and claims, reloading the keys once when the token names a key this process does not know yet. */
+  async function verifyUncached(token: string, keys: KeyState): Promise<{ principal: Principal; expiresAt: number }> {
+    try {
+      return await verifySignature(token, keys);
+    } catch (error) {
+      if (!(error instanceof joseErrors.JWKSNoMatchingKey)) throw error;
+      if (Date.now() - lastForcedReload < UNKNOWN_KID_RELOAD_MS) throw new TokenRejected("unknown signing key");
+      lastForcedReload = Date.now();
+      try {
+        return await verifySignature(token, await reload());
+      } catch (retried) {
+        if (retried instanceof joseErrors.JWKSNoMatchingKey) throw new TokenRejected("unknown signing key");
+        throw retried;
+      }
+    }
+  }
+
+  return {
+    issuer,
+    jwks: () => {
+      // The JWKS is answered from memory; a stale one is reloaded for the next caller.
+      if (Date.now() - state.loadedAt >= config.authRefreshSeconds * 1000) void reload();
+      return state.publicJwks;
+    },
+    refresh: async () => {
+      state = await load();
+    },
+    async issue({ subject, tenantId, roles, expiresInSeconds, audience, extraClaims }) {
+      const expiresIn = expiresInSeconds ?? config.accessTokenTtlSeconds;
+      if (expiresIn > maxLifetime)
+        throw new RangeError(`a token may live at most ${maxLifetime} s (AUTH_MAX_TOKEN_LIFETIME_SECONDS)`);
+      const { signing } = await fresh();
+      const issuedAt = Math.floor(Date.now() / 1000);
+      const expiresAt = issuedAt + expiresIn;
+      const token = await new SignJWT({ ...extraClaims, tenant_id: tenantId, roles })
+        .setProtectedHeader({ alg: "ES256", kid: signing.kid, typ: "JWT" })
+        .setSubject(subject)
+        .setIssuer(issuer)
+        .setAudience(audience ?? config.selfAudience)
+        .setIssuedAt(issuedAt)
+        .setExpirationTime(expiresAt)
+        .setJti(randomUUID())
+        .sign(signing.key);
+      return { token, expiresIn, expiresAt };
+    },
+    async verify(token) {
+      const keys = await fresh();
+      let entry = verified.get(token);
+      if (entry && entry.expiresAt <= Date.now()) {
+        verified.delete(token);
+        entry = undefined;
+      }
+      if (!entry) {
+        entry = await verifyUncached(token, keys);
+        if (verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value as string);
+        verified.set(token, entry);
+      }
+      const { principal } = entry;
+      if (state.disabled.has(`${principal.tenantId}:${principal.subject}`))
+        throw new TokenRejected("the token's user or client is disabled");
+      return principal;
+    },
+  };
 }
 
 /** Verified tokens are remembered until they expire (at most an hour), sparing a signature check per request. */

@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import express, { type NextFunction, type Request, type Response } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
-import { OpenAPIBackend, type Context, type Operation } from "openapi-backend";
+import { OpenAPIBackend, type Context } from "openapi-backend";
 import type { OpenAPIV3_1 } from "openapi-types";
 import { requireBearer } from "./authentication.ts";
 import { isDatabaseUnavailable } from "../../db/database.ts";
@@ -13,17 +13,20 @@ import type { Principal } from "../auth/tokens.ts";
 import { ApiError, envelope, OAuthError, sendApiError, sendOAuthError } from "./errors.ts";
 import type { Call, HandlerTable, OperationId } from "./operations.ts";
 import { loadDocument, resolveRef } from "./openapi-document.ts";
+import { compileRoutes, type RouteMatch } from "./routes.ts";
 import { poolStatistics } from "../../db/database.ts";
 import { loadShedding } from "./load-shedding.ts";
 import { apiDocsRouter } from "./api-docs.ts";
 import { cors } from "./cors.ts";
 import { requestLogger, type Logger } from "../logger.ts";
 import { observeRequest } from "../metrics.ts";
-import { createRateLimits } from "./rate-limit.ts";
+import { createRateLimits, type OpenRoute } from "./rate-limit.ts";
+import { securityHeaders } from "./security-headers.ts";
 import type { Services } from "../services.ts";
 import {
   findOverride,
   jsonInvalidIssue,
+  nonFiniteNumberIssues,
   offendingKeys,
   overrideRules,
   RequestValidationError,
@@ -104,10 +107,12 @@ export async function createApp(services: Services, options: AppOptions): Promis
       const reply = await (
         handler as (
           call: Call<OperationId>,
-        ) => Promise<{ status: number; body?: unknown; headers?: Record<string, string> }>
+        ) => Promise<{ status: number; body?: unknown; headers?: Record<string, string>; rawJson?: string }>
       )(call);
       for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
-      if (reply.body === undefined) res.status(reply.status).end();
+      if (reply.rawJson !== undefined)
+        res.status(reply.status).type("application/json; charset=utf-8").send(reply.rawJson);
+      else if (reply.body === undefined) res.status(reply.status).end();
       else res.status(reply.status).json(reply.body);
     };
   }
@@ -124,29 +129,32 @@ export async function createApp(services: Services, options: AppOptions): Promis
       throw new ApiError("NOT_FOUND", "No such route");
     },
   });
-  // Second gate behind the passport middleware: a protected operation never runs without a principal.
-  backend.registerSecurityHandler("OAuth2PasswordBearer", (_context: Context, req: Request) => Boolean(req.user));
   backend.register("unauthorizedHandler", async () => {
     throw new ApiError("UNAUTHORIZED", "A bearer token is required", {
       headers: { "WWW-Authenticate": 'Bearer realm="integrator-api"' },
     });
   });
   await backend.init();
+  const routes = compileRoutes(document);
 
   const app = express();
   app.disable("x-powered-by");
   app.set("query parser", "simple");
   app.set("trust proxy", services.config.trustProxy);
 
-  // Request id first, so that every answer, errors included, carries it.
+  // Security headers and the request id first, so that every answer, errors included, carries them.
+  app.use(securityHeaders());
   app.use((req, res, next) => {
     const offered = req.headers["x-request-id"];
     const requestId = typeof offered === "string" && SAFE_REQUEST_ID.test(offered) ? offered : randomUUID();
     res.locals.requestId = requestId;
     res.setHeader("X-Request-Id", requestId);
-    const operation = backend.matchOperation({ method: req.method, path: req.path, headers: {} }) as
-      Operation | undefined;
-    if (operation?.operationId) res.locals.operation = resolved.get(operation.operationId);
+    // The request's one route match; the validator's metadata and the dispatch below reuse it.
+    const route = routes.match(req.method, req.path);
+    if (route) {
+      res.locals.route = route;
+      res.locals.operation = resolved.get(route.operationId);
+    }
     next();
   });
 
@@ -200,7 +208,14 @@ export async function createApp(services: Services, options: AppOptions): Promis
   // Authentication runs before the body is read or validated: without a valid token nothing is said about
   // the body. Rate limits sit around it: per principal once it is known, per address otherwise.
   const rateLimits = createRateLimits(services, logger);
-  const limitOpen = rateLimits.open(isProbe);
+  const limitOpen = rateLimits.open((res): OpenRoute => {
+    const operation = operationOf(res);
+    if (!operation) return "unmatched";
+    if (operation.probe) return "probe";
+    if (operation.operationId === "issueToken") return "token";
+    if (operation.operationId === "receivePartnerCallback") return "callback";
+    return "address";
+  });
   const authenticate = rateLimits.protect(requireBearer(services.tokens));
   app.use((req, res, next) => {
     if (operationOf(res)?.secured) authenticate(req, res, next);
@@ -214,38 +229,44 @@ export async function createApp(services: Services, options: AppOptions): Promis
   app.use(express.urlencoded({ limit: "64kb", extended: false, type: "application/x-www-form-urlencoded" }));
 
   app.use(
-    OpenApiValidator.middleware({
-      apiSpec: document as never,
-      validateRequests: { allErrors: true, allowUnknownQueryParameters: true },
-      validateResponses: services.config.validateResponses ? { allErrors: true } : false,
-      validateSecurity: false,
-      // Redocly lints the document; the validator's own 3.1 meta-schema check rejects the relative tokenUrl the spec requires.
-      validateApiSpec: false,
-      validateFormats: true,
-      ignoreUndocumented: false,
-    }),
+    reuseRouteMatch(
+      OpenApiValidator.middleware({
+        apiSpec: document as never,
+        validateRequests: { allErrors: true, allowUnknownQueryParameters: true },
+        validateResponses: services.config.validateResponses ? { allErrors: true } : false,
+        validateSecurity: false,
+        // Redocly lints the document; the validator's own 3.1 meta-schema check rejects the relative tokenUrl the spec requires.
+        validateApiSpec: false,
+        validateFormats: true,
+        ignoreUndocumented: false,
+      }),
+    ),
   );
 
-  // What the schema allows but PostgreSQL cannot store is refused like a schema violation, before any handler runs.
+  // What the schema allows but PostgreSQL cannot store (or JSON cannot write: numbers that overflowed to
+  // ±Infinity) is refused like a schema violation, before any handler runs.
   app.use((req, _res, next) => {
-    const issues = req.body === undefined ? [] : unstorableTextIssues(req.body);
+    const issues =
+      req.body === undefined ? [] : [...nonFiniteNumberIssues(req.body), ...unstorableTextIssues(req.body)];
     next(issues.length > 0 ? new RequestValidationError(issues) : undefined);
   });
 
+  // Dispatch through openapi-backend's handler table by the operation already matched (handleRequest
+  // would match the route again). The validator has answered 404/405 for anything unmatched.
   app.use((req, res, next) => {
-    backend
-      .handleRequest(
-        {
-          method: req.method,
-          path: req.path,
-          headers: req.headers as Record<string, string>,
-          query: req.query as Record<string, string>,
-          body: req.body as unknown,
-        },
-        req,
-        res,
-      )
-      .catch(next);
+    const route = res.locals.route as RouteMatch | undefined;
+    const operation = operationOf(res);
+    const run = async (): Promise<void> => {
+      if (!route || !operation) throw new ApiError("NOT_FOUND", "No such route");
+      // Second gate behind the passport middleware: a protected operation never runs without a principal.
+      if (operation.secured && !req.user) {
+        await backend.handlers.unauthorizedHandler?.(contextOf(route), req, res);
+        return;
+      }
+      const handler = backend.handlers[route.operationId] ?? backend.handlers.notImplemented;
+      await handler?.(contextOf(route), req, res);
+    };
+    run().catch(next);
   });
 
   app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
@@ -272,6 +293,44 @@ export async function createApp(services: Services, options: AppOptions): Promis
   });
 
   return app;
+}
+
+/** What a handler of the table reads of openapi-backend's context: the operation and the path parameters. */
+function contextOf(route: RouteMatch): Context {
+  return {
+    operation: { operationId: route.operationId },
+    request: { params: route.params },
+  } as unknown as Context;
+}
+
+type Middleware = (req: Request, res: Response, next: NextFunction) => void;
+
+/**
+ * express-openapi-validator's middleware with its route lookup (which compiles every path of the document
+ * on every request) done once per route: the first request of a route runs the validator's own
+ * metadata middleware and its result is kept; later requests of that route get the kept result with
+ * their own path parameters from the request's one match. Anything unmatched goes to the validator as is.
+ */
+function reuseRouteMatch(middleware: unknown[]): Middleware[] {
+  const kept = new Map<string, Record<string, unknown>>();
+  return (middleware as Middleware[]).map((step) => {
+    if (step.name !== "metadataMiddleware") return step;
+    return (req, res, next) => {
+      const route = res.locals.route as RouteMatch | undefined;
+      const key = route && `${req.method} ${route.template}`;
+      const known = key === undefined ? undefined : kept.get(key);
+      const request = req as Request & { openapi?: Record<string, unknown> };
+      if (route && known) {
+        request.openapi = { ...known, pathParams: route.params };
+        req.params = route.params;
+        return next();
+      }
+      step(req, res, (error?: unknown) => {
+        if (key !== undefined && error === undefined && request.openapi) kept.set(key, { ...request.openapi });
+        next(error);
+      });
+    };
+  });
 }
 
 interface HttpErrorLike {

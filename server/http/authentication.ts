@@ -4,7 +4,7 @@ import type { NextFunction, Request, Response } from "express";
 import { Passport } from "passport";
 import { Strategy as BearerStrategy } from "passport-http-bearer";
 import { ApiError } from "./errors.ts";
-import { ALLOWED_ROLES, TokenRejected, type Principal, type TokenService } from "../auth/tokens.ts";
+import { permits, TokenRejected, type Principal, type TokenService } from "../auth/tokens.ts";
 
 const CHALLENGE = 'Bearer realm="integrator-api"';
 
@@ -37,7 +37,9 @@ export function requireBearer(tokens: TokenService): (req: Request, res: Respons
           ),
         );
       }
-      if (!principal.roles.some((role) => (ALLOWED_ROLES as readonly string[]).includes(role))) {
+      if (!permits(principal)) {
+        // Not req.user: nothing downstream may act for it; the rate limits count its failures by principal.
+        res.locals.forbiddenPrincipal = principal;
         return next(
           new ApiError(
             "FORBIDDEN",

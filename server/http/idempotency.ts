@@ -29,6 +29,11 @@ export interface IdempotentResponse<B> {
 
 export interface IdempotentOutcome<B> extends IdempotentResponse<B> {
   replayed: boolean;
+  /**
+   * On a replay, the remembered body exactly as the first call sent it: the reply sends these bytes
+   * (`rawJson`), so a replay is byte-identical to the first answer.
+   */
+  json?: string;
 }
 
 export const REPLAY_HEADER = "Idempotent-Replayed";
@@ -66,14 +71,15 @@ export async function runIdempotent<B>(
     route: scope.route,
     idempotency_key: scope.key,
   };
-  const replayOrMismatch = (remembered: RememberedResponse<B>): IdempotentOutcome<B> => {
+  const replayOrMismatch = (remembered: RememberedResponse): IdempotentOutcome<B> => {
     if (remembered.fingerprint !== fingerprint) {
       throw new ApiError("IDEMPOTENCY_KEY_MISMATCH", "This Idempotency-Key was used with a different request body");
     }
-    return { status: remembered.status_code, body: remembered.response_body, replayed: true };
+    const json = remembered.response_body;
+    return { status: remembered.status_code, body: JSON.parse(json) as B, json, replayed: true };
   };
   // A finished first call is answered without the lock, so concurrent replays never see IN_PROGRESS.
-  const finished = await findRemembered<B>(db, where);
+  const finished = await findRemembered(db, where);
   if (finished && !finished.expired) return replayOrMismatch(finished);
 
   return db.transaction(async (trx) => {
@@ -85,15 +91,26 @@ export async function runIdempotent<B>(
       );
     }
     // Under the lock: the first call may have committed between the look-up above and the lock.
-    const remembered = await findRemembered<B>(trx, where);
+    const remembered = await findRemembered(trx, where);
     if (remembered && !remembered.expired) return replayOrMismatch(remembered);
     if (remembered) await forgetRemembered(trx, where);
     const response = await work(trx);
     if (response.status >= 200 && response.status < 300) {
-      await remember(trx, where, { fingerprint, status: response.status, body: response.body, ttlHours });
+      // Remembered as the exact text the response is sent as (res.json writes JSON.stringify of the same body).
+      await remember(trx, where, {
+        fingerprint,
+        status: response.status,
+        json: JSON.stringify(response.body),
+        ttlHours,
+      });
     }
     return { ...response, replayed: false };
   });
+}
+
+/** What a handler's reply carries for an outcome: on a replay, the remembered bytes to send as they are. */
+export function replayBody(outcome: { json?: string }): { rawJson?: string } {
+  return outcome.json === undefined ? {} : { rawJson: outcome.json };
 }
 
 /** The response headers of an outcome: `Idempotent-Replayed: true` on replays. */

@@ -31,7 +31,13 @@ type Responses<O extends OperationId> = operations[O]["responses"];
 type SuccessStatus<O extends OperationId> = Extract<keyof Responses<O>, number>;
 
 export type Reply<O extends OperationId> = {
-  [S in SuccessStatus<O>]: { status: S; body: JsonContent<Responses<O>[S]>; headers?: Record<string, string> };
+  [S in SuccessStatus<O>]: {
+    status: S;
+    body: JsonContent<Responses<O>[S]>;
+    headers?: Record<string, string>;
+    /** JSON text to send instead of serialising `body` (it must be `body`'s JSON): an idempotent replay's exact bytes. */
+    rawJson?: string;
+  };
 }[SuccessStatus<O>];
 
 export interface Call<O extends OperationId> {

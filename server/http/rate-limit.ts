@@ -1,13 +1,18 @@
-// Rate limits (rate-limiter-flexible), fixed one-minute windows:
+// Rate limits (rate-limiter-flexible), fixed one-minute windows, each bucket counted apart:
 // - principal: a token's subject within its tenant, on protected routes (RATE_LIMIT_PER_MINUTE);
-// - address: the client address on open routes, token, callbacks, JWKS and unknown routes
-//   (RATE_LIMIT_ANON_PER_MINUTE);
-// - unauthenticated: the client address on protected routes when the request brought no valid token, or
-//   one whose roles are not allowed (401 or 403; also RATE_LIMIT_ANON_PER_MINUTE). Once over, that address is refused on protected routes before its
-//   token is even looked at until the window ends, so guessing tokens gains nothing from speed;
-// - probe: the client address on /v1/health and /v1/readyz, a bucket of its own (RATE_LIMIT_PROBE_PER_MINUTE),
-//   so a monitor polling readiness is neither locked out by other traffic from its address nor able to
-//   lock others out.
+// - forbidden: the same key for requests whose token verified but whose roles are not allowed (403;
+//   RATE_LIMIT_ANON_PER_MINUTE), so failures never eat a principal's own allowance;
+// - unauthenticated: the client address for requests to protected routes answered 401 (no token or one
+//   that does not verify; RATE_LIMIT_ANON_PER_MINUTE). Once over, that address's further failures are
+//   429, but a request whose token verifies is never refused for what other requests from its address did;
+// - token: the client address on POST /token (RATE_LIMIT_ANON_PER_MINUTE; the password grant also
+//   backs off per username, handlers/auth);
+// - callback: the client address on partner callbacks (RATE_LIMIT_CALLBACK_PER_MINUTE);
+// - unmatched: the client address on unknown routes (RATE_LIMIT_ANON_PER_MINUTE), so junk paths starve
+//   nothing else;
+// - address: the client address on the other open routes (the JWKS; RATE_LIMIT_ANON_PER_MINUTE);
+// - probe: the client address on /v1/health and /v1/readyz (RATE_LIMIT_PROBE_PER_MINUTE), so a monitor
+//   polling readiness is neither locked out by other traffic from its address nor able to lock others out.
 // Counters live in memory (one set per process) or, with RATE_LIMIT_STORE=postgres, in the unlogged
 // table integrator.rate_limits shared by every replica; should PostgreSQL fail, an in-memory limiter
 // stands in. Every counted answer carries RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset;
@@ -27,10 +32,13 @@ import type { Logger } from "../logger.ts";
 import { recordRateLimited } from "../metrics.ts";
 import type { Services } from "../services.ts";
 
-export type RateLimitScope = "principal" | "address" | "unauthenticated" | "probe";
+export type RateLimitScope =
+  "principal" | "forbidden" | "unauthenticated" | "token" | "callback" | "unmatched" | "address" | "probe";
+
+/** Which bucket an open (unauthenticated) route counts in. */
+export type OpenRoute = "token" | "callback" | "unmatched" | "address" | "probe";
 
 const WINDOW_SECONDS = 60;
-const MAX_BLOCKED_ADDRESSES = 100_000;
 
 type Middleware = (req: Request, res: Response, next: NextFunction) => void;
 
@@ -108,38 +116,24 @@ function rateLimited(bucket: Bucket, msBeforeReset: number): ApiError {
 }
 
 export interface RateLimits {
-  /** Open and unknown routes: counts against the client address (probes in their own bucket). */
-  open(isProbe: (res: Response) => boolean): Middleware;
+  /** Open and unknown routes: counts against the client address in the route's own bucket. */
+  open(routeOf: (res: Response) => OpenRoute): Middleware;
   /** Protected routes: wraps the authentication middleware (see the module comment). */
   protect(authenticate: Middleware): Middleware;
 }
 
 export function createRateLimits(services: Services, logger: Logger): RateLimits {
-  const { perMinute, anonPerMinute, probePerMinute } = services.config.rateLimit;
-  const buckets = {
+  const { perMinute, anonPerMinute, callbackPerMinute, probePerMinute } = services.config.rateLimit;
+  const buckets: Record<RateLimitScope, Bucket> = {
     principal: createBucket("principal", perMinute, services, true),
-    address: createBucket("address", anonPerMinute, services),
+    forbidden: createBucket("forbidden", anonPerMinute, services),
     unauthenticated: createBucket("unauthenticated", anonPerMinute, services),
+    token: createBucket("token", anonPerMinute, services),
+    callback: createBucket("callback", callbackPerMinute, services),
+    unmatched: createBucket("unmatched", anonPerMinute, services),
+    address: createBucket("address", anonPerMinute, services),
     probe: createBucket("probe", probePerMinute, services),
   };
-  // Addresses over the unauthenticated limit in this process, until their window ends.
-  const blockedUntil = new Map<string, number>();
-
-  function blockedFor(address: string): number {
-    const until = blockedUntil.get(address);
-    if (until === undefined) return 0;
-    const left = until - Date.now();
-    if (left <= 0) blockedUntil.delete(address);
-    return Math.max(0, left);
-  }
-
-  function block(address: string, ms: number): void {
-    if (blockedUntil.size >= MAX_BLOCKED_ADDRESSES) {
-      const now = Date.now();
-      for (const [key, until] of blockedUntil) if (until <= now) blockedUntil.delete(key);
-    }
-    if (blockedUntil.size < MAX_BLOCKED_ADDRESSES) blockedUntil.set(address, Date.now() + ms);
-  }
 
   /** Counts one request; sets the RateLimit-* headers; resolves to the 429 error when over the limit. */
   async function consume(bucket: Bucket, key: string, res: Response): Promise<ApiError | undefined> {
@@ -148,10 +142,7 @@ export function createRateLimits(services: Services, logger: Logger): RateLimits
       setRateLimitHeaders(res, bucket.limit, outcome.remainingPoints, outcome.msBeforeNext);
       return undefined;
     } catch (rejection) {
-      if (rejection instanceof RateLimiterRes) {
-        if (bucket.scope === "unauthenticated") block(key, rejection.msBeforeNext);
-        return rateLimited(bucket, rejection.msBeforeNext);
-      }
+      if (rejection instanceof RateLimiterRes) return rateLimited(bucket, rejection.msBeforeNext);
       // The store and its in-memory stand-in both failed: serve rather than refuse everyone.
       logger.warn({ err: rejection, scope: bucket.scope }, "rate limit could not be checked; request allowed");
       return undefined;
@@ -161,24 +152,27 @@ export function createRateLimits(services: Services, logger: Logger): RateLimits
   const addressOf = (req: Request) => addressKey(req.ip ?? req.socket.remoteAddress);
 
   return {
-    open(isProbe) {
+    open(routeOf) {
       return (req, res, next) => {
-        const bucket = isProbe(res) ? buckets.probe : buckets.address;
-        consume(bucket, addressOf(req), res).then(next, next);
+        consume(buckets[routeOf(res)], addressOf(req), res).then(next, next);
       };
     },
 
     protect(authenticate) {
       return (req, res, next) => {
-        const address = addressOf(req);
-        const blocked = blockedFor(address);
-        if (blocked > 0) return next(rateLimited(buckets.unauthenticated, blocked));
+        // The token is looked at first: whether it verifies decides which bucket the request counts in.
         authenticate(req, res, (error?: unknown) => {
           const principal = req.user as Principal | undefined;
-          const counted =
-            error || !principal
-              ? consume(buckets.unauthenticated, address, res)
-              : consume(buckets.principal, principalKey(principal), res);
+          let counted: Promise<ApiError | undefined>;
+          if (!error && principal) counted = consume(buckets.principal, principalKey(principal), res);
+          else if (error instanceof ApiError && error.code === "UNAUTHORIZED")
+            counted = consume(buckets.unauthenticated, addressOf(req), res);
+          else if (error instanceof ApiError && error.code === "FORBIDDEN") {
+            const forbidden = res.locals.forbiddenPrincipal as Principal | undefined;
+            counted = forbidden
+              ? consume(buckets.forbidden, principalKey(forbidden), res)
+              : consume(buckets.unauthenticated, addressOf(req), res);
+          } else counted = Promise.resolve(undefined);
           counted.then((limited) => next(limited ?? error), next);
         });
       };

@@ -100,7 +100,12 @@ export interface Receiver {
 export async function startReceiver(
   ca: Pick<TestCa, "key" | "cert">,
   answer: (request: ReceivedRequest, countForPath: number) => Answer = () => ({ status: 204 }),
-  options: { onRequest?: (request: ReceivedRequest) => void; keepRecords?: boolean } = {},
+  options: {
+    onRequest?: (request: ReceivedRequest) => void;
+    keepRecords?: boolean;
+    /** How long an idle connection stays open (announced in Keep-Alive; 1 s by default, too short for clients to reuse). */
+    keepAliveTimeoutMs?: number;
+  } = {},
 ): Promise<Receiver> {
   const received: ReceivedRequest[] = [];
   const counts = new Map<string, number>();
@@ -129,7 +134,7 @@ export async function startReceiver(
       res.end();
     });
   });
-  server.keepAliveTimeout = 1000;
+  server.keepAliveTimeout = options.keepAliveTimeoutMs ?? 1000;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : 0;

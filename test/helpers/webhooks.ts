@@ -46,6 +46,8 @@ export function webhookEnv(ca: TestCa, overrides: Record<string, string> = {}): 
     WEBHOOK_RESOLVE: `${RECEIVER_HOST}=127.0.0.1`,
     WEBHOOK_CA_FILE: ca.caFile,
     WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+    // One rig tenant subscribes many receivers' paths in a test file; the limit has tests of its own.
+    WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT: "10000",
     ...overrides,
   };
 }

@@ -11,7 +11,15 @@ import { signatureHeaders } from "../signatures.ts";
 import { recordDeliveryOutcome } from "../../server/metrics.ts";
 import { isDeliverWebhookPayload } from "../../db/jobs.ts";
 import { sendSettings, sendWebhook, type SendSettings } from "../sender.ts";
-import { DEACTIVATED_MESSAGE, failWithoutAttempt, findDeliveryToSend, recordAttempt } from "../../db/webhooks.ts";
+import { errorClassOf } from "../attempt-classes.ts";
+import { boundedMemo } from "../memo.ts";
+import {
+  DEACTIVATED_MESSAGE,
+  DISABLED_MESSAGE,
+  failWithoutAttempt,
+  findDeliveryToSend,
+  recordAttempt,
+} from "../../db/webhooks.ts";
 
 const MAX_RETRY_DELAY_SECONDS = 10 * 60 * 60;
 
@@ -20,22 +28,47 @@ export function retryDelaySeconds(retry: number, baseSeconds: number): number {
   return Math.min(baseSeconds * 6 ** (retry - 1), MAX_RETRY_DELAY_SECONDS);
 }
 
+/**
+ * The signature headers for every secret that signs now. worker/signatures.ts signs with one secret
+ * until its list form lands (wh-engine, issue 11 point 5): until then the newest secret signs alone.
+ */
+function signedWith(secrets: readonly string[], body: string): Record<string, string> {
+  return signatureHeaders(secrets[0] ?? "", body);
+}
+
 export function deliverWebhook(
   services: Services,
   settings: SendSettings = sendSettings(services.config.webhooks),
 ): Task<"deliver_webhook"> {
-  const { maxAttempts, retryBaseSeconds } = services.config.webhooks;
+  const { maxAttempts, retryBaseSeconds, disableAfterFailedDeliveries, disableAfterFailingDays } =
+    services.config.webhooks;
+  const health = { disableAfterFailedDeliveries, disableAfterFailingDays };
   const userAgent = `integrator-api-webhooks/${services.version}`;
+  // A subscription's secret opened once, kept by its sealed text (a new secret is new text).
+  const openSecret = boundedMemo((sealed) => services.secretBox.open(sealed));
+  /** The previous secrets that open with the current ENCRYPTION_KEY (one that does not is skipped: the current secret still signs). */
+  const openPreviousSecrets = (sealed: readonly string[]): string[] =>
+    sealed.flatMap((value) => {
+      try {
+        return [openSecret(value)];
+      } catch {
+        return [];
+      }
+    });
   return async (payload, helpers) => {
     if (!isDeliverWebhookPayload(payload)) {
       helpers.logger.error(`deliver_webhook job ${helpers.job.id} has a malformed payload; dropped`);
       return;
     }
-    const { db, secretBox } = services;
+    const { db } = services;
     const delivery = await findDeliveryToSend(db, payload.tenant_id, payload.delivery_id);
     if (!delivery || delivery.status !== "pending") return;
     if (!delivery.subscription_active) {
       await failWithoutAttempt(db, delivery.tenant_id, delivery.id, DEACTIVATED_MESSAGE);
+      return;
+    }
+    if (delivery.subscription_disabled) {
+      await failWithoutAttempt(db, delivery.tenant_id, delivery.id, DISABLED_MESSAGE);
       return;
     }
     if (delivery.attempts >= maxAttempts) {
@@ -51,7 +84,7 @@ export function deliverWebhook(
 
     let secret: string;
     try {
-      secret = secretBox.open(delivery.secret_encrypted);
+      secret = openSecret(delivery.secret_encrypted);
     } catch {
       // Sealed under another ENCRYPTION_KEY: no attempt could ever be signed, so do not leave it pending.
       helpers.logger.error(
@@ -65,8 +98,11 @@ export function deliverWebhook(
       );
       return;
     }
+    // Every secret that signs now, newest first: during a rotation's overlap window the previous one too.
+    const secrets = [secret, ...openPreviousSecrets(delivery.secrets_encrypted.slice(1))];
     const body = canonicalJson(delivery.payload);
     const attemptedAt = new Date();
+    const started = performance.now();
     const outcome = await sendWebhook(
       {
         url: delivery.url,
@@ -76,7 +112,7 @@ export function deliverWebhook(
           "User-Agent": userAgent,
           "X-Service-Review-Event": delivery.event_type,
           "X-Service-Review-Delivery": delivery.id,
-          ...signatureHeaders(secret, body),
+          ...signedWith(secrets, body),
         },
       },
       settings,
@@ -89,7 +125,10 @@ export function deliverWebhook(
       deliveryId: delivery.id,
       attemptsBefore: delivery.attempts,
       attemptedAt,
+      durationMs: performance.now() - started,
       responseCode: outcome.responseCode,
+      errorClass: errorClassOf(outcome),
+      health,
     };
     if (outcome.delivered) {
       await recordAttempt(db, { ...common, status: "delivered", errorMessage: null });

@@ -5,6 +5,7 @@ import type { JobName } from "../../db/jobs.ts";
 import type { Services } from "../../server/services.ts";
 import { deliverWebhook } from "./deliver_webhook.ts";
 import { purgeIdempotencyKeys } from "./purge_idempotency_keys.ts";
+import { purgeWebhookDeliveries } from "./purge_webhook_deliveries.ts";
 
 export type Tasks = { [N in JobName]: Task<N> };
 
@@ -12,5 +13,6 @@ export function taskList(services: Services): Tasks {
   return {
     deliver_webhook: deliverWebhook(services),
     purge_idempotency_keys: purgeIdempotencyKeys(services),
+    purge_webhook_deliveries: purgeWebhookDeliveries(services),
   };
 }

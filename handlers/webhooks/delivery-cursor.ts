@@ -1,0 +1,34 @@
+// The deliveries list's opaque cursor: the keyset (created_at with microseconds, id) of a page's last
+// row, as base64url JSON. Opaque to clients, so its form may change; one that does not decode to a
+// keyset this list could have handed out is a 422 value_error at ["query", "cursor"].
+import { isUuid } from "../../db/ids.ts";
+import { KEYSET_TIMESTAMP, type DeliveryKeyset } from "../../db/webhooks.ts";
+import { RequestValidationError, valueError } from "../../server/http/validation.ts";
+
+export function encodeDeliveryCursor(keyset: DeliveryKeyset): string {
+  return Buffer.from(JSON.stringify({ c: keyset.createdAt, i: keyset.id }), "utf8").toString("base64url");
+}
+
+export function decodeDeliveryCursor(cursor: string): DeliveryKeyset {
+  let decoded: unknown;
+  try {
+    decoded = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
+  } catch {
+    decoded = undefined;
+  }
+  const candidate = decoded as { c?: unknown; i?: unknown } | undefined;
+  if (
+    typeof candidate !== "object" ||
+    candidate === null ||
+    typeof candidate.c !== "string" ||
+    typeof candidate.i !== "string" ||
+    !KEYSET_TIMESTAMP.test(candidate.c) ||
+    Number.isNaN(Date.parse(candidate.c)) ||
+    !isUuid(candidate.i)
+  ) {
+    throw new RequestValidationError([
+      valueError(["query", "cursor"], "cursor is not a next_cursor of this list", cursor),
+    ]);
+  }
+  return { createdAt: candidate.c, id: candidate.i };
+}

@@ -1,0 +1,94 @@
+// Shared pieces of the benchmarks: command-line flags, the machine and its load, percentiles, and the
+// alternating-rounds bookkeeping that turns a noisy machine's figures into ratios against a floor
+// measured in the same run.
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+
+/** `--name value` and `--name=value` flags; a bare `--name` is "true". */
+export function flags(argv: string[] = process.argv.slice(2)): Map<string, string> {
+  const found = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? "";
+    if (!arg.startsWith("--")) continue;
+    const equals = arg.indexOf("=");
+    if (equals > 0) found.set(arg.slice(2, equals), arg.slice(equals + 1));
+    else if (argv[i + 1] !== undefined && !String(argv[i + 1]).startsWith("--"))
+      found.set(arg.slice(2), String(argv[++i]));
+    else found.set(arg.slice(2), "true");
+  }
+  return found;
+}
+
+export function numberFlag(all: Map<string, string>, name: string, fallback: number): number {
+  const value = all.get(name);
+  if (value === undefined) return fallback;
+  const parsed = Number(value);
+  if (!Number.isFinite(parsed) || parsed <= 0) throw new Error(`--${name} must be a positive number, got ${value}`);
+  return parsed;
+}
+
+export function listFlag(all: Map<string, string>, name: string, fallback: number[]): number[] {
+  const value = all.get(name);
+  if (value === undefined) return fallback;
+  return value.split(",").map((part) => {
+    const parsed = Number(part);
+    if (!Number.isInteger(parsed) || parsed <= 0) throw new Error(`--${name} takes positive integers, got ${value}`);
+    return parsed;
+  });
+}
+
+/** `nproc`, the CPU model and memory, Node and the kernel. */
+export function machine(): string {
+  const cpuinfo = fs.readFileSync("/proc/cpuinfo", "utf8");
+  const model = /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1]?.trim() ?? os.cpus()[0]?.model ?? "unknown CPU";
+  let nproc = String(os.availableParallelism());
+  try {
+    nproc = execFileSync("nproc", { encoding: "utf8" }).trim();
+  } catch {
+    // nproc missing: Node's count stands in.
+  }
+  return `nproc ${nproc}, ${model}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}, ${os.type()} ${os.release()}`;
+}
+
+/** `uptime` (load averages), to record the machine's load before and after a run. */
+export function uptime(): string {
+  try {
+    return execFileSync("uptime", { encoding: "utf8" }).trim();
+  } catch {
+    return `load average: ${os
+      .loadavg()
+      .map((load) => load.toFixed(2))
+      .join(", ")}`;
+  }
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
+}
+
+export function sum(values: number[]): number {
+  return values.reduce((total, value) => total + value, 0);
+}
+
+export function mean(values: number[]): number {
+  return values.length === 0 ? Number.NaN : sum(values) / values.length;
+}
+
+export function median(values: number[]): number {
+  return percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
+}
+
+export const fixed = (value: number, digits = 0): string => (Number.isFinite(value) ? value.toFixed(digits) : "–");
+
+export function met(ok: boolean): string {
+  return ok ? "met" : "NOT met";
+}
+
+export function log(line: string): void {
+  process.stderr.write(`${line}\n`);
+}

@@ -1,0 +1,52 @@
+// Starts the real `node server/main.ts` as a child process and waits for its "listening" log line.
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import os from "node:os";
+import path from "node:path";
+import type { Test } from "tap";
+import { waitFor } from "./wait.ts";
+
+const MAIN = path.join(import.meta.dirname, "..", "..", "server", "main.ts");
+
+export interface MainProcess {
+  child: ChildProcessWithoutNullStreams;
+  port: number;
+  stdout: () => string;
+  /** The JSON log lines written so far. */
+  logLines: () => Record<string, unknown>[];
+}
+
+export async function startMainProcess(t: Test, env: Record<string, string>, seconds = 60): Promise<MainProcess> {
+  const child = spawn(process.execPath, [MAIN, "--role=api"], {
+    env: { PATH: process.env.PATH ?? "", HOME: os.tmpdir(), LOAD_SHED_EVENT_LOOP_DELAY_MS: "0", ...env },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")));
+  child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString("utf8")));
+  let gone = false;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  void exited.then(() => (gone = true));
+  t.teardown(async () => {
+    if (!gone) {
+      child.kill("SIGTERM");
+      await exited;
+    }
+  });
+  const logLines = () =>
+    out
+      .split("\n")
+      .filter((line) => line.startsWith("{"))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+  const port = await waitFor(
+    async () => {
+      if (gone) throw new Error(`the service exited during start-up:\n${out}\n${err}`);
+      const listening = logLines().find((line) => String(line.msg).includes("listening on"));
+      return typeof listening?.port === "number" ? listening.port : undefined;
+    },
+    (value) => value !== undefined,
+    { seconds },
+  );
+  if (port === undefined) throw new Error(`the service did not start in ${seconds} s:\n${out}\n${err}`);
+  return { child, port, stdout: () => out, logLines };
+}
