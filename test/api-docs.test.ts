@@ -35,7 +35,9 @@ t.test("the description is served in JSON and YAML, byte for byte the bundled co
 });
 
 t.test("production serves no description and no reference page by default", async (t) => {
-  const server = await startTestServer(t, { env: { NODE_ENV: "production" } });
+  const server = await startTestServer(t, {
+    env: { NODE_ENV: "production", PUBLIC_BASE_URL: "https://integrator.example.com" },
+  });
   for (const path of ["/openapi.json", "/openapi.yaml", "/docs", "/docs/scalar.js"]) {
     const res = await server.request(path);
     t.equal(res.status, 404, path);
@@ -43,7 +45,9 @@ t.test("production serves no description and no reference page by default", asyn
 });
 
 t.test("production serves them with API_DOCS=true", async (t) => {
-  const server = await startTestServer(t, { env: { NODE_ENV: "production", API_DOCS: "true" } });
+  const server = await startTestServer(t, {
+    env: { NODE_ENV: "production", PUBLIC_BASE_URL: "https://integrator.example.com", API_DOCS: "true" },
+  });
   t.equal((await server.request("/openapi.json")).status, 200);
   t.equal((await server.request("/docs")).status, 200);
 });
