@@ -14,6 +14,7 @@ export type DeliveryView = Schemas["WebhookDeliveryResponse"];
 export type DeliveryStatus = Schemas["WebhookDeliveryStatus"];
 export type DeliveryOrigin = Schemas["WebhookDeliveryOrigin"];
 export type DeliveredEventKind = Schemas["WebhookDeliveredEventKind"];
+/** The body of a delivery: one schema per kind, told apart by `event` (WebhookEventPayload). */
 export type DeliveryEnvelope = Schemas["WebhookEventPayload"];
 export type AttemptView = Schemas["WebhookDeliveryAttempt"];
 export type AttemptErrorClass = Schemas["WebhookDeliveryErrorClass"];
