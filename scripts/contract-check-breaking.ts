@@ -117,11 +117,14 @@ export function breakingChanges(base: Node, current: Node): string[] {
         resolveCurrent(p),
       ]),
     );
-    for (const [name, parameter] of afterParameters) {
-      const previous = beforeParameters.get(name);
-      if (parameter.required === true && previous?.required !== true)
-        changes.push(`${key}: parameter ${name} is ${previous ? "now" : "added as"} required`);
-    }
+    // A webhook's parameters (its headers) are sent by the service: one more required header is additive
+    // for receivers, while a removed one may break them.
+    if (!key.startsWith("webhook "))
+      for (const [name, parameter] of afterParameters) {
+        const previous = beforeParameters.get(name);
+        if (parameter.required === true && previous?.required !== true)
+          changes.push(`${key}: parameter ${name} is ${previous ? "now" : "added as"} required`);
+      }
     for (const name of beforeParameters.keys())
       if (!afterParameters.has(name)) changes.push(`${key}: parameter ${name} removed`);
     if (resolveCurrent(after.requestBody).required === true && resolveBase(before.requestBody).required !== true)

@@ -90,3 +90,17 @@ t.test("additions are not breaking", async (t) => {
   document.components.schemas.IntakeSubmissionResponse.properties.extra = { type: "string" };
   t.equal(checkBreaking(released(), document).ok, true);
 });
+
+t.test("a webhook is sent by the service: a header it adds is not breaking, a header it drops is", async (t) => {
+  const webhook = (document: ReturnType<typeof current>) => document.webhooks["intake.submitted"].post;
+  const added = current();
+  webhook(added).parameters = [
+    ...(webhook(added).parameters ?? []),
+    { name: "x-extra-header", in: "header", required: true, schema: { type: "string" } },
+  ];
+  t.equal(checkBreaking(released(), added).ok, true, "receivers get one header more");
+  const base = current();
+  const dropped = current();
+  webhook(dropped).parameters = (webhook(dropped).parameters ?? []).slice(1);
+  t.equal(checkBreaking(base, dropped).ok, false, "receivers lose a header they may rely on");
+});
