@@ -67,13 +67,15 @@ t.test(
     t.ok(inFlightAtKill.size > 0, `${inFlightAtKill.size} attempts were in flight at the kill`);
 
     // The public probe says statuses; the counts are the operator's report (GET /health on the metrics port).
+    // The report first: nothing releases stranded jobs before the next worker starts below, so a stranded
+    // count the report saw still holds when the public probe answers a moment later.
     const readiness = async () => {
+      const report = (await checkHealth(server.services)).checks.worker as WorkerCheck;
       const res = await server.request("/v1/readyz");
       const publicWorker = ((await res.json()) as { checks: { worker: { status: string } } }).checks.worker;
-      const report = (await checkHealth(server.services)).checks.worker as WorkerCheck;
       return { status: res.status, publicStatus: publicWorker.status, worker: report };
     };
-    const stranded = await waitFor(readiness, (probe) => (probe.worker.stranded_jobs ?? 0) > 0, {
+    const stranded = await waitFor(readiness, (probe) => (probe.worker.stranded_jobs ?? 0) >= inFlightAtKill.size, {
       seconds: deadAfter + 20,
     });
     t.equal(stranded.status, 503, "readiness is 503 while jobs are stranded");
