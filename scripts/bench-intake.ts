@@ -26,6 +26,7 @@ import { throwawayPostgres, withDatabase } from "./throwaway-postgres.ts";
 import { fixed, flags, listFlag, log, machine, mean, median, met, numberFlag, uptime } from "./bench/common.ts";
 import { listen, startIntakeFloor, type Listening } from "./bench/floor.ts";
 import { seedTenantRows } from "./bench/seed.ts";
+import type { Scenario } from "./bench/load.ts";
 
 const options = flags();
 const DURATION = numberFlag(options, "duration", 3);
@@ -43,14 +44,6 @@ interface Figures {
   total: number;
   non2xx: number;
   errors: number;
-}
-
-interface Scenario {
-  url: string;
-  method: "GET" | "POST";
-  headers: Record<string, string>;
-  body?: string;
-  uniqueIdempotencyKey?: boolean;
 }
 
 async function load(scenario: Scenario, connections: number, duration: number): Promise<Figures> {

@@ -3,18 +3,17 @@
 import { randomUUID } from "node:crypto";
 import autocannon, { type Request } from "autocannon";
 
-interface Scenario {
+/** One kind of request a benchmark sends (scripts/bench-intake.ts builds them). */
+export interface Scenario {
   url: string;
   method: "GET" | "POST";
   headers: Record<string, string>;
   body?: string;
   /** Send a fresh Idempotency-Key with every request. */
   uniqueIdempotencyKey?: boolean;
-  connections: number;
-  duration: number;
 }
 
-const scenario = JSON.parse(process.argv[2] ?? "{}") as Scenario;
+const scenario = JSON.parse(process.argv[2] ?? "{}") as Scenario & { connections: number; duration: number };
 
 const result = await autocannon({
   url: scenario.url,
