@@ -21,6 +21,7 @@ export type AttemptErrorClass = Schemas["WebhookDeliveryErrorClass"];
 
 export const DEACTIVATED_MESSAGE = "Subscription deactivated; the delivery was not sent";
 export const DISABLED_MESSAGE = "Subscription disabled by endpoint health; the delivery was not sent";
+export const MANUALLY_DISABLED_MESSAGE = "Subscription disabled by hand; the delivery was not sent";
 
 interface SubscriptionRow {
   tenant_id: string;
@@ -194,7 +195,10 @@ export async function findSubscription(
   return row ? subscriptionView(row) : undefined;
 }
 
-/** Re-enables a subscription disabled by endpoint health, with a fresh failure history; undefined when it does not exist (or is deleted). */
+/**
+ * Re-enables a disabled subscription (by endpoint health or by hand), with a fresh failure history;
+ * undefined when it does not exist (or is deleted).
+ */
 export async function enableSubscription(
   db: Knex,
   tenantId: string,
@@ -203,7 +207,37 @@ export async function enableSubscription(
   if (!isUuid(subscriptionId)) return undefined;
   const [row] = (await db("integrator.webhook_subscriptions")
     .where({ tenant_id: tenantId, id: subscriptionId, is_active: true })
-    .update({ disabled_at: null, disabled_reason: null, consecutive_failed_deliveries: 0, failing_since: null })
+    .update({
+      disabled_at: null,
+      disabled_reason: null,
+      disabled_by: null,
+      consecutive_failed_deliveries: 0,
+      failing_since: null,
+    })
+    .returning(SUBSCRIPTION_COLUMNS)) as SubscriptionRow[];
+  return row ? subscriptionView(row) : undefined;
+}
+
+/**
+ * Disables an active subscription by hand with `reason`; a disabled one (by hand or by endpoint health)
+ * keeps its time and reason. The failure history is left as it is: enabling starts it afresh. Undefined
+ * when it does not exist (or is deleted).
+ */
+export async function disableSubscriptionByHand(
+  db: Knex,
+  tenantId: string,
+  subscriptionId: string,
+  reason: string,
+): Promise<SubscriptionView | undefined> {
+  if (!isUuid(subscriptionId)) return undefined;
+  // The right-hand sides of an UPDATE read the row as it was, so all three agree on "was it active".
+  const [row] = (await db("integrator.webhook_subscriptions")
+    .where({ tenant_id: tenantId, id: subscriptionId, is_active: true })
+    .update({
+      disabled_at: db.raw("coalesce(disabled_at, now())"),
+      disabled_reason: db.raw("case when disabled_at is null then ? else disabled_reason end", [reason.slice(0, 500)]),
+      disabled_by: db.raw("case when disabled_at is null then 'manual' else disabled_by end"),
+    })
     .returning(SUBSCRIPTION_COLUMNS)) as SubscriptionRow[];
   return row ? subscriptionView(row) : undefined;
 }
@@ -443,6 +477,8 @@ export interface DeliveryToSend {
   url: string;
   subscription_active: boolean;
   subscription_disabled: boolean;
+  /** Who disabled it: by hand, else endpoint health (null on rows disabled before migration 0014 recorded it). */
+  subscription_disabled_by: "endpoint_health" | "manual" | null;
   /** The current secret, sealed. */
   secret_encrypted: string;
   /** Every secret that signs now, sealed, newest first: the current one, and the previous one during a rotation's overlap window. */
@@ -469,6 +505,7 @@ export async function findDeliveryToSend(
       "s.url",
       "s.is_active as subscription_active",
       db.raw("s.disabled_at is not null as subscription_disabled"),
+      "s.disabled_by as subscription_disabled_by",
       "s.secret_encrypted",
       db.raw(
         `array_remove(array[s.secret_encrypted,
@@ -506,6 +543,8 @@ export interface AttemptRecord {
  * subscription's health (disabling it when a rule says so) and, for a failure with attempts left, queues
  * the next attempt's job — all in one statement, so all happen or none. False when the delivery had
  * moved on (final, or this attempt already recorded by another run), in which case nothing is written.
+ * Health never enables a subscription: one already disabled (by hand or by a rule) keeps its time, reason
+ * and disabled_by whatever the attempt's outcome.
  */
 export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<boolean> {
   const delivered = attempt.status === "delivered";
@@ -548,7 +587,8 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<b
           set consecutive_failed_deliveries = v.failed_in_a_row,
               failing_since = v.failing_since,
               disabled_at = case when s.disabled_at is null and v.disabled_reason is not null then now() else s.disabled_at end,
-              disabled_reason = case when s.disabled_at is null then v.disabled_reason else s.disabled_reason end
+              disabled_reason = case when s.disabled_at is null then v.disabled_reason else s.disabled_reason end,
+              disabled_by = case when s.disabled_at is null and v.disabled_reason is not null then 'endpoint_health' else s.disabled_by end
          from verdict v
         where s.tenant_id = v.tenant_id and s.id = v.id and s.is_active
      )

@@ -105,7 +105,7 @@ export interface paths {
         /**
          * List active webhook subscriptions
          * @description Lists the tenant's active subscriptions, without secrets. Deactivated (deleted) subscriptions are not
-         *     listed; subscriptions disabled by endpoint health are (`status: disabled`, see
+         *     listed; disabled subscriptions, by endpoint health or by hand, are (`status: disabled`, see
          *     `enableWebhookSubscription`). `total` is the number of subscriptions listed.
          */
         get: operations["listWebhookSubscriptions"];
@@ -176,11 +176,12 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Re-enable a subscription disabled by endpoint health
-         * @description Turns a `disabled` subscription back to `active`: deliveries are sent to it again and its failure
-         *     history starts afresh (`disabled_at` and `disabled_reason` become null). Deliveries that failed while
-         *     it was disabled are not sent again by themselves; resend them with `redeliverWebhookDelivery`.
-         *     Enabling an `active` subscription changes nothing and answers 200 as well. No request body.
+         * Re-enable a disabled subscription
+         * @description Turns a `disabled` subscription back to `active`, whether endpoint health or `disableWebhookSubscription`
+         *     disabled it: deliveries are sent to it again and its failure history starts afresh (`disabled_at` and
+         *     `disabled_reason` become null). Deliveries that failed while it was disabled are not sent again by
+         *     themselves; resend them with `redeliverWebhookDelivery`. Enabling an `active` subscription changes
+         *     nothing and answers 200 as well. No request body.
          *
          *     **Endpoint health.** The worker disables a subscription by itself when its endpoint keeps failing:
          *     after `WEBHOOK_DISABLE_AFTER_FAILED_DELIVERIES` deliveries in a row ended `failed` (default 20), or
@@ -189,9 +190,44 @@ export interface paths {
          *     and counts towards the subscription limit, but nothing is sent to it: its pending deliveries, and the
          *     deliveries of events that match it while it is disabled, end `failed` without an attempt (their
          *     `error_message` says why), so they can be resent with `redeliverWebhookDelivery` once it is enabled
-         *     again. A deleted subscription (`is_active: false`) is gone: not listed, not counted, not re-enabled (404).
+         *     again. The tenant can also disable a subscription by hand (`disableWebhookSubscription`); endpoint health
+         *     never re-enables a subscription by itself. A deleted subscription (`is_active: false`) is gone: not
+         *     listed, not counted, not re-enabled (404).
          */
         post: operations["enableWebhookSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/subscriptions/{subscription_id}/disable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Disable a subscription by hand
+         * @description Turns an `active` subscription to `disabled`, as endpoint health does by itself, for instance while the
+         *     endpoint is being moved or repaired: `disabled_at` becomes now and `disabled_reason` `Disabled by hand`,
+         *     followed by `: ` and the request's `reason` when one is given. Nothing is sent to it until
+         *     `enableWebhookSubscription`: its pending deliveries end `failed` without an attempt when their next
+         *     attempt comes due (an attempt already under way finishes and is recorded), and so do the deliveries of
+         *     events that match it meanwhile (`error_message` `Subscription disabled by hand; the delivery was not
+         *     sent`); resend them with `redeliverWebhookDelivery` once it is enabled again. It stays listed
+         *     (`status: disabled`, `is_active: true`) and counts towards the subscription limit. Endpoint health
+         *     neither re-enables it nor replaces its reason.
+         *
+         *     Disabling a `disabled` subscription (by hand or by endpoint health) changes nothing and answers 200:
+         *     `disabled_at` and `disabled_reason` keep their first values. The request body is optional: send none, or
+         *     a JSON object with an optional `reason`. A deleted subscription, an unknown id, an id that is not a UUID,
+         *     and a subscription of another tenant answer 404 `NOT_FOUND`.
+         */
+        post: operations["disableWebhookSubscription"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1036,9 +1072,10 @@ export interface components {
          */
         WebhookDeliveredEventKind: string | components["schemas"]["WebhookEventKind"] | "webhook.test";
         /**
-         * @description `active`: events are delivered. `disabled`: endpoint health turned it off after repeated failures
-         *     (see `disabled_reason`); still listed, nothing is sent until `enableWebhookSubscription` (matching
-         *     events are recorded as `failed` deliveries, which can be resent).
+         * @description `active`: events are delivered. `disabled`: endpoint health turned it off after repeated failures, or
+         *     the tenant did with `disableWebhookSubscription` (see `disabled_reason`); still listed, nothing is sent
+         *     until `enableWebhookSubscription` (matching events are recorded as `failed` deliveries, which can be
+         *     resent).
          *     A deleted subscription has no status: it is `is_active: false` and is never shown.
          * @enum {string}
          */
@@ -1061,6 +1098,18 @@ export interface components {
             /** @description Event kinds to deliver, or `*` for all; duplicates are removed. */
             events: components["schemas"]["WebhookEventSelector"][];
         };
+        /** @description The optional body of `disableWebhookSubscription`. Unknown fields are ignored. */
+        WebhookSubscriptionDisableRequest: {
+            /**
+             * @description Why the subscription is disabled, shown to the tenant in `disabled_reason` after `Disabled by hand: `.
+             *     One line of 1 to 200 characters without control characters (line breaks and tabs included), Unicode
+             *     format characters (bidi controls such as U+202E, zero-width characters) or line and paragraph
+             *     separators, each a 422 `string_pattern_mismatch`; surrounding spaces are dropped, and a reason of
+             *     spaces alone counts as none.
+             * @example Receiver moves to the new data centre until 18:00 UTC
+             */
+            reason?: string;
+        };
         /** @description A webhook subscription. `secret` is present only in the create and rotate-secret responses. */
         WebhookSubscriptionResponse: {
             /** Format: uuid */
@@ -1081,10 +1130,15 @@ export interface components {
             status: components["schemas"]["WebhookSubscriptionStatus"];
             /**
              * Format: date-time
-             * @description When endpoint health disabled the subscription (RFC 3339 in UTC with `Z`); null when `active`.
+             * @description When the subscription was disabled, by endpoint health or by hand (RFC 3339 in UTC with `Z`); null
+             *     when `active`.
              */
             disabled_at: string | null;
-            /** @description Why endpoint health disabled it, e.g. `20 deliveries in a row failed`; null when `active`. */
+            /**
+             * @description Why it was disabled: endpoint health's rule, e.g. `20 deliveries in a row failed`, or `Disabled by
+             *     hand` (followed by `: ` and the reason given to `disableWebhookSubscription`, if any); null when
+             *     `active`.
+             */
             disabled_reason: string | null;
             /**
              * Format: date-time
@@ -1895,7 +1949,8 @@ export interface components {
          *     subscriptions (`error.details.limit`).
          *     `WEBHOOK_SUBSCRIPTION_DUPLICATE_URL`: one of the tenant's subscriptions already has this URL
          *     (`error.details.subscription_id`).
-         *     `WEBHOOK_SUBSCRIPTION_DISABLED`: the subscription is disabled by endpoint health; enable it first.
+         *     `WEBHOOK_SUBSCRIPTION_DISABLED`: the subscription is disabled (by endpoint health or by hand); enable it
+         *     first.
          *     `WEBHOOK_SUBSCRIPTION_INACTIVE`: the delivery's subscription was deleted.
          */
         WebhookConflict: {
@@ -2330,6 +2385,49 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    disableWebhookSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The subscription id (a UUID; any other value is answered 404). */
+                subscription_id: components["parameters"]["SubscriptionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["WebhookSubscriptionDisableRequest"];
+            };
+        };
+        responses: {
+            /** @description The subscription, now (or already) `disabled`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscriptionResponse"] & {
+                        secret?: never;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];

@@ -11,6 +11,7 @@ import { loadConfig, ConfigError } from "../server/config.ts";
 const PORTAL_OPERATIONS = [
   "createWebhookSubscription",
   "deleteWebhookSubscription",
+  "disableWebhookSubscription",
   "enableWebhookSubscription",
   "getWebhookDelivery",
   "getWebhookSubscription",
@@ -237,6 +238,7 @@ t.test("through the portal credential, another tenant's webhooks are out of reac
   const attempts: [string, string][] = [
     ["GET", `/v1/webhooks/subscriptions/${subscriptionB.id}`],
     ["POST", `/v1/webhooks/subscriptions/${subscriptionB.id}/enable`],
+    ["POST", `/v1/webhooks/subscriptions/${subscriptionB.id}/disable`],
     ["POST", `/v1/webhooks/subscriptions/${subscriptionB.id}/rotate-secret`],
     ["POST", `/v1/webhooks/subscriptions/${subscriptionB.id}/test`],
     ["GET", `/v1/webhooks/deliveries/${deliveryB}`],
@@ -255,8 +257,9 @@ t.test("through the portal credential, another tenant's webhooks are out of reac
   t.equal(afterB.deliveries.length, deliveriesB.deliveries.length, "no test event or redelivery was queued for B");
   const subscriptionAfter = (await (
     await server.request(`/v1/webhooks/subscriptions/${subscriptionB.id}`, { token: tenantB.token })
-  ).json()) as { previous_secret_expires_at: string | null };
+  ).json()) as { previous_secret_expires_at: string | null; status: string };
   t.equal(subscriptionAfter.previous_secret_expires_at, null, "B's secret was not rotated");
+  t.equal(subscriptionAfter.status, "active", "B's subscription was not disabled");
 });
 
 t.test("the portal credential never reaches a log line", async (t) => {

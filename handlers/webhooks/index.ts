@@ -7,6 +7,7 @@ import { RequestValidationError, valueError } from "../../server/http/validation
 import {
   createSubscription,
   deactivateSubscription,
+  disableSubscriptionByHand,
   enableSubscription,
   findDeliveryForRedelivery,
   findDeliveryWithAttempts,
@@ -106,6 +107,28 @@ export const enableWebhookSubscription: OperationHandler<"enableWebhookSubscript
     services.db,
     principalOf({ principal }).tenantId,
     params.subscription_id,
+  );
+  if (!subscription) throw notFound("Webhook subscription");
+  return { status: 200, body: subscription };
+};
+
+/** `Disabled by hand`, and `: ` with the tenant's reason when it gives one (spaces alone are none). */
+function disabledByHandReason(reason: string | undefined): string {
+  const given = reason?.trim() ?? "";
+  return given === "" ? "Disabled by hand" : `Disabled by hand: ${given}`;
+}
+
+export const disableWebhookSubscription: OperationHandler<"disableWebhookSubscription"> = async ({
+  body,
+  params,
+  principal,
+  services,
+}) => {
+  const subscription = await disableSubscriptionByHand(
+    services.db,
+    principalOf({ principal }).tenantId,
+    params.subscription_id,
+    disabledByHandReason(body?.reason),
   );
   if (!subscription) throw notFound("Webhook subscription");
   return { status: 200, body: subscription };

@@ -16,9 +16,14 @@ type JsonContent<T> = T extends { content: infer C }
       : never
   : undefined;
 
-export type RequestBody<O extends OperationId> = operations[O] extends { requestBody?: infer R }
-  ? JsonContent<NonNullable<R>>
-  : undefined;
+/** The declared body; `| undefined` when the body is optional (`requestBody.required: false`). */
+export type RequestBody<O extends OperationId> = operations[O] extends { requestBody: infer R }
+  ? JsonContent<R>
+  : operations[O] extends { requestBody?: infer R }
+    ? [NonNullable<R>] extends [never]
+      ? never
+      : JsonContent<NonNullable<R>> | undefined
+    : undefined;
 export type QueryOf<O extends OperationId> = operations[O]["parameters"] extends { query?: infer Q }
   ? NonNullable<Q>
   : Record<string, never>;

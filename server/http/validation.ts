@@ -187,6 +187,10 @@ function toIssue(item: ValidatorErrorItem, req: Request): ValidationIssue {
           : `'${allowed[0]}'`;
       return issue("enum", `Input should be ${expected}`, { expected });
     }
+    case "pattern": {
+      const pattern = item.message.replace(/^must match pattern\s*"?/, "").replace(/"$/, "");
+      return issue("string_pattern_mismatch", `String should match pattern '${pattern}'`, { pattern });
+    }
     case "const":
       return issue("literal_error", `Input should be ${item.message.replace(/^must be equal to constant\s*/, "")}`);
     default:

@@ -18,6 +18,7 @@ import {
   DISABLED_MESSAGE,
   failWithoutAttempt,
   findDeliveryToSend,
+  MANUALLY_DISABLED_MESSAGE,
   recordAttempt,
 } from "../../db/webhooks.ts";
 
@@ -60,7 +61,8 @@ export function deliverWebhook(
       return;
     }
     if (delivery.subscription_disabled) {
-      await failWithoutAttempt(db, delivery.tenant_id, delivery.id, DISABLED_MESSAGE);
+      const message = delivery.subscription_disabled_by === "manual" ? MANUALLY_DISABLED_MESSAGE : DISABLED_MESSAGE;
+      await failWithoutAttempt(db, delivery.tenant_id, delivery.id, message);
       return;
     }
     if (delivery.attempts >= maxAttempts) {
