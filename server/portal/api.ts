@@ -59,6 +59,14 @@ export function portalApi(token: string, baseUrl = window.location.origin) {
       settle(client.POST("/v1/webhooks/subscriptions", { body: { url, events } })),
     deleteSubscription: (id: string) =>
       settle(client.DELETE("/v1/webhooks/subscriptions/{subscription_id}", subscription(id))),
+    /** Disables by hand; a blank reason is sent as none. */
+    disableSubscription: (id: string, reason: string) =>
+      settle(
+        client.POST("/v1/webhooks/subscriptions/{subscription_id}/disable", {
+          ...subscription(id),
+          body: reason.trim() === "" ? {} : { reason: reason.trim() },
+        }),
+      ),
     enableSubscription: (id: string) =>
       settle(client.POST("/v1/webhooks/subscriptions/{subscription_id}/enable", subscription(id))),
     rotateSecret: (id: string) =>

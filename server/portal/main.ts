@@ -30,6 +30,8 @@ const everyKindListed: Missing extends never ? true : Missing = true;
 void everyKindListed;
 
 const PAGE_SIZE = 25;
+/** How `disabled_reason` begins when the tenant disabled the endpoint (disableWebhookSubscription). */
+const DISABLED_BY_HAND = "Disabled by hand";
 
 /** What the user should do about a failure, in words. */
 function advice(error: unknown): string {
@@ -251,12 +253,14 @@ class Portal {
 
   private subscriptionCard(subscription: Subscription): HTMLElement {
     const disabled = subscription.status === "disabled";
+    const confirmArea = h("div", { id: `disable-${subscription.id}` });
     const actions = h(
       "div",
       { class: "actions" },
       disabled
         ? this.action("Re-enable", () => this.enable(subscription), { primary: true })
         : this.action("Send test event", () => this.sendTest(subscription)),
+      disabled ? null : this.disableButton(subscription, confirmArea),
       this.action("Rotate secret", () => this.rotate(subscription)),
       this.action("Show deliveries", async () => this.filterBySubscription(subscription.id)),
       this.action("Delete", () => this.remove(subscription), { danger: true }),
@@ -278,16 +282,7 @@ class Portal {
         " · created ",
         time(subscription.created_at),
       ),
-      disabled
-        ? h(
-            "p",
-            { class: "reason", role: "note" },
-            "Disabled ",
-            time(subscription.disabled_at),
-            `: ${subscription.disabled_reason ?? "its deliveries kept failing"}. `,
-            "Fix the endpoint, then re-enable it and resend the failed deliveries.",
-          )
-        : null,
+      disabled ? this.disabledNote(subscription) : null,
       subscription.previous_secret_expires_at
         ? h(
             "p",
@@ -298,7 +293,99 @@ class Portal {
           )
         : null,
       actions,
+      confirmArea,
     );
+  }
+
+  /** Why and since when the endpoint is disabled, and what to do about it. */
+  private disabledNote(subscription: Subscription): HTMLElement {
+    const reason = subscription.disabled_reason ?? "its deliveries kept failing";
+    if (reason.startsWith(DISABLED_BY_HAND)) {
+      const given = reason.slice(DISABLED_BY_HAND.length).replace(/^: /, "");
+      return h(
+        "p",
+        { class: "reason", role: "note" },
+        `${DISABLED_BY_HAND} `,
+        time(subscription.disabled_at),
+        given ? `: ${given}. ` : ". ",
+        "Nothing is sent to it. Re-enable it when it should receive events again, then resend the deliveries that failed meanwhile.",
+      );
+    }
+    return h(
+      "p",
+      { class: "reason", role: "note" },
+      "Disabled ",
+      time(subscription.disabled_at),
+      `: ${reason}. `,
+      "Fix the endpoint, then re-enable it and resend the failed deliveries.",
+    );
+  }
+
+  /** "Disable" opens a confirmation with an optional reason under the card's buttons; Escape or Cancel closes it. */
+  private disableButton(subscription: Subscription, area: HTMLElement): HTMLButtonElement {
+    const button = h(
+      "button",
+      { type: "button", class: "danger", "aria-expanded": "false", "aria-controls": area.id },
+      "Disable",
+    );
+    const close = () => {
+      replace(area);
+      button.setAttribute("aria-expanded", "false");
+      button.focus();
+    };
+    button.addEventListener("click", () => {
+      if (area.childElementCount > 0) return close();
+      replace(area, this.disableConfirm(subscription, close));
+      button.setAttribute("aria-expanded", "true");
+      area.querySelector("input")?.focus();
+    });
+    return button;
+  }
+
+  private disableConfirm(subscription: Subscription, close: () => void): HTMLFormElement {
+    const fieldId = `disable-reason-${subscription.id}`;
+    const reason = h("input", {
+      id: fieldId,
+      name: "reason",
+      type: "text",
+      maxlength: 200,
+      autocomplete: "off",
+      placeholder: "e.g. the receiver moves until 18:00 UTC",
+    });
+    const submit = h("button", { type: "submit", class: "danger" }, "Disable endpoint");
+    const form = h(
+      "form",
+      { class: "confirm", "aria-label": `Disable the endpoint ${subscription.url}` },
+      h(
+        "p",
+        {},
+        "Disable this endpoint? Nothing is sent to it until you re-enable it; events meanwhile are recorded as failed deliveries that you can resend.",
+      ),
+      h("label", { for: fieldId }, "Reason (optional, shown on the endpoint)"),
+      reason,
+      h("div", { class: "actions" }, submit, h("button", { type: "button", onclick: () => close() }, "Cancel")),
+    );
+    form.addEventListener("keydown", (event) => {
+      if (event.key !== "Escape") return;
+      event.preventDefault();
+      close();
+    });
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      submit.disabled = true;
+      this.disable(subscription, reason.value).catch((error: unknown) => {
+        submit.disabled = false;
+        this.fail(error);
+      });
+    });
+    return form;
+  }
+
+  /** Moves the keyboard focus to a button of an endpoint's card (after the list was drawn again). */
+  private focusAction(subscriptionId: string, label: string): void {
+    const card = this.subscriptionsView.querySelector(`li[data-subscription-id="${subscriptionId}"]`);
+    const button = [...(card?.querySelectorAll("button") ?? [])].find((candidate) => candidate.textContent === label);
+    button?.focus();
   }
 
   private action(
@@ -333,6 +420,14 @@ class Portal {
     await this.api.enableSubscription(subscription.id);
     this.say("Endpoint re-enabled: new events are delivered again. Resend the deliveries that failed meanwhile.");
     await this.loadSubscriptions();
+    this.focusAction(subscription.id, "Disable");
+  }
+
+  private async disable(subscription: Subscription, reason: string): Promise<void> {
+    await this.api.disableSubscription(subscription.id, reason);
+    this.say("Endpoint disabled: nothing is sent to it until you re-enable it.");
+    await this.loadSubscriptions();
+    this.focusAction(subscription.id, "Re-enable");
   }
 
   private async rotate(subscription: Subscription): Promise<void> {
@@ -355,6 +450,8 @@ class Portal {
 
   private filters: DeliveryFilters = {};
   private nextCursor: string | null = null;
+  /** Counts list loads: the answer of a load that a newer one replaced (filters applied, Refresh) is dropped. */
+  private deliveryLoads = 0;
   private readonly filterForm = this.buildFilters();
   private readonly deliveryList = h("ul", { class: "deliveries", id: "delivery-list" });
   private readonly deliveryFooter = h("div", { class: "toolbar" });
@@ -377,7 +474,8 @@ class Portal {
         "div",
         {},
         h("label", { for: `filter-${name}` }, label),
-        h("input", { id: `filter-${name}`, name, type: "datetime-local" }),
+        // To the second: deliveries a few seconds apart can be told apart.
+        h("input", { id: `filter-${name}`, name, type: "datetime-local", step: 1 }),
       );
     const kinds: DeliveredEventKind[] = [...EVENT_KINDS, "webhook.test"];
     const form = h(
@@ -474,12 +572,13 @@ class Portal {
     replace(this.deliveryList, loading("deliveries"));
     replace(this.deliveryFooter);
     replace(this.deliverySummary);
-    await this.loadDeliveryPage(undefined);
+    await this.loadDeliveryPage(undefined, ++this.deliveryLoads);
   }
 
-  private async loadDeliveryPage(cursor: string | undefined): Promise<void> {
+  private async loadDeliveryPage(cursor: string | undefined, load: number): Promise<void> {
     try {
       const page = await this.api.listDeliveries({ ...this.filters, limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) });
+      if (load !== this.deliveryLoads) return;
       if (!cursor) replace(this.deliveryList);
       this.nextCursor = page.next_cursor;
       const filtered = Object.keys(this.filters).length > 0;
@@ -503,11 +602,11 @@ class Portal {
       replace(
         this.deliveryFooter,
         this.nextCursor
-          ? this.action("Load older deliveries", () => this.loadDeliveryPage(this.nextCursor ?? undefined))
+          ? this.action("Load older deliveries", () => this.loadDeliveryPage(this.nextCursor ?? undefined, load))
           : null,
       );
     } catch (error) {
-      if (this.refused(error)) return;
+      if (this.refused(error) || load !== this.deliveryLoads) return;
       replace(
         this.deliveryList,
         h(
@@ -564,13 +663,19 @@ class Portal {
           current.redelivery_of ? [h("dt", {}, "Resend of"), h("dd", {}, h("code", {}, current.redelivery_of))] : null,
         ),
         h("h3", {}, "Attempts"),
-        attempts.length === 0
-          ? h(
-              "p",
-              { class: "state empty" },
-              "No attempt yet: it is queued and will be sent shortly. Refresh to see it.",
-            )
-          : this.attemptTable(attempts),
+        attempts.length > 0
+          ? this.attemptTable(attempts)
+          : current.status === "pending"
+            ? h(
+                "p",
+                { class: "state empty" },
+                "No attempt yet: it is queued and will be sent shortly. Refresh to see it.",
+              )
+            : h(
+                "p",
+                { class: "state empty not-sent" },
+                current.error_message ? `No attempt was made: ${current.error_message}.` : "No attempt was made.",
+              ),
         h(
           "div",
           { class: "actions" },
