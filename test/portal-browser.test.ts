@@ -74,6 +74,19 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   await page.locator(`#subscription-list code:text-is("${hookUrl}")`).waitFor();
   await screenshot(page, SHOTS, "02-endpoint-created");
 
+  // Copy really puts the secret on the clipboard (the page may use it once the origin is granted it).
+  await browser.context.grantPermissions(["clipboard-read", "clipboard-write"], {
+    origin: new URL(server.baseUrl).origin,
+  });
+  await page.evaluate(() => navigator.clipboard.writeText("something else"));
+  await page.getByRole("button", { name: "Copy" }).click();
+  await page.getByRole("button", { name: "Copied" }).waitFor();
+  t.equal(
+    await page.evaluate(() => navigator.clipboard.readText()),
+    firstSecret,
+    "Copy puts the secret on the clipboard",
+  );
+
   // A test event: the delivery and its attempt appear.
   await page.getByRole("button", { name: "Send test event" }).click();
   await page.getByText("Test event queued").waitFor();
@@ -113,6 +126,58 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   t.not(secondSecret, firstSecret, "the rotated secret is new");
   t.ok(await page.getByText("The previous secret also signs deliveries until").isVisible(), "the overlap is shown");
 
+  // Disable it by hand, with the keyboard: Disable opens a confirmation; Escape closes it, changing nothing.
+  const endpoint = page.locator("li.subscription").first();
+  await endpoint.getByRole("button", { name: "Disable", exact: true }).click();
+  t.equal(
+    await page.evaluate(() => document.activeElement?.getAttribute("name")),
+    "reason",
+    "the reason has the focus",
+  );
+  await page.keyboard.press("Escape");
+  t.equal(await endpoint.locator("form.confirm").count(), 0, "Escape closes the confirmation");
+  t.equal(await page.evaluate(() => document.activeElement?.textContent), "Disable", "and gives the focus back");
+  t.equal(await page.locator("li.subscription.disabled").count(), 0, "nothing was disabled");
+  await page.keyboard.press("Enter");
+  await endpoint.getByLabel("Reason (optional").waitFor();
+  await page.keyboard.type("Moving the receiver");
+  await page.keyboard.press("Enter");
+  await page.getByText("Endpoint disabled").waitFor();
+  const byHand = page.locator("li.subscription.disabled");
+  await byHand.waitFor();
+  t.match(
+    await byHand.locator(".reason").textContent(),
+    /^Disabled by hand .+: Moving the receiver\. Nothing is sent to it\./,
+    "the disabled endpoint stands out with its reason",
+  );
+  t.equal(await byHand.getByRole("button", { name: "Send test event" }).count(), 0, "no test event while disabled");
+  t.equal(await page.evaluate(() => document.activeElement?.textContent), "Re-enable", "the focus moves to Re-enable");
+  const shownByApi = (await (
+    await server.request(`/v1/webhooks/subscriptions/${await byHand.getAttribute("data-subscription-id")}`, {
+      token: tenant.token,
+    })
+  ).json()) as { status: string; disabled_reason: string };
+  t.match(shownByApi, { status: "disabled", disabled_reason: "Disabled by hand: Moving the receiver" });
+  // An event meanwhile is recorded, failed without an attempt, and never sent.
+  const sentBefore = receiver.receivedAt("/portal-hook").length;
+  await rig.emitIntake();
+  t.equal(await newestDeliveryBecomes(page, "failed"), "failed", "an event while disabled ends failed");
+  const unsent = page.locator("#delivery-list li.delivery").first();
+  await unsent.locator("summary").click();
+  await unsent.locator(".not-sent").waitFor();
+  t.match(
+    await unsent.locator(".not-sent").textContent(),
+    /No attempt was made: Subscription disabled by hand/,
+    "its detail says it was not sent, and why",
+  );
+  await screenshot(page, SHOTS, "07-disabled-by-hand");
+  t.equal(receiver.receivedAt("/portal-hook").length, sentBefore, "nothing reached the receiver");
+  await byHand.getByRole("button", { name: "Re-enable" }).focus();
+  await page.keyboard.press("Enter");
+  await page.getByText("Endpoint re-enabled").waitFor();
+  t.equal(await page.locator("li.subscription.disabled").count(), 0, "re-enabled, it is active again");
+  t.equal(await page.evaluate(() => document.activeElement?.textContent), "Disable", "the focus moves to Disable");
+
   // The endpoint breaks: the failed delivery disables it, which stands out with its reason.
   broken = true;
   await page.getByRole("button", { name: "Send test event" }).click();
@@ -142,7 +207,7 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   await page.getByText("(filtered)").waitFor();
   const statuses = await page.locator("#delivery-list li.delivery summary .badge.bad").count();
   t.equal(await page.locator("#delivery-list li.delivery").count(), statuses, "only failed deliveries are listed");
-  t.equal(statuses, 1);
+  t.equal(statuses, 2, "the one missed while disabled by hand and the one that failed");
   await page.getByRole("button", { name: "Clear" }).click();
 
   // Fix the endpoint, re-enable it, resend the failed delivery, and see it succeed.
@@ -164,6 +229,12 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth);
   t.ok(overflow <= 360, `no horizontal scrolling at 360 px (page is ${overflow} px wide)`);
   await screenshot(page, SHOTS, "05-narrow-360px");
+  await page.locator("li.subscription").first().getByRole("button", { name: "Disable", exact: true }).click();
+  await page.locator("form.confirm").waitFor();
+  const withConfirmation = await page.evaluate(() => document.documentElement.scrollWidth);
+  t.ok(withConfirmation <= 360, `the disable confirmation fits 360 px too (page is ${withConfirmation} px wide)`);
+  await screenshot(page, SHOTS, "09-disable-confirmation-360px", { fullPage: false });
+  await page.keyboard.press("Escape");
 
   const origin = new URL(server.baseUrl).origin;
   const elsewhere = browser.requests.filter((url) => new URL(url).origin !== origin);
@@ -174,6 +245,148 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
     "no CSP violation",
   );
 });
+
+/** The delivery ids the page lists, in order. */
+async function listedDeliveries(page: Page): Promise<string[]> {
+  return page
+    .locator("#delivery-list li.delivery")
+    .evaluateAll((items) => items.map((item) => item.getAttribute("data-delivery-id") ?? ""));
+}
+
+/** Applies the filter form and waits for the list it asked for. */
+async function applyFilters(page: Page, fill: () => Promise<void>): Promise<string[]> {
+  await page.getByRole("button", { name: "Clear" }).click();
+  await page.getByText("(filtered)").waitFor({ state: "detached" });
+  await fill();
+  await page.getByRole("button", { name: "Apply" }).click();
+  await page.getByText("(filtered)").waitFor();
+  return listedDeliveries(page);
+}
+
+t.test(
+  "deliveries: Load older pages past the newest 25 without duplicates, and every filter narrows the list",
+  async (t) => {
+    const rig = await startWebhookRig(t, ca, { worker: false });
+    const { server, tenant } = rig;
+    const everything = await rig.subscribe(rig.receiver.url("/everything"));
+    const intakeOnly = await rig.subscribe(rig.receiver.url("/intake-only"), ["intake.submitted"]);
+    for (let event = 0; event < 14; event++) await rig.emitIntake();
+    // A boundary between two batches, to the second (the page's time filters are to the second).
+    const boundary = Math.floor(Date.now() / 1000) * 1000 + 1000;
+    await waitFor(
+      async () => Date.now(),
+      (now) => now > boundary + 50,
+      { seconds: 5, intervalMs: 50 },
+    );
+    for (let event = 0; event < 10; event++) await rig.emitIntake();
+    for (let test = 0; test < 2; test++) {
+      const res = await server.request(`/v1/webhooks/subscriptions/${everything.id}/test`, {
+        method: "POST",
+        token: tenant.token,
+      });
+      t.equal(res.status, 202, "a test event");
+    }
+    const all = await rig.deliveries();
+    t.equal(all.length, 50, "14 and 10 events to two endpoints, and two test events");
+    const ids = (keep: (delivery: (typeof all)[number]) => boolean) => all.filter(keep).map((delivery) => delivery.id);
+
+    const browser = await launchBrowser(t);
+    const page = await browser.context.newPage();
+    await page.goto(await portalLink(server, tenant));
+    await page.locator("#delivery-list li.delivery").first().waitFor();
+    const firstPage = await listedDeliveries(page);
+    t.same(firstPage, ids(() => true).slice(0, 25), "the newest 25, newest first");
+    t.match(await page.locator("#delivery-summary").textContent(), /25 shown, newest first · 50 deliveries in all/);
+    const older = page.getByRole("button", { name: "Load older deliveries" });
+    await older.focus();
+    await page.keyboard.press("Enter");
+    await waitFor(
+      () => listedDeliveries(page),
+      (listed) => listed.length >= 50,
+    );
+    const bothPages = await listedDeliveries(page);
+    t.same(
+      bothPages,
+      ids(() => true),
+      "then the 25 older ones, in order",
+    );
+    t.equal(new Set(bothPages).size, bothPages.length, "no delivery is listed twice");
+    t.equal(await older.count(), 0, "no more to load: the control is gone");
+    await screenshot(page, SHOTS, "08-deliveries-paged");
+
+    const bySubscription = await applyFilters(page, () =>
+      page.selectOption("#filter-subscription_id", intakeOnly.id).then(() => undefined),
+    );
+    t.same(
+      bySubscription,
+      ids((delivery) => delivery.subscription_id === intakeOnly.id),
+      "by endpoint",
+    );
+    t.equal(bySubscription.length, 24);
+
+    const byKind = await applyFilters(page, () =>
+      page.selectOption("#filter-event_type", "webhook.test").then(() => undefined),
+    );
+    t.same(
+      byKind,
+      ids((delivery) => delivery.event_type === "webhook.test"),
+      "by event kind",
+    );
+    t.equal(byKind.length, 2);
+
+    const byStatus = await applyFilters(page, () =>
+      page.selectOption("#filter-status", "delivered").then(() => undefined),
+    );
+    t.same(byStatus, [], "by status: nothing was delivered (no worker runs here)");
+    t.ok(await page.getByText("No delivery matches these filters").isVisible(), "the empty state says to clear them");
+
+    // The browser's local time of the boundary, as a datetime-local value to the second.
+    const local = await page.evaluate((instant) => {
+      const date = new Date(instant);
+      const pad = (value: number) => String(value).padStart(2, "0");
+      return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
+    }, boundary);
+    const after = await applyFilters(page, () => page.fill("#filter-created_after", local));
+    t.same(
+      after,
+      ids((delivery) => Date.parse(delivery.created_at) > boundary),
+      "created after the boundary",
+    );
+    t.equal(after.length, 22, "the second batch and the test events");
+
+    const before = await applyFilters(page, () => page.fill("#filter-created_before", local));
+    t.same(before.length, 25, "created before the boundary: a first page of 25");
+    await older.click();
+    await waitFor(
+      () => listedDeliveries(page),
+      (listed) => listed.length >= 28,
+    );
+    t.same(
+      await listedDeliveries(page),
+      ids((delivery) => Date.parse(delivery.created_at) < boundary),
+      "and the older ones of the first batch, filtered still",
+    );
+
+    const combined = await applyFilters(page, async () => {
+      await page.selectOption("#filter-subscription_id", everything.id);
+      await page.fill("#filter-created_after", local);
+    });
+    t.same(
+      combined,
+      ids((delivery) => delivery.subscription_id === everything.id && Date.parse(delivery.created_at) > boundary),
+      "filters combine",
+    );
+    t.equal(combined.length, 12);
+
+    await page.getByRole("button", { name: "Clear" }).click();
+    await page.getByText("(filtered)").waitFor({ state: "detached" });
+    await waitFor(
+      () => listedDeliveries(page),
+      (listed) => listed.length === 25,
+    );
+    t.same(await listedDeliveries(page), ids(() => true).slice(0, 25), "Clear shows the newest 25 again");
+  },
+);
 
 t.test("an expired link, a tampered link and another tenant's link show nothing of anyone's data", async (t) => {
   const rig = await startWebhookRig(t, ca, { worker: false });
