@@ -25,6 +25,19 @@ export function findRemembered(db: Knex, key: IdempotencyRecordKey): Promise<Rem
   >;
 }
 
+/** The Idempotency-Key a keyed write is remembered under, and what is remembered with it. */
+export interface KeyedWrite extends IdempotencyRecordKey {
+  /** The text whose 64-bit hash is the key's advisory lock. */
+  lockText: string;
+  fingerprint: string;
+  ttlHours: number;
+}
+
+/** What a one-statement keyed write found or did (e.g. integrator.submit_intake_once). */
+export type KeyedOutcome =
+  | { outcome: "written" | "remembered"; fingerprint: string; status_code: number; response_body: string }
+  | { outcome: "in_progress"; fingerprint: null; status_code: null; response_body: null };
+
 /** Takes the key's advisory transaction lock without waiting; false when another transaction holds it. */
 export async function tryLockKey(trx: Knex.Transaction, lockText: string): Promise<boolean> {
   const { rows } = await trx.raw<{ rows: { locked: boolean }[] }>(

@@ -3,6 +3,7 @@ import type { Knex } from "knex";
 import type { components } from "../generated/openapi.ts";
 import { uuidV7 } from "./ids.ts";
 import { rfc3339 } from "./timestamps.ts";
+import type { KeyedOutcome, KeyedWrite } from "./idempotency.ts";
 
 // Rows are read in exactly the shapes the contract answers with.
 export type ItemStatus = components["schemas"]["IntakeItemStatus"];
@@ -63,11 +64,35 @@ export interface SubmissionAudit {
   details: Record<string, unknown>;
 }
 
+/** The arguments of integrator.submit_intake, in its order (ids are made here, UUIDv7, not per row in SQL). */
+function submitIntakeArguments(id: string, submission: NewSubmission, items: NewItem[], audit: SubmissionAudit) {
+  const now = Date.now();
+  const itemRecords = items.map((item, position) => ({ ...item, position, id: uuidV7(now) }));
+  return [
+    submission.tenantId,
+    id,
+    submission.kind,
+    submission.externalReference,
+    submission.module,
+    submission.tier,
+    submission.status,
+    submission.acceptedCount,
+    submission.failedCount,
+    submission.createdBy,
+    submission.requestId,
+    JSON.stringify(itemRecords),
+    audit.action,
+    audit.actor,
+    JSON.stringify(audit.details),
+  ];
+}
+const SUBMIT_INTAKE_PARAMETERS = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?::jsonb";
+
 /**
  * Writes the submission, its items and its audit action, and fans the submission's event (kind
  * `audit.action`: intake.submitted or intake.batch_submitted) out to the tenant's matching webhook
  * subscriptions through integrator.emit_event, in ONE statement (integrator.submit_intake, migration
- * 0010): one round trip, atomic even outside a transaction. Ids are made here (UUIDv7), not per row in SQL.
+ * 0010): one round trip, atomic even outside a transaction.
  */
 export async function insertSubmissionWithEvent(
   db: Knex,
@@ -75,30 +100,66 @@ export async function insertSubmissionWithEvent(
   items: NewItem[],
   audit: SubmissionAudit,
 ): Promise<SubmissionRow> {
-  const id = uuidV7();
-  const now = Date.now();
-  const itemRecords = items.map((item, position) => ({ ...item, position, id: uuidV7(now) }));
   const { rows } = await db.raw<{ rows: StoredSubmission[] }>(
-    "select * from integrator.submit_intake(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?::jsonb)",
-    [
-      submission.tenantId,
-      id,
-      submission.kind,
-      submission.externalReference,
-      submission.module,
-      submission.tier,
-      submission.status,
-      submission.acceptedCount,
-      submission.failedCount,
-      submission.createdBy,
-      submission.requestId,
-      JSON.stringify(itemRecords),
-      audit.action,
-      audit.actor,
-      JSON.stringify(audit.details),
-    ],
+    `select * from integrator.submit_intake(${SUBMIT_INTAKE_PARAMETERS})`,
+    submitIntakeArguments(uuidV7(), submission, items, audit),
   );
   return toSubmission(rows[0] as StoredSubmission);
+}
+
+/**
+ * The same write under an Idempotency-Key, in ONE statement (integrator.submit_intake_once, migration
+ * 0014): the key's advisory lock, the look-up of its remembered response and, when there is none, the
+ * write and the remembered response. `written` and `remembered` carry the response body exactly as it
+ * is (and was) sent; `in_progress` says another call holds the key.
+ */
+export async function insertSubmissionOnce(
+  db: Knex,
+  key: KeyedWrite,
+  submission: NewSubmission,
+  items: NewItem[],
+  audit: SubmissionAudit,
+): Promise<KeyedOutcome> {
+  const id = uuidV7();
+  const { rows } = await db.raw<{ rows: KeyedOutcome[] }>(
+    `select * from integrator.submit_intake_once(?, ?, ?, ?, ?, ?, ?::float8, ?, ${SUBMIT_INTAKE_PARAMETERS})`,
+    [
+      key.tenant_id,
+      key.subject,
+      key.route,
+      key.idempotency_key,
+      key.lockText,
+      key.fingerprint,
+      key.ttlHours,
+      responsePrefix(id, submission, items.length),
+      ...submitIntakeArguments(id, submission, items, audit),
+    ],
+  );
+  return rows[0] as KeyedOutcome;
+}
+
+/**
+ * The 201 body of a new submission as JSON text up to its last member's value: the same members in the
+ * same order as a row read back (SUBMISSION_COLUMNS), `created_at` last, which the statement appends.
+ */
+function responsePrefix(id: string, submission: NewSubmission, itemCount: number): string {
+  const body: Omit<SubmissionRow, "created_at"> & { created_at: "" } = {
+    id,
+    tenant_id: submission.tenantId,
+    external_reference: submission.externalReference,
+    module: submission.module,
+    tier: submission.tier,
+    item_count: itemCount,
+    accepted_count: submission.acceptedCount,
+    failed_count: submission.failedCount,
+    status: submission.status,
+    created_by: submission.createdBy,
+    created_at: "",
+  };
+  const json = JSON.stringify(body);
+  const last = ',"created_at":""}';
+  if (!json.endsWith(last)) throw new Error("responsePrefix: created_at must be the last member");
+  return json.slice(0, -'""}'.length);
 }
 
 export async function findSubmission(

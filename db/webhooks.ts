@@ -564,33 +564,31 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<b
               (tenant_id, delivery_id, number, attempted_at, duration_ms, outcome, response_code, error_class)
        select tenant_id, id, attempts, ?, ?, ?, ?, ? from recorded
      ),
-     health as (
-       select s.tenant_id, s.id,
-              case when ?::boolean then 0
-                   when ?::boolean then s.consecutive_failed_deliveries + 1
-                   else s.consecutive_failed_deliveries end as failed_in_a_row,
-              case when ?::boolean then null else coalesce(s.failing_since, ?::timestamptz) end as failing_since
-         from integrator.webhook_subscriptions s
-         join recorded r on s.tenant_id = r.tenant_id and s.id = r.subscription_id
-     ),
-     verdict as (
-       select h.*,
-              case when ?::int > 0 and h.failed_in_a_row >= ?::int
-                     then format('%s deliveries in a row failed', h.failed_in_a_row)
-                   when ?::float8 > 0 and h.failing_since <= ?::timestamptz - make_interval(secs => ?::float8 * 86400)
-                     then format('Every attempt failed for %s days', ?::float8)
-              end as disabled_reason
-         from health h
-     ),
+     -- The subscription's health from its row as locked by this update (concurrent attempts each count),
+     -- and no write at all for a delivered attempt to a healthy subscription (the common case: no row
+     -- lock shared by every delivery to one endpoint, no dead row version per delivery).
      subscription as (
        update integrator.webhook_subscriptions s
-          set consecutive_failed_deliveries = v.failed_in_a_row,
-              failing_since = v.failing_since,
-              disabled_at = case when s.disabled_at is null and v.disabled_reason is not null then now() else s.disabled_at end,
-              disabled_reason = case when s.disabled_at is null then v.disabled_reason else s.disabled_reason end,
-              disabled_by = case when s.disabled_at is null and v.disabled_reason is not null then 'endpoint_health' else s.disabled_by end
-         from verdict v
-        where s.tenant_id = v.tenant_id and s.id = v.id and s.is_active
+          set (consecutive_failed_deliveries, failing_since, disabled_at, disabled_reason, disabled_by) = (
+                select n.failed_in_a_row, n.failing_since,
+                       case when s.disabled_at is null and n.reason is not null then now() else s.disabled_at end,
+                       case when s.disabled_at is null then n.reason else s.disabled_reason end,
+                       case when s.disabled_at is null and n.reason is not null then 'endpoint_health' else s.disabled_by end
+                  from (select h.failed_in_a_row, h.failing_since,
+                               case when ?::int > 0 and h.failed_in_a_row >= ?::int
+                                      then format('%s deliveries in a row failed', h.failed_in_a_row)
+                                    when ?::float8 > 0
+                                         and h.failing_since <= ?::timestamptz - make_interval(secs => ?::float8 * 86400)
+                                      then format('Every attempt failed for %s days', ?::float8)
+                               end as reason
+                          from (select case when ?::boolean then 0
+                                            when ?::boolean then s.consecutive_failed_deliveries + 1
+                                            else s.consecutive_failed_deliveries end as failed_in_a_row,
+                                       case when ?::boolean then null
+                                            else coalesce(s.failing_since, ?::timestamptz) end as failing_since) h) n)
+         from recorded r
+        where s.tenant_id = r.tenant_id and s.id = r.subscription_id and s.is_active
+          and not (?::boolean and s.consecutive_failed_deliveries = 0 and s.failing_since is null)
      )
      select id, case when ?::timestamptz is not null
                      then integrator.queue_delivery_job(tenant_id, id, integrator.delivery_backlog(tenant_id), ?::timestamptz, ?)
@@ -610,18 +608,20 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<b
       delivered ? "delivered" : "failed",
       attempt.responseCode,
       delivered ? null : attempt.errorClass,
-      // health
+      // subscription: the verdict on the new health
+      failedInARow,
+      failedInARow,
+      failingDays,
+      attempt.attemptedAt,
+      failingDays,
+      failingDays,
+      // … the new health
       delivered,
       deliveryFailed,
       delivered,
       attempt.attemptedAt,
-      // verdict
-      failedInARow,
-      failedInARow,
-      failingDays,
-      attempt.attemptedAt,
-      failingDays,
-      failingDays,
+      // … nothing to write
+      delivered,
       // next job
       attempt.retryAt ?? null,
       attempt.retryAt ?? null,

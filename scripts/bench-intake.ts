@@ -8,6 +8,9 @@
 //   npm run bench:intake                        quick: 8 and 32 connections, 2 rounds of 3 s segments
 //   npm run bench:intake -- --rounds 3 --duration 8 --connections 8
 //   npm run bench:intake -- --only batch        scenarios whose name contains the text
+//   npm run bench:intake -- --only "no Idem" --profile /tmp/intake.cpuprofile
+//                                               also a CPU profile of this process during the service's
+//                                               segments only (read it with scripts/bench/profile-summary.ts)
 //   npm run bench:intake -- --rows 1000000      flat cost: the same reads and writes on a database of
 //                                               10 000 rows against one of N rows, alternating
 import { execFile } from "node:child_process";
@@ -27,6 +30,7 @@ import { fixed, flags, listFlag, log, machine, mean, median, met, numberFlag, up
 import { listen, startIntakeFloor, type Listening } from "./bench/floor.ts";
 import { seedTenantRows } from "./bench/seed.ts";
 import type { Scenario } from "./bench/load.ts";
+import { cpuProfiler } from "./bench/profile.ts";
 
 const options = flags();
 const DURATION = numberFlag(options, "duration", 3);
@@ -35,6 +39,7 @@ const CONNECTIONS = listFlag(options, "connections", [8, 32]);
 const ROWS = options.has("rows") ? numberFlag(options, "rows", 1_000_000) : undefined;
 const SMALL_ROWS = 10_000;
 const ONLY = options.get("only");
+const PROFILE = options.get("profile");
 const run = promisify(execFile);
 
 interface Figures {
@@ -164,6 +169,7 @@ async function alternate(
   rounds: number,
 ): Promise<Pairing[]> {
   const pairings: Pairing[] = [];
+  const profiler = PROFILE === undefined ? undefined : await cpuProfiler();
   // Warm-up (not counted): the JIT and the pools, once per scenario.
   for (const [, scenario] of [floor, ...scenarios]) await load(scenario, 8, 1);
   for (const conns of connections) {
@@ -172,7 +178,9 @@ async function alternate(
       for (const [index, [name, scenario]] of scenarios.entries()) {
         const pairing = mine[index] as Pairing;
         const f = await load(floor[1], conns, DURATION);
+        await profiler?.resume();
         const s = await load(scenario, conns, DURATION);
+        await profiler?.pause();
         pairing.floor.push(f);
         pairing.service.push(s);
         log(
@@ -181,6 +189,10 @@ async function alternate(
       }
     }
     pairings.push(...mine);
+  }
+  if (profiler && PROFILE !== undefined) {
+    await profiler.save(PROFILE);
+    log(`CPU profile of the service segments: ${PROFILE}`);
   }
   return pairings;
 }

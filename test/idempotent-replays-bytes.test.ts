@@ -34,6 +34,26 @@ t.test("idempotent replays are byte-identical", async (t) => {
     t.equal(replayText, firstText);
   });
 
+  t.test("a keyed first answer is the submission as read back, byte for byte (created_at included)", async (t) => {
+    // The first keyed answer is written by the database statement that remembers it; it must be the
+    // very text an unkeyed answer or a read would give for the same row.
+    const { first, firstText } = await twice(
+      "/v1/intake/batch",
+      {
+        items: [{ filename: "a.pdf", file_size: 1, mime_type: "application/pdf" }],
+        external_reference: 'quote " and \u00e9 and \u2028',
+        module: "m",
+      },
+      "bytes-read-back",
+    );
+    t.equal(first.status, 201);
+    const { id } = JSON.parse(firstText) as { id: string };
+    const read = await server.request(`/v1/intake/submissions/${id}`, { token: tenant.token });
+    const { submission } = (await read.json()) as { submission: { created_at: string } };
+    t.equal(firstText, JSON.stringify(submission));
+    t.match(submission.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  });
+
   t.test("an intake batch replay returns the first answer's exact bytes", async (t) => {
     const item = { filename: "a.pdf", file_size: 1, mime_type: "application/pdf", item_metadata: metadata };
     const { first, firstText, replay, replayText } = await twice(

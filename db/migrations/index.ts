@@ -4,6 +4,7 @@ import * as accountProtection from "./0008_account_protection.ts";
 import * as foundation from "./0001_foundation.ts";
 import * as idempotencyExactBytes from "./0009_idempotency_exact_bytes.ts";
 import * as intake from "./0002_intake.ts";
+import * as intakeWithKey from "./0014_intake_with_key.ts";
 import * as partners from "./0004_partners.ts";
 import * as rateLimits from "./0005_rate_limits.ts";
 import * as webhookEngine from "./0006_webhook_engine.ts";
@@ -31,6 +32,7 @@ const migrations: [string, Migration][] = [
   ["0010_write_path", writePath],
   // After 0007, which replaced emit_event again: its version, queueing through queue_delivery_job.
   ["0013_webhook_engine_emit", webhookEngineAfterOperations],
+  ["0014_intake_with_key", intakeWithKey],
   ["0014_webhook_manual_disable", webhookManualDisable],
 ];
 

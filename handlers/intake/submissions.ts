@@ -2,13 +2,18 @@
 // with an Idempotency-Key also the remembered response, in one transaction) and reading a submission back.
 import type { Principal } from "../../server/auth/tokens.ts";
 import { ApiError, notFound } from "../../server/http/errors.ts";
-import { requestFingerprint, runIdempotent, type IdempotentOutcome } from "../../server/http/idempotency.ts";
+import {
+  keyedWrite,
+  requestFingerprint,
+  settleKeyedWrite,
+  type IdempotentOutcome,
+} from "../../server/http/idempotency.ts";
 import type { Services } from "../../server/services.ts";
 import { RequestValidationError } from "../../server/http/validation.ts";
-import type { Knex } from "knex";
 import { isUuid } from "../../db/ids.ts";
 import {
   findSubmission,
+  insertSubmissionOnce,
   insertSubmissionWithEvent,
   type ItemRow,
   type NewItem,
@@ -69,46 +74,44 @@ export async function submitIntake(
           key: request.idempotencyKey,
         };
 
-  // One statement writes everything and emits the event (replays return before reaching it).
-  const write = (db: Knex): Promise<SubmissionRow> =>
-    insertSubmissionWithEvent(
-      db,
-      {
-        tenantId: request.tenantId,
-        kind: request.kind,
-        externalReference: request.externalReference,
-        module: request.module,
-        tier: request.tier,
-        status: totals.status,
-        acceptedCount: totals.acceptedCount,
-        failedCount: totals.failedCount,
-        createdBy: request.principal.subject,
-        requestId: request.requestId,
-      },
-      items,
-      {
-        action: AUDIT_ACTION[request.kind],
-        actor: request.principal.subject,
-        requestId: request.requestId,
-        details: {
-          item_count: items.length,
-          accepted_count: totals.acceptedCount,
-          failed_count: totals.failedCount,
-          actor_tenant_id: request.principal.tenantId,
-        },
-      },
-    );
+  // One statement writes everything and emits the event; with a key, the same statement takes the
+  // key, answers a replay instead of writing, or remembers the response it writes.
+  const submission = {
+    tenantId: request.tenantId,
+    kind: request.kind,
+    externalReference: request.externalReference,
+    module: request.module,
+    tier: request.tier,
+    status: totals.status,
+    acceptedCount: totals.acceptedCount,
+    failedCount: totals.failedCount,
+    createdBy: request.principal.subject,
+    requestId: request.requestId,
+  };
+  const audit = {
+    action: AUDIT_ACTION[request.kind],
+    actor: request.principal.subject,
+    requestId: request.requestId,
+    details: {
+      item_count: items.length,
+      accepted_count: totals.acceptedCount,
+      failed_count: totals.failedCount,
+      actor_tenant_id: request.principal.tenantId,
+    },
+  };
 
   try {
     // Without a key: the one statement in autocommit (durable commit), no transaction around it, no fingerprint.
-    if (scope === undefined) return { status: 201, body: await write(services.db), replayed: false };
-    return await runIdempotent(
-      services.db,
-      scope,
-      requestFingerprint(request.body, request.tenantId),
-      services.config.idempotencyTtlHours,
-      async (trx) => ({ status: 201, body: await write(trx) }),
-    );
+    if (scope === undefined) {
+      return {
+        status: 201,
+        body: await insertSubmissionWithEvent(services.db, submission, items, audit),
+        replayed: false,
+      };
+    }
+    const fingerprint = requestFingerprint(request.body, request.tenantId);
+    const key = keyedWrite(scope, fingerprint, services.config.idempotencyTtlHours);
+    return settleKeyedWrite(await insertSubmissionOnce(services.db, key, submission, items, audit), fingerprint);
   } catch (error) {
     // A tenant that is not registered here (e.g. named by a platform_admin or an external IdP token).
     if ((error as { code?: string }).code === "23503") throw new ApiError("NOT_FOUND", "Tenant not found");

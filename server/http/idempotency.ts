@@ -11,6 +11,8 @@ import {
   remember,
   tryLockKey,
   type IdempotencyRecordKey,
+  type KeyedOutcome,
+  type KeyedWrite,
   type RememberedResponse,
 } from "../../db/idempotency.ts";
 
@@ -48,6 +50,55 @@ export function idempotencyLockKey(scope: IdempotencyScope): string {
   return JSON.stringify([scope.tenantId, scope.subject, scope.route, scope.key]);
 }
 
+function inProgress(): ApiError {
+  return new ApiError(
+    "IDEMPOTENCY_IN_PROGRESS",
+    "A request with this Idempotency-Key is still being processed; retry shortly",
+    { headers: { "Retry-After": "1" } },
+  );
+}
+
+/** A remembered response for this fingerprint is replayed as it was sent; for another one it is IDEMPOTENCY_KEY_MISMATCH. */
+function replayOf<B>(
+  remembered: Pick<RememberedResponse, "fingerprint" | "status_code" | "response_body">,
+  fingerprint: string,
+): IdempotentOutcome<B> {
+  if (remembered.fingerprint !== fingerprint) {
+    throw new ApiError("IDEMPOTENCY_KEY_MISMATCH", "This Idempotency-Key was used with a different request body");
+  }
+  const json = remembered.response_body;
+  return { status: remembered.status_code, body: JSON.parse(json) as B, json, replayed: true };
+}
+
+/** What a one-statement keyed write needs to know of its key. */
+export function keyedWrite(scope: IdempotencyScope, fingerprint: string, ttlHours: number): KeyedWrite {
+  return {
+    tenant_id: scope.tenantId,
+    subject: scope.subject,
+    route: scope.route,
+    idempotency_key: scope.key,
+    lockText: idempotencyLockKey(scope),
+    fingerprint,
+    ttlHours,
+  };
+}
+
+/**
+ * The same rules as runIdempotent for a write that takes the key, looks it up and writes in one
+ * statement (the database function does each step; see db/migrations/0014_intake_with_key.ts):
+ * a new response is sent as the exact text remembered, so its replays are byte-identical.
+ */
+export function settleKeyedWrite<B>(outcome: KeyedOutcome, fingerprint: string): IdempotentOutcome<B> {
+  switch (outcome.outcome) {
+    case "in_progress":
+      throw inProgress();
+    case "remembered":
+      return replayOf<B>(outcome, fingerprint);
+    case "written":
+      return { ...replayOf<B>(outcome, fingerprint), replayed: false };
+  }
+}
+
 /**
  * Runs `work` in a transaction. Without a scope every call does the work. With one, the first
  * successful (2xx) response is remembered for ttlHours and replayed for the same fingerprint;
@@ -71,24 +122,14 @@ export async function runIdempotent<B>(
     route: scope.route,
     idempotency_key: scope.key,
   };
-  const replayOrMismatch = (remembered: RememberedResponse): IdempotentOutcome<B> => {
-    if (remembered.fingerprint !== fingerprint) {
-      throw new ApiError("IDEMPOTENCY_KEY_MISMATCH", "This Idempotency-Key was used with a different request body");
-    }
-    const json = remembered.response_body;
-    return { status: remembered.status_code, body: JSON.parse(json) as B, json, replayed: true };
-  };
+  const replayOrMismatch = (remembered: RememberedResponse) => replayOf<B>(remembered, fingerprint);
   // A finished first call is answered without the lock, so concurrent replays never see IN_PROGRESS.
   const finished = await findRemembered(db, where);
   if (finished && !finished.expired) return replayOrMismatch(finished);
 
   return db.transaction(async (trx) => {
     if (!(await tryLockKey(trx, idempotencyLockKey(scope)))) {
-      throw new ApiError(
-        "IDEMPOTENCY_IN_PROGRESS",
-        "A request with this Idempotency-Key is still being processed; retry shortly",
-        { headers: { "Retry-After": "1" } },
-      );
+      throw inProgress();
     }
     // Under the lock: the first call may have committed between the look-up above and the lock.
     const remembered = await findRemembered(trx, where);
