@@ -9,7 +9,12 @@
 //   npm run bench:webhooks                       quick: fan-out 1 and 100, 2 rounds of 1000 jobs
 //   npm run bench:webhooks -- --rounds 3 --jobs 3000 --paced-seconds 10 --fan-outs 1,10,100
 //   WORKER_CONCURRENCY=20 npm run bench:webhooks
+//   npm run bench:webhooks -- --profile /tmp/webhooks.cpuprofile
+//                                                also a CPU profile of the delivery segments only
+//                                                (read it with scripts/bench/profile-summary.ts)
 import { randomBytes, randomUUID } from "node:crypto";
+import { cpuProfiler } from "./bench/profile.ts";
+import type { Knex } from "knex";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -43,14 +48,34 @@ const FAN_OUTS = listFlag(options, "fan-outs", [1, 100]);
 const ROUNDS = numberFlag(options, "rounds", 2);
 const JOBS = numberFlag(options, "jobs", 1000);
 const PACED_SECONDS = numberFlag(options, "paced-seconds", 5);
+const PROFILE = options.get("profile");
 const DEADLINE_SECONDS = 180;
 
-async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
+/** Waits for the condition; `failure` (asked once a second) names a reason to stop waiting at once. */
+async function until(
+  condition: () => boolean | Promise<boolean>,
+  what: string,
+  failure?: () => Promise<string | undefined>,
+): Promise<void> {
   const deadline = Date.now() + DEADLINE_SECONDS * 1000;
+  let nextCheck = Date.now() + 1000;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`benchmark gave up waiting for ${what}`);
+    if (failure && Date.now() > nextCheck) {
+      nextCheck = Date.now() + 1000;
+      const reason = await failure();
+      if (reason !== undefined) throw new Error(`benchmark stopped waiting for ${what}: ${reason}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
+}
+
+/** A delivery that failed (the benchmark's receiver accepts everything, so none should): its message. */
+async function failedDelivery(db: Knex): Promise<string | undefined> {
+  const failed = await db("integrator.webhook_deliveries")
+    .whereNotNull("error_message")
+    .first<{ error_message: string } | undefined>("error_message");
+  return failed && `a delivery failed: ${failed.error_message}`;
 }
 
 function intakeData(submissionId: string): EventDataByKind["intake.submitted"] {
@@ -103,6 +128,8 @@ async function main(): Promise<void> {
       WEBHOOK_RESOLVE: `${RECEIVER_HOST}=127.0.0.1`,
       WEBHOOK_CA_FILE: ca.caFile,
       WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+      // The receiver listens on an ephemeral port.
+      WEBHOOK_ALLOWED_PORTS: "443,1024-65535",
     });
     services = await buildServices(config, db);
 
@@ -142,6 +169,7 @@ async function main(): Promise<void> {
       return JOBS / ((performance.now() - started) / 1000);
     };
 
+    const profiler = PROFILE === undefined ? undefined : await cpuProfiler();
     const rows: Row[] = [];
     for (const fanOut of FAN_OUTS) {
       const tenant = await createTenant(db, `bench ${fanOut}`);
@@ -168,14 +196,20 @@ async function main(): Promise<void> {
            from generate_series(1, ?)`,
           [tenant.id, events],
         );
-        await until(() => received >= target, `${events * fanOut} deliveries at fan-out ${fanOut}`);
+        await until(
+          () => received >= target,
+          `${events * fanOut} deliveries at fan-out ${fanOut}`,
+          () => failedDelivery(db),
+        );
         return (events * fanOut) / ((performance.now() - started) / 1000);
       };
       const row: Row = { fanOut, deliveries: [], noops: [], pacedRate: 0, latencies: [], undelivered: 0 };
       await deliverySegment(); // warm-up: TLS contexts, the JIT, the pools
       for (let round = 1; round <= ROUNDS; round++) {
         const noops = await noopSegment();
+        await profiler?.resume();
         const deliveries = await deliverySegment();
+        await profiler?.pause();
         row.noops.push(noops);
         row.deliveries.push(deliveries);
         log(
@@ -215,6 +249,10 @@ async function main(): Promise<void> {
         `fan-out ${fanOut}: paced at ${fixed(eventsPerSecond, 1)} events/s (${fixed(row.pacedRate)} deliveries/s), event-to-receipt p50 ${fixed(percentile(row.latencies, 50), 1)} ms`,
       );
       rows.push(row);
+    }
+    if (profiler && PROFILE !== undefined) {
+      await profiler.save(PROFILE);
+      log(`CPU profile of the delivery segments: ${PROFILE}`);
     }
 
     const lines = [
