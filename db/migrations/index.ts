@@ -9,7 +9,7 @@ import * as partners from "./0004_partners.ts";
 import * as rateLimits from "./0005_rate_limits.ts";
 import * as webhookEngine from "./0006_webhook_engine.ts";
 import * as webhookEngineAfterOperations from "./0013_webhook_engine_emit.ts";
-import * as webhookManualDisable from "./0014_webhook_manual_disable.ts";
+import * as webhookManualDisable from "./0015_webhook_manual_disable.ts";
 import * as webhookOperations from "./0007_webhook_operations.ts";
 import * as webhooks from "./0003_webhooks.ts";
 import * as writePath from "./0010_write_path.ts";
@@ -33,7 +33,7 @@ const migrations: [string, Migration][] = [
   // After 0007, which replaced emit_event again: its version, queueing through queue_delivery_job.
   ["0013_webhook_engine_emit", webhookEngineAfterOperations],
   ["0014_intake_with_key", intakeWithKey],
-  ["0014_webhook_manual_disable", webhookManualDisable],
+  ["0015_webhook_manual_disable", webhookManualDisable],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {
