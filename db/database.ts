@@ -98,8 +98,9 @@ export async function pendingMigrations(db: Database): Promise<string[]> {
     migrationSource,
     schemaName: "integrator",
     tableName: "knex_migrations",
-  })) as [unknown[], { file: string }[]];
-  return pending.map((entry) => entry.file);
+  })) as [unknown[], Parameters<typeof migrationSource.getMigrationName>[0][]];
+  // With a custom migration source knex lists the source's own entries (no `file`): named by the source.
+  return pending.map((entry) => migrationSource.getMigrationName(entry));
 }
 
 export interface EmbeddedServer {

@@ -1,4 +1,4 @@
-// Structured logs: pino JSON lines on stdout, one per finished request (pino-http) plus whatever the
+// Structured logs: pino JSON lines on stdout, one per finished request (requestLogger below) plus whatever the
 // service reports. Credentials never reach a log line: request lines carry a whitelist of request
 // fields with sensitive query parameters masked, and any logged object has its sensitive keys
 // censored by pino's redaction, whatever their depth up to five levels.
