@@ -216,15 +216,15 @@ t.test("idempotency rules", async (t) => {
 });
 
 t.test("rule 7: keys expire after API_IDEMPOTENCY_TTL_HOURS and the purge job removes them", async (t) => {
-  // 0.0005 hours is 1.8 seconds.
-  const server = await startTestServer(t, { env: { API_IDEMPOTENCY_TTL_HOURS: "0.0005" } });
+  // 0.0015 hours is 5.4 seconds: long enough for the replay below on a loaded machine, short enough to wait out.
+  const server = await startTestServer(t, { env: { API_IDEMPOTENCY_TTL_HOURS: "0.0015" } });
   const tenant = await createTestTenant(server.services);
   t.equal((await submit(server, tenant, "short-lived", pdf)).status, 201);
   const row = await server.services
     .db("integrator.idempotency_keys")
     .where({ tenant_id: tenant.tenantId })
     .first(server.services.db.raw("extract(epoch from expires_at - created_at)::float8 as ttl"));
-  t.ok(Math.abs(Number(row?.ttl) - 1.8) < 0.01, `the key lives 1.8 s (${row?.ttl})`);
+  t.ok(Math.abs(Number(row?.ttl) - 5.4) < 0.01, `the key lives 5.4 s (${row?.ttl})`);
   t.equal(
     (await submit(server, tenant, "short-lived", pdf)).headers.get("idempotent-replayed"),
     "true",
@@ -240,7 +240,7 @@ t.test("rule 7: keys expire after API_IDEMPOTENCY_TTL_HOURS and the purge job re
       )
     ).rows[0]?.expired === true;
   t.ok(
-    await waitFor(expired, (done) => done, { seconds: 10, intervalMs: 100 }),
+    await waitFor(expired, (done) => done, { seconds: 20, intervalMs: 100 }),
     "the key expired on the database clock",
   );
   const after = await submit(server, tenant, "short-lived", { ...pdf, file_size: 7 });

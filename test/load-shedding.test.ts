@@ -27,7 +27,9 @@ async function assertShed(t: Test, res: Response, reason: string, startedAt: num
   t.equal(body.error.code, "SERVICE_UNAVAILABLE");
   t.same(body.error.details, { reason });
   t.equal(res.headers.get("retry-after"), "1");
-  t.ok(elapsed < 1000, `refused quickly (${elapsed.toFixed(0)} ms)`);
+  // Queued instead, it would wait for the held connection until the pool's 10 s acquire timeout; the
+  // bound leaves room for a loaded machine's event loop without letting a queued request pass.
+  t.ok(elapsed < 5000, `refused without waiting for a connection (${elapsed.toFixed(0)} ms)`);
 }
 
 t.test(
