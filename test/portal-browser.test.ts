@@ -434,3 +434,21 @@ t.test("an expired link, a tampered link and another tenant's link show nothing 
   await noLink.getByText("No portal link").waitFor();
   t.pass("without a link the page says how to get one");
 });
+
+t.test("when the service refuses a request the page says what happened and what to do", async (t) => {
+  // A real refusal from the real service: the principal's rate limit, a handful of requests a minute.
+  const rig = await startWebhookRig(t, ca, { worker: false, env: { RATE_LIMIT_PER_MINUTE: "4" } });
+  const browser = await launchBrowser(t);
+  const page = await browser.context.newPage();
+  await page.goto(await portalLink(rig.server, rig.tenant));
+  await page.getByText("No endpoints yet").waitFor();
+  const alert = page.locator("#delivery-list [role=alert]");
+  for (let clicks = 0; clicks < 8 && (await alert.count()) === 0; clicks++) {
+    await page.click("#refresh-deliveries");
+    await page.locator("#delivery-list .state:not(.loading)").first().waitFor();
+  }
+  await alert.waitFor();
+  t.match(await alert.innerText(), /Too many requests just now\. Wait a minute and try again\./);
+  t.ok(await alert.getByRole("button").first().isVisible(), "with a button to try again");
+  await screenshot(page, SHOTS, "10-error-state");
+});
