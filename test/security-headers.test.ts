@@ -45,3 +45,24 @@ t.test("responses are not cacheable unless the operation says so (the JWKS may b
   const jwks = await server.request("/.well-known/jwks.json");
   t.equal(jwks.headers.get("cache-control"), "public, max-age=300");
 });
+
+t.test("answers carry no ETag and a conditional GET is answered in full (the contract declares neither)", async (t) => {
+  const server = await startTestServer(t);
+  const tenant = await createTestTenant(server.services);
+  const created = await server.request("/v1/intake/submit", {
+    method: "POST",
+    token: tenant.token,
+    json: { filename: "a.pdf", file_size: 1, mime_type: "application/pdf" },
+  });
+  t.equal(created.headers.get("etag"), null, "not on a 201");
+  const { id } = (await created.json()) as { id: string };
+  const read = await server.request(`/v1/intake/submissions/${id}`, { token: tenant.token });
+  t.equal(read.headers.get("etag"), null, "not on a 200");
+  await read.arrayBuffer();
+  const conditional = await server.request(`/v1/intake/submissions/${id}`, {
+    token: tenant.token,
+    headers: { "If-None-Match": "*" },
+  });
+  t.equal(conditional.status, 200, "If-None-Match changes nothing");
+  t.ok((await conditional.text()).includes(id));
+});
