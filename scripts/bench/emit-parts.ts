@@ -4,19 +4,9 @@
 // one matching subscription. Medians of 40 client-side timings inside rolled-back transactions, a
 // round trip included (`select 1` gives its cost). `node scripts/bench/emit-parts.ts`
 import { randomUUID } from "node:crypto";
-import pg from "pg";
-import { createDatabase, createDatabaseOnServer, dropDatabaseOnServer } from "../../db/database.ts";
-import { migrateAll } from "../../server/lifecycle.ts";
-import { throwawayPostgres, withDatabase } from "../throwaway-postgres.ts";
+import { migratedDatabase } from "./migrated-database.ts";
 
-const postgres = await throwawayPostgres("integrator-explain2");
-await dropDatabaseOnServer(postgres.adminUrl, "e2");
-await createDatabaseOnServer(postgres.adminUrl, "e2");
-const url = withDatabase(postgres.adminUrl, "e2");
-const db = createDatabase(url, 2);
-await migrateAll(db, url);
-const client = new pg.Client({ connectionString: url });
-await client.connect();
+const { client, close } = await migratedDatabase("integrator_emit_parts");
 try {
   const {
     rows: [tenant],
@@ -70,7 +60,5 @@ try {
   );
   await time("emit_event", "select integrator.emit_event($1, 'intake.submitted', $2::jsonb)", [tenant?.id, data]);
 } finally {
-  await client.end();
-  await db.destroy();
-  await postgres.stop();
+  await close();
 }

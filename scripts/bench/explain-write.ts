@@ -2,20 +2,10 @@
 // by EXPLAIN (ANALYZE) inside a rolled-back transaction, on a throwaway PostgreSQL: the planning and
 // execution times and the per-trigger (foreign key) times. `node scripts/bench/explain-write.ts`
 import { randomUUID } from "node:crypto";
-import pg from "pg";
-import { createDatabase, createDatabaseOnServer, dropDatabaseOnServer } from "../../db/database.ts";
-import { migrateAll } from "../../server/lifecycle.ts";
-import { throwawayPostgres, withDatabase } from "../throwaway-postgres.ts";
+import { migratedDatabase } from "./migrated-database.ts";
 import { uuidV7 } from "../../db/ids.ts";
 
-const postgres = await throwawayPostgres("integrator-explain");
-await dropDatabaseOnServer(postgres.adminUrl, "integrator_explain");
-await createDatabaseOnServer(postgres.adminUrl, "integrator_explain");
-const url = withDatabase(postgres.adminUrl, "integrator_explain");
-const db = createDatabase(url, 2);
-await migrateAll(db, url);
-const client = new pg.Client({ connectionString: url });
-await client.connect();
+const { client, close } = await migratedDatabase("integrator_explain");
 try {
   await client.query(
     "create table bench_floor (id uuid primary key default gen_random_uuid(), body jsonb not null, created_at timestamptz not null default now())",
@@ -100,7 +90,5 @@ try {
     ],
   );
 } finally {
-  await client.end();
-  await db.destroy();
-  await postgres.stop();
+  await close();
 }
