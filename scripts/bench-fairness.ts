@@ -19,25 +19,12 @@ import { createTenant } from "../db/principals.ts";
 import { createSubscription } from "../db/webhooks.ts";
 import { startWorker } from "../worker/runner.ts";
 import { makeTestCa, RECEIVER_HOST, startReceiver } from "../test/helpers/https-receiver.ts";
+import { machine, percentile, until, uptime } from "./bench/common.ts";
 
 const NOISY_DELIVERIES = Number(process.env.BENCH_NOISY_DELIVERIES ?? 2000);
 const NOISY_SUBSCRIPTIONS = 50;
 const B_EVENTS = Number(process.env.BENCH_B_EVENTS ?? 10);
 const TIMEOUT_MS = process.env.WEBHOOK_TIMEOUT_MS ?? "10000";
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
-}
-
-async function until<T>(probe: () => T | undefined, seconds: number, what: string): Promise<T> {
-  const deadline = Date.now() + seconds * 1000;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`benchmark gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
 
 async function main(): Promise<void> {
   const tempDir = fs.mkdtempSync(path.join(os.tmpdir(), "integrator-bench-fairness-"));
@@ -94,7 +81,10 @@ async function main(): Promise<void> {
       const before = receiver.receivedAt("/tenant-b").length;
       const emitted = performance.now();
       await emitEvent(db, tenantB.id, "scorecard.created", { scorecard_id: crypto.randomUUID() });
-      const arrived = await until(() => receiver.receivedAt("/tenant-b")[before], 600, "tenant B's delivery");
+      const arrived = await until(() => receiver.receivedAt("/tenant-b")[before], "tenant B's delivery", {
+        seconds: 600,
+        intervalMs: 5,
+      });
       waits.push(arrived.receivedAt - emitted);
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
@@ -108,10 +98,9 @@ async function main(): Promise<void> {
       await emitEvent(trx, tenantA.id, "scorecard.created", { scorecard_id: crypto.randomUUID() });
   });
   await until(
-    () =>
-      receiver.received.filter((r) => r.path.startsWith("/hang")).length >= config.workerConcurrency ? true : undefined,
-    60,
+    () => receiver.received.filter((r) => r.path.startsWith("/hang")).length >= config.workerConcurrency,
     "tenant A's attempts to hang",
+    { seconds: 60, intervalMs: 5 },
   );
   const noisy = await measureB();
   const hangingA = receiver.received.filter((r) => r.path.startsWith("/hang")).length;
@@ -142,12 +131,7 @@ async function main(): Promise<void> {
   const row = (label: string, waits: number[]) =>
     `| ${label} | ${waits.length} | ${Math.round(percentile(waits, 50))} ms | ${Math.round(percentile(waits, 100))} ms |`;
   console.log(
-    `Machine: ${os.availableParallelism()} CPUs (nproc), load average ${os
-      .loadavg()
-      .map((v) => v.toFixed(2))
-      .join(
-        " ",
-      )}, Node ${process.version}; WORKER_CONCURRENCY=${config.workerConcurrency}, WEBHOOK_TIMEOUT_MS=${TIMEOUT_MS}\n`,
+    `Machine: ${machine()}; ${uptime()}; WORKER_CONCURRENCY=${config.workerConcurrency}, WEBHOOK_TIMEOUT_MS=${TIMEOUT_MS}\n`,
   );
   console.log("| Tenant B's wait (event to first attempt received) | events | p50 | max |\n|---|---:|---:|---:|");
   console.log(row("tenant B alone", alone));

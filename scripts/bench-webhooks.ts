@@ -40,6 +40,7 @@ import {
   met,
   numberFlag,
   percentile,
+  until,
   uptime,
 } from "./bench/common.ts";
 
@@ -49,26 +50,6 @@ const ROUNDS = numberFlag(options, "rounds", 2);
 const JOBS = numberFlag(options, "jobs", 1000);
 const PACED_SECONDS = numberFlag(options, "paced-seconds", 5);
 const PROFILE = options.get("profile");
-const DEADLINE_SECONDS = 180;
-
-/** Waits for the condition; `failure` (asked once a second) names a reason to stop waiting at once. */
-async function until(
-  condition: () => boolean | Promise<boolean>,
-  what: string,
-  failure?: () => Promise<string | undefined>,
-): Promise<void> {
-  const deadline = Date.now() + DEADLINE_SECONDS * 1000;
-  let nextCheck = Date.now() + 1000;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`benchmark gave up waiting for ${what}`);
-    if (failure && Date.now() > nextCheck) {
-      nextCheck = Date.now() + 1000;
-      const reason = await failure();
-      if (reason !== undefined) throw new Error(`benchmark stopped waiting for ${what}: ${reason}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-}
 
 /** A delivery that failed (the benchmark's receiver accepts everything, so none should): its message. */
 async function failedDelivery(db: Knex): Promise<string | undefined> {
@@ -198,11 +179,9 @@ async function main(): Promise<void> {
           [tenant.id, events],
         );
         lastEmissionMs = performance.now() - started;
-        await until(
-          () => received >= target,
-          `${events * fanOut} deliveries at fan-out ${fanOut}`,
-          () => failedDelivery(db),
-        );
+        await until(() => received >= target, `${events * fanOut} deliveries at fan-out ${fanOut}`, {
+          failure: () => failedDelivery(db),
+        });
         return (events * fanOut) / ((performance.now() - started) / 1000);
       };
       const row: Row = { fanOut, deliveries: [], noops: [], pacedRate: 0, latencies: [], undelivered: 0 };

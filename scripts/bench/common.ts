@@ -95,3 +95,33 @@ export function met(ok: boolean): string {
 export function log(line: string): void {
   process.stderr.write(`${line}\n`);
 }
+
+export interface UntilOptions {
+  /** How long to wait at most (default 180 s). */
+  seconds?: number;
+  /** How often to ask (default 2 ms). */
+  intervalMs?: number;
+  /** Asked about once a second: a reason to stop waiting at once (e.g. a delivery that failed). */
+  failure?: () => Promise<string | undefined>;
+}
+
+/** Polls `probe` until it gives a value (anything but undefined and false), which it returns. */
+export async function until<T>(
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  what: string,
+  options: UntilOptions = {},
+): Promise<T> {
+  const deadline = Date.now() + (options.seconds ?? 180) * 1000;
+  let nextCheck = Date.now() + 1000;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`benchmark gave up waiting for ${what}`);
+    if (options.failure && Date.now() > nextCheck) {
+      nextCheck = Date.now() + 1000;
+      const reason = await options.failure();
+      if (reason !== undefined) throw new Error(`benchmark stopped waiting for ${what}: ${reason}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 2));
+  }
+}
