@@ -1,6 +1,7 @@
 // The token endpoint and the published signing keys.
 import { issueTokenFor } from "./token-grants.ts";
 import { principalOf, type OperationHandler } from "../../server/http/operations.ts";
+import { rfc3339 } from "../../db/timestamps.ts";
 
 export const issueToken: OperationHandler<"issueToken"> = async ({ services, body, headers }) => ({
   status: 200,
@@ -22,7 +23,7 @@ export const getCurrentPrincipal: OperationHandler<"getCurrentPrincipal"> = asyn
       tenant_id: tenantId,
       subject,
       roles,
-      expires_at: expiresAt === undefined ? null : new Date(expiresAt * 1000).toISOString(),
+      expires_at: expiresAt === undefined ? null : rfc3339(new Date(expiresAt * 1000)),
     },
     headers: { "Cache-Control": "no-store" },
   };

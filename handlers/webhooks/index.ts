@@ -20,6 +20,7 @@ import {
   type ManualDeliveryOutcome,
 } from "../../db/webhooks.ts";
 import { decodeDeliveryCursor, encodeDeliveryCursor } from "./delivery-cursor.ts";
+import { rfc3339 } from "../../db/timestamps.ts";
 
 const DEFAULT_DELIVERIES_LIMIT = 50;
 const MANUAL_SENDS_WINDOW_SECONDS = 60;
@@ -173,7 +174,7 @@ export const sendWebhookTestEvent: OperationHandler<"sendWebhookTestEvent"> = as
     payload: {
       event: "webhook.test",
       tenant_id: tenantId,
-      timestamp: new Date().toISOString(),
+      timestamp: rfc3339(new Date()),
       data: { subscription_id: subscription.id },
     },
     origin: "test",

@@ -5,6 +5,7 @@ import { notFound } from "../../server/http/errors.ts";
 import { principalOf, type OperationHandler } from "../../server/http/operations.ts";
 import { recordAudit } from "../../db/audit.ts";
 import { tenantExists } from "../../db/principals.ts";
+import { rfc3339 } from "../../db/timestamps.ts";
 
 export const createWebhookPortalSession: OperationHandler<"createWebhookPortalSession"> = async ({
   query,
@@ -20,6 +21,7 @@ export const createWebhookPortalSession: OperationHandler<"createWebhookPortalSe
     tenantId,
     expiresInSeconds: services.config.portal.sessionTtlMinutes * 60,
   });
+  const expiresAtText = rfc3339(new Date(expiresAt * 1000));
   await recordAudit(services.db, {
     tenantId,
     action: "webhooks.portal_session_created",
@@ -27,14 +29,14 @@ export const createWebhookPortalSession: OperationHandler<"createWebhookPortalSe
     resourceType: "portal_session",
     resourceId: tenantId,
     requestId,
-    details: { expires_at: new Date(expiresAt * 1000).toISOString() },
+    details: { expires_at: expiresAtText },
   });
   return {
     status: 201,
     body: {
       url: `${services.config.publicBaseUrl}/portal#token=${token}`,
       tenant_id: tenantId,
-      expires_at: new Date(expiresAt * 1000).toISOString(),
+      expires_at: expiresAtText,
       expires_in: expiresIn,
     },
   };
