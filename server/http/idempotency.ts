@@ -58,29 +58,30 @@ function inProgress(): ApiError {
   );
 }
 
+type StoredResponse = Pick<RememberedResponse, "status_code" | "response_body">;
+
+/** A response as stored: sent as the very text stored (`json`). */
+function sentAsStored<B>(stored: StoredResponse, replayed: boolean): IdempotentOutcome<B> {
+  const json = stored.response_body;
+  return { status: stored.status_code, body: JSON.parse(json) as B, json, replayed };
+}
+
 /** A remembered response for this fingerprint is replayed as it was sent; for another one it is IDEMPOTENCY_KEY_MISMATCH. */
-function replayOf<B>(
-  remembered: Pick<RememberedResponse, "fingerprint" | "status_code" | "response_body">,
-  fingerprint: string,
-): IdempotentOutcome<B> {
+function replayOf<B>(remembered: StoredResponse & Pick<RememberedResponse, "fingerprint">, fingerprint: string) {
   if (remembered.fingerprint !== fingerprint) {
     throw new ApiError("IDEMPOTENCY_KEY_MISMATCH", "This Idempotency-Key was used with a different request body");
   }
-  const json = remembered.response_body;
-  return { status: remembered.status_code, body: JSON.parse(json) as B, json, replayed: true };
+  return sentAsStored<B>(remembered, true);
+}
+
+/** The row a key's response is remembered under. */
+function recordKeyOf(scope: IdempotencyScope): IdempotencyRecordKey {
+  return { tenant_id: scope.tenantId, subject: scope.subject, route: scope.route, idempotency_key: scope.key };
 }
 
 /** What a one-statement keyed write needs to know of its key. */
 export function keyedWrite(scope: IdempotencyScope, fingerprint: string, ttlHours: number): KeyedWrite {
-  return {
-    tenant_id: scope.tenantId,
-    subject: scope.subject,
-    route: scope.route,
-    idempotency_key: scope.key,
-    lockText: idempotencyLockKey(scope),
-    fingerprint,
-    ttlHours,
-  };
+  return { ...recordKeyOf(scope), lockText: idempotencyLockKey(scope), fingerprint, ttlHours };
 }
 
 /**
@@ -95,7 +96,7 @@ export function settleKeyedWrite<B>(outcome: KeyedOutcome, fingerprint: string):
     case "remembered":
       return replayOf<B>(outcome, fingerprint);
     case "written":
-      return { ...replayOf<B>(outcome, fingerprint), replayed: false };
+      return sentAsStored<B>(outcome, false);
   }
 }
 
@@ -116,16 +117,10 @@ export async function runIdempotent<B>(
     const response = await db.transaction(work);
     return { ...response, replayed: false };
   }
-  const where: IdempotencyRecordKey = {
-    tenant_id: scope.tenantId,
-    subject: scope.subject,
-    route: scope.route,
-    idempotency_key: scope.key,
-  };
-  const replayOrMismatch = (remembered: RememberedResponse) => replayOf<B>(remembered, fingerprint);
+  const where = recordKeyOf(scope);
   // A finished first call is answered without the lock, so concurrent replays never see IN_PROGRESS.
   const finished = await findRemembered(db, where);
-  if (finished && !finished.expired) return replayOrMismatch(finished);
+  if (finished && !finished.expired) return replayOf<B>(finished, fingerprint);
 
   return db.transaction(async (trx) => {
     if (!(await tryLockKey(trx, idempotencyLockKey(scope)))) {
@@ -133,7 +128,7 @@ export async function runIdempotent<B>(
     }
     // Under the lock: the first call may have committed between the look-up above and the lock.
     const remembered = await findRemembered(trx, where);
-    if (remembered && !remembered.expired) return replayOrMismatch(remembered);
+    if (remembered && !remembered.expired) return replayOf<B>(remembered, fingerprint);
     if (remembered) await forgetRemembered(trx, where);
     const response = await work(trx);
     if (response.status >= 200 && response.status < 300) {
