@@ -195,6 +195,21 @@ export async function findSubscription(
   return row ? subscriptionView(row) : undefined;
 }
 
+/** Applies `changes` to a subscription of the tenant that is not deleted; undefined when there is none. */
+async function updateSubscription(
+  db: Knex,
+  tenantId: string,
+  subscriptionId: string,
+  changes: Record<string, unknown>,
+): Promise<SubscriptionView | undefined> {
+  if (!isUuid(subscriptionId)) return undefined;
+  const [row] = (await db("integrator.webhook_subscriptions")
+    .where({ tenant_id: tenantId, id: subscriptionId, is_active: true })
+    .update(changes)
+    .returning(SUBSCRIPTION_COLUMNS)) as SubscriptionRow[];
+  return row ? subscriptionView(row) : undefined;
+}
+
 /**
  * Re-enables a disabled subscription (by endpoint health or by hand), with a fresh failure history;
  * undefined when it does not exist (or is deleted).
@@ -204,18 +219,13 @@ export async function enableSubscription(
   tenantId: string,
   subscriptionId: string,
 ): Promise<SubscriptionView | undefined> {
-  if (!isUuid(subscriptionId)) return undefined;
-  const [row] = (await db("integrator.webhook_subscriptions")
-    .where({ tenant_id: tenantId, id: subscriptionId, is_active: true })
-    .update({
-      disabled_at: null,
-      disabled_reason: null,
-      disabled_by: null,
-      consecutive_failed_deliveries: 0,
-      failing_since: null,
-    })
-    .returning(SUBSCRIPTION_COLUMNS)) as SubscriptionRow[];
-  return row ? subscriptionView(row) : undefined;
+  return updateSubscription(db, tenantId, subscriptionId, {
+    disabled_at: null,
+    disabled_reason: null,
+    disabled_by: null,
+    consecutive_failed_deliveries: 0,
+    failing_since: null,
+  });
 }
 
 /**
@@ -229,17 +239,12 @@ export async function disableSubscriptionByHand(
   subscriptionId: string,
   reason: string,
 ): Promise<SubscriptionView | undefined> {
-  if (!isUuid(subscriptionId)) return undefined;
   // The right-hand sides of an UPDATE read the row as it was, so all three agree on "was it active".
-  const [row] = (await db("integrator.webhook_subscriptions")
-    .where({ tenant_id: tenantId, id: subscriptionId, is_active: true })
-    .update({
-      disabled_at: db.raw("coalesce(disabled_at, now())"),
-      disabled_reason: db.raw("case when disabled_at is null then ? else disabled_reason end", [reason.slice(0, 500)]),
-      disabled_by: db.raw("case when disabled_at is null then 'manual' else disabled_by end"),
-    })
-    .returning(SUBSCRIPTION_COLUMNS)) as SubscriptionRow[];
-  return row ? subscriptionView(row) : undefined;
+  return updateSubscription(db, tenantId, subscriptionId, {
+    disabled_at: db.raw("coalesce(disabled_at, now())"),
+    disabled_reason: db.raw("case when disabled_at is null then ? else disabled_reason end", [reason.slice(0, 500)]),
+    disabled_by: db.raw("case when disabled_at is null then 'manual' else disabled_by end"),
+  });
 }
 
 /**
@@ -251,19 +256,14 @@ export async function rotateSubscriptionSecret(
   db: Knex,
   input: { tenantId: string; subscriptionId: string; secretSealed: string; overlapHours: number },
 ): Promise<SubscriptionView | undefined> {
-  if (!isUuid(input.subscriptionId)) return undefined;
   const overlap = input.overlapHours > 0;
-  const [row] = (await db("integrator.webhook_subscriptions")
-    .where({ tenant_id: input.tenantId, id: input.subscriptionId, is_active: true })
-    .update({
-      previous_secret_encrypted: overlap ? db.raw("secret_encrypted") : null,
-      previous_secret_expires_at: overlap
-        ? db.raw("now() + make_interval(secs => ?)", [input.overlapHours * 3600])
-        : null,
-      secret_encrypted: input.secretSealed,
-    })
-    .returning(SUBSCRIPTION_COLUMNS)) as SubscriptionRow[];
-  return row ? subscriptionView(row) : undefined;
+  return updateSubscription(db, input.tenantId, input.subscriptionId, {
+    previous_secret_encrypted: overlap ? db.raw("secret_encrypted") : null,
+    previous_secret_expires_at: overlap
+      ? db.raw("now() + make_interval(secs => ?)", [input.overlapHours * 3600])
+      : null,
+    secret_encrypted: input.secretSealed,
+  });
 }
 
 /**
