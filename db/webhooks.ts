@@ -477,7 +477,7 @@ export interface DeliveryToSend {
   url: string;
   subscription_active: boolean;
   subscription_disabled: boolean;
-  /** Who disabled it: by hand, else endpoint health (null on rows disabled before migration 0014 recorded it). */
+  /** Who disabled it: by hand, else endpoint health (null on rows disabled before migration 0015 recorded it). */
   subscription_disabled_by: "endpoint_health" | "manual" | null;
   /** The current secret, sealed. */
   secret_encrypted: string;
