@@ -555,14 +555,14 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<b
   const result = await db.raw<{ rows: { id: string }[] }>(
     `with recorded as (
        update integrator.webhook_deliveries
-          set status = ?, attempts = attempts + 1, last_attempt_at = ?, response_code = ?, error_message = ?, updated_at = now()
-        where tenant_id = ? and id = ? and status = 'pending' and attempts = ?
+          set status = :status, attempts = attempts + 1, last_attempt_at = :attemptedAt, response_code = :responseCode, error_message = :errorMessage, updated_at = now()
+        where tenant_id = :tenantId and id = :deliveryId and status = 'pending' and attempts = :attemptsBefore
        returning tenant_id, id, subscription_id, attempts
      ),
      history as (
        insert into integrator.webhook_delivery_attempts
               (tenant_id, delivery_id, number, attempted_at, duration_ms, outcome, response_code, error_class)
-       select tenant_id, id, attempts, ?, ?, ?, ?, ? from recorded
+       select tenant_id, id, attempts, :attemptedAt, :durationMs, :outcome, :responseCode, :errorClass from recorded
      ),
      -- The subscription's health from its row as locked by this update (concurrent attempts each count),
      -- and no write at all for a delivered attempt to a healthy subscription (the common case: no row
@@ -575,58 +575,43 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<b
                        case when s.disabled_at is null then n.reason else s.disabled_reason end,
                        case when s.disabled_at is null and n.reason is not null then 'endpoint_health' else s.disabled_by end
                   from (select h.failed_in_a_row, h.failing_since,
-                               case when ?::int > 0 and h.failed_in_a_row >= ?::int
+                               case when :failedInARow::int > 0 and h.failed_in_a_row >= :failedInARow::int
                                       then format('%s deliveries in a row failed', h.failed_in_a_row)
-                                    when ?::float8 > 0
-                                         and h.failing_since <= ?::timestamptz - make_interval(secs => ?::float8 * 86400)
-                                      then format('Every attempt failed for %s days', ?::float8)
+                                    when :failingDays::float8 > 0
+                                         and h.failing_since <= :attemptedAt::timestamptz - make_interval(secs => :failingDays::float8 * 86400)
+                                      then format('Every attempt failed for %s days', :failingDays::float8)
                                end as reason
-                          from (select case when ?::boolean then 0
-                                            when ?::boolean then s.consecutive_failed_deliveries + 1
+                          from (select case when :delivered::boolean then 0
+                                            when :deliveryFailed::boolean then s.consecutive_failed_deliveries + 1
                                             else s.consecutive_failed_deliveries end as failed_in_a_row,
-                                       case when ?::boolean then null
-                                            else coalesce(s.failing_since, ?::timestamptz) end as failing_since) h) n)
+                                       case when :delivered::boolean then null
+                                            else coalesce(s.failing_since, :attemptedAt::timestamptz) end as failing_since) h) n)
          from recorded r
         where s.tenant_id = r.tenant_id and s.id = r.subscription_id and s.is_active
-          and not (?::boolean and s.consecutive_failed_deliveries = 0 and s.failing_since is null)
+          and not (:delivered::boolean and s.consecutive_failed_deliveries = 0 and s.failing_since is null)
      )
-     select id, case when ?::timestamptz is not null
-                     then integrator.queue_delivery_job(tenant_id, id, integrator.delivery_backlog(tenant_id), ?::timestamptz, ?)
+     select id, case when :retryAt::timestamptz is not null
+                     then integrator.queue_delivery_job(tenant_id, id, integrator.delivery_backlog(tenant_id), :retryAt::timestamptz, :jobKey)
                 end as next_job_id
        from recorded`,
-    [
-      attempt.status,
-      attempt.attemptedAt,
-      attempt.responseCode,
-      attempt.errorMessage === null ? null : attempt.errorMessage.slice(0, 500),
-      attempt.tenantId,
-      attempt.deliveryId,
-      attempt.attemptsBefore,
-      // history
-      attempt.attemptedAt,
-      Math.max(0, Math.round(attempt.durationMs)),
-      delivered ? "delivered" : "failed",
-      attempt.responseCode,
-      delivered ? null : attempt.errorClass,
-      // subscription: the verdict on the new health
-      failedInARow,
+    {
+      status: attempt.status,
+      attemptedAt: attempt.attemptedAt,
+      responseCode: attempt.responseCode,
+      errorMessage: attempt.errorMessage === null ? null : attempt.errorMessage.slice(0, 500),
+      tenantId: attempt.tenantId,
+      deliveryId: attempt.deliveryId,
+      attemptsBefore: attempt.attemptsBefore,
+      durationMs: Math.max(0, Math.round(attempt.durationMs)),
+      outcome: delivered ? "delivered" : "failed",
+      errorClass: delivered ? null : attempt.errorClass,
       failedInARow,
       failingDays,
-      attempt.attemptedAt,
-      failingDays,
-      failingDays,
-      // … the new health
       delivered,
       deliveryFailed,
-      delivered,
-      attempt.attemptedAt,
-      // … nothing to write
-      delivered,
-      // next job
-      attempt.retryAt ?? null,
-      attempt.retryAt ?? null,
-      deliveryJobKey(attempt.deliveryId),
-    ],
+      retryAt: attempt.retryAt ?? null,
+      jobKey: deliveryJobKey(attempt.deliveryId),
+    },
   );
   return result.rows.length > 0;
 }
