@@ -32,50 +32,50 @@ function pathOf(visit: Visit, root: (string | number)[]): (string | number)[] {
   return [...root, ...keys.reverse()];
 }
 
-/** Paths (below `root`) of strings and keys PostgreSQL cannot store. Iterative and linear: any depth is safe. */
-export function unstorableTextPaths(value: unknown, root: (string | number)[], limit = 20): (string | number)[][] {
-  const found: (string | number)[][] = [];
-  const stack: Visit[] = [{ value, parent: undefined, key: undefined }];
-  while (stack.length > 0 && found.length < limit) {
-    const visit = stack.pop() as Visit;
-    const current = visit.value;
-    if (typeof current === "string") {
-      if (UNSTORABLE.test(current)) found.push(pathOf(visit, root));
-    } else if (Array.isArray(current)) {
-      for (let index = current.length - 1; index >= 0; index--)
-        stack.push({ value: current[index], parent: visit, key: index });
-    } else if (current !== null && typeof current === "object") {
-      for (const [key, child] of Object.entries(current as Record<string, unknown>)) {
-        if (UNSTORABLE.test(key)) found.push(pathOf({ value: child, parent: visit, key }, root));
-        else stack.push({ value: child, parent: visit, key });
-      }
-    }
-  }
-  return found;
+export type JsonPath = (string | number)[];
+
+/** What a parsed body holds that could not be stored or written back, by path (below `root`). */
+export interface UnrepresentablePaths {
+  /** Strings and keys PostgreSQL cannot store (NUL, unpaired surrogates); nothing below such a key is listed again. */
+  unstorableText: JsonPath[];
+  /**
+   * Numbers JSON.parse could not represent: a literal such as 1e400 overflows to Infinity (or -Infinity),
+   * which has no JSON form, so nothing downstream could store, hash or echo it.
+   */
+  nonFiniteNumbers: JsonPath[];
 }
 
 /**
- * Paths (below `root`) of numbers JSON.parse could not represent: a literal such as 1e400 overflows to
- * Infinity (or -Infinity), which has no JSON form, so nothing downstream could store, hash or echo it.
- * Iterative and linear like unstorableTextPaths.
+ * Both kinds of path in one walk of the value, in document order, at most `limit` of each. Iterative and
+ * linear: any depth is safe.
  */
-export function nonFiniteNumberPaths(value: unknown, root: (string | number)[], limit = 20): (string | number)[][] {
-  const found: (string | number)[][] = [];
-  const stack: Visit[] = [{ value, parent: undefined, key: undefined }];
-  while (stack.length > 0 && found.length < limit) {
-    const visit = stack.pop() as Visit;
+export function unrepresentablePaths(value: unknown, root: JsonPath, limit = 20): UnrepresentablePaths {
+  const found: UnrepresentablePaths = { unstorableText: [], nonFiniteNumbers: [] };
+  const report = (list: JsonPath[], visit: Visit) => {
+    if (list.length < limit) list.push(pathOf(visit, root));
+  };
+  // `silent`: below a key already reported, whose text is not reported again.
+  const stack: (Visit & { badKey: boolean; silent: boolean })[] = [
+    { value, parent: undefined, key: undefined, badKey: false, silent: false },
+  ];
+  while (stack.length > 0 && (found.unstorableText.length < limit || found.nonFiniteNumbers.length < limit)) {
+    const visit = stack.pop() as (typeof stack)[number];
+    if (visit.badKey) report(found.unstorableText, visit);
+    const silent = visit.silent || visit.badKey;
     const current = visit.value;
-    if (typeof current === "number") {
-      if (!Number.isFinite(current)) found.push(pathOf(visit, root));
+    if (typeof current === "string") {
+      if (!silent && UNSTORABLE.test(current)) report(found.unstorableText, visit);
+    } else if (typeof current === "number") {
+      if (!Number.isFinite(current)) report(found.nonFiniteNumbers, visit);
     } else if (Array.isArray(current)) {
       for (let index = current.length - 1; index >= 0; index--)
-        stack.push({ value: current[index], parent: visit, key: index });
+        stack.push({ value: current[index], parent: visit, key: index, badKey: false, silent });
     } else if (current !== null && typeof current === "object") {
       // Pushed in reverse so that paths come out in document order.
       const entries = Object.entries(current as Record<string, unknown>);
       for (let index = entries.length - 1; index >= 0; index--) {
         const [key, child] = entries[index] as [string, unknown];
-        stack.push({ value: child, parent: visit, key });
+        stack.push({ value: child, parent: visit, key, badKey: !silent && UNSTORABLE.test(key), silent });
       }
     }
   }

@@ -27,12 +27,11 @@ import type { Services } from "../services.ts";
 import {
   findOverride,
   jsonInvalidIssue,
-  nonFiniteNumberIssues,
   offendingKeys,
   overrideRules,
   RequestValidationError,
   toValidationIssues,
-  unstorableTextIssues,
+  unrepresentableBodyIssues,
   type OverrideRules,
   type ValidationIssue,
 } from "./validation.ts";
@@ -257,8 +256,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
   // What the schema allows but PostgreSQL cannot store (or JSON cannot write: numbers that overflowed to
   // ±Infinity) is refused like a schema violation, before any handler runs.
   app.use((req, _res, next) => {
-    const issues =
-      req.body === undefined ? [] : [...nonFiniteNumberIssues(req.body), ...unstorableTextIssues(req.body)];
+    const issues = req.body === undefined ? [] : unrepresentableBodyIssues(req.body);
     next(issues.length > 0 ? new RequestValidationError(issues) : undefined);
   });
 

@@ -1,7 +1,7 @@
 // Maps express-openapi-validator's errors to FastAPI's 422 shape with pydantic v2 type names, or to the
 // coded answer an operation or parameter declares with the `x-validation-error` extension.
 import type { Request } from "express";
-import { depthOf, nonFiniteNumberPaths, unstorableTextPaths } from "../json-limits.ts";
+import { depthOf, unrepresentablePaths } from "../json-limits.ts";
 import { decodePointerSegment } from "./openapi-document.ts";
 
 export interface ValidationIssue {
@@ -329,21 +329,16 @@ export function valueError(loc: (string | number)[], message: string, input?: un
   return issue;
 }
 
-/** 422 value_error for every string or key of the body PostgreSQL could not store (NUL, unpaired surrogates). */
-export function unstorableTextIssues(body: unknown): ValidationIssue[] {
-  return unstorableTextPaths(body, ["body"]).map((loc) =>
-    valueError(loc, "text must not contain NUL characters or unpaired surrogates"),
-  );
-}
-
 /**
- * 422 finite_number (pydantic's type for inf and nan) for every number of the body JSON.parse turned into
- * ±Infinity (e.g. 1e400): it has no JSON form, so it could be neither stored, fingerprinted nor signed.
+ * What the schema allows but the service cannot keep, in one walk of the body:
+ * - 422 finite_number (pydantic's type for inf and nan) for every number JSON.parse turned into ±Infinity
+ *   (e.g. 1e400): it has no JSON form, so it could be neither stored, fingerprinted nor signed;
+ * - 422 value_error for every string or key PostgreSQL could not store (NUL, unpaired surrogates).
  */
-export function nonFiniteNumberIssues(body: unknown): ValidationIssue[] {
-  return nonFiniteNumberPaths(body, ["body"]).map((loc) => ({
-    loc,
-    msg: "Input should be a finite number",
-    type: "finite_number",
-  }));
+export function unrepresentableBodyIssues(body: unknown): ValidationIssue[] {
+  const { nonFiniteNumbers, unstorableText } = unrepresentablePaths(body, ["body"]);
+  return [
+    ...nonFiniteNumbers.map((loc) => ({ loc, msg: "Input should be a finite number", type: "finite_number" })),
+    ...unstorableText.map((loc) => valueError(loc, "text must not contain NUL characters or unpaired surrogates")),
+  ];
 }
