@@ -204,49 +204,29 @@ interface Goal {
   text: string;
 }
 
+/** A goal on the median over rounds of a figure's ratio against the floor's. */
+function ratioGoal(text: string, pick: (f: Figures) => number, holds: (ratio: number) => boolean): Goal {
+  return { text, figure: (p) => fixed(ratioOf(p, pick), 2), ok: (p) => holds(ratioOf(p, pick)) };
+}
+
+const requestsAtLeast = (share: number) =>
+  ratioGoal(
+    `≥ ${share} × floor req/s`,
+    (f) => f.requestsPerSecond,
+    (ratio) => ratio >= share,
+  );
+
 const GOALS: Record<string, Goal[]> = {
   "submit, no Idempotency-Key": [
-    {
-      text: "≥ 0.6 × floor req/s",
-      figure: (p) =>
-        fixed(
-          ratioOf(p, (f) => f.requestsPerSecond),
-          2,
-        ),
-      ok: (p) => ratioOf(p, (f) => f.requestsPerSecond) >= 0.6,
-    },
-    {
-      text: "p99 ≤ 2 × floor p99",
-      figure: (p) =>
-        fixed(
-          ratioOf(p, (f) => f.p99),
-          2,
-        ),
-      ok: (p) => ratioOf(p, (f) => f.p99) <= 2,
-    },
+    requestsAtLeast(0.6),
+    ratioGoal(
+      "p99 ≤ 2 × floor p99",
+      (f) => f.p99,
+      (ratio) => ratio <= 2,
+    ),
   ],
-  "submit, fresh Idempotency-Key": [
-    {
-      text: "≥ 0.45 × floor req/s",
-      figure: (p) =>
-        fixed(
-          ratioOf(p, (f) => f.requestsPerSecond),
-          2,
-        ),
-      ok: (p) => ratioOf(p, (f) => f.requestsPerSecond) >= 0.45,
-    },
-  ],
-  "submit, replay": [
-    {
-      text: "≥ 0.8 × floor req/s",
-      figure: (p) =>
-        fixed(
-          ratioOf(p, (f) => f.requestsPerSecond),
-          2,
-        ),
-      ok: (p) => ratioOf(p, (f) => f.requestsPerSecond) >= 0.8,
-    },
-  ],
+  "submit, fresh Idempotency-Key": [requestsAtLeast(0.45)],
+  "submit, replay": [requestsAtLeast(0.8)],
   "batch of 100": [
     {
       text: "p50 ≤ 25 ms",
