@@ -161,30 +161,41 @@ interface Pairing {
 const ratioOf = (pairing: Pairing, pick: (f: Figures) => number) =>
   median(pairing.service.map((figures, index) => pick(figures) / pick(pairing.floor[index] as Figures)));
 
-/** Alternates floor and service segment by segment: F S1 F S2 … in each round, each S paired with the F before it. */
+/** A scenario measured against its floor: the service segment and the segment it is compared with. */
+interface Contest {
+  name: string;
+  floor: Scenario;
+  service: Scenario;
+}
+
+/**
+ * Alternates floor and service segment by segment: F S1 F S2 … in each round, each S paired with the F
+ * before it. `floorLabel` names the floor in the log lines.
+ */
 async function alternate(
-  scenarios: [string, Scenario][],
-  floor: [string, Scenario],
+  contests: Contest[],
+  floorLabel: string,
   connections: number[],
   rounds: number,
 ): Promise<Pairing[]> {
   const pairings: Pairing[] = [];
   const profiler = PROFILE === undefined ? undefined : await cpuProfiler();
   // Warm-up (not counted): the JIT and the pools, once per scenario.
-  for (const [, scenario] of [floor, ...scenarios]) await load(scenario, 8, 1);
+  for (const scenario of new Set(contests.flatMap((contest) => [contest.floor, contest.service])))
+    await load(scenario, 8, 1);
   for (const conns of connections) {
-    const mine = scenarios.map(([name]) => ({ name, connections: conns, service: [], floor: [] }));
+    const mine = contests.map(({ name }) => ({ name, connections: conns, service: [], floor: [] }));
     for (let round = 1; round <= rounds; round++) {
-      for (const [index, [name, scenario]] of scenarios.entries()) {
+      for (const [index, contest] of contests.entries()) {
         const pairing = mine[index] as Pairing;
-        const f = await load(floor[1], conns, DURATION);
+        const f = await load(contest.floor, conns, DURATION);
         await profiler?.resume();
-        const s = await load(scenario, conns, DURATION);
+        const s = await load(contest.service, conns, DURATION);
         await profiler?.pause();
         pairing.floor.push(f);
         pairing.service.push(s);
         log(
-          `${conns} conns, round ${round}: ${name}: ${fixed(s.requestsPerSecond)} req/s (p50 ${s.p50} p99 ${s.p99}) against ${floor[0]} ${fixed(f.requestsPerSecond)} req/s (p50 ${f.p50} p99 ${f.p99}): ${fixed(s.requestsPerSecond / f.requestsPerSecond, 2)}`,
+          `${conns} conns, round ${round}: ${contest.name}: ${fixed(s.requestsPerSecond)} req/s (p50 ${s.p50} p99 ${s.p99}) against ${floorLabel} ${fixed(f.requestsPerSecond)} req/s (p50 ${f.p50} p99 ${f.p99}): ${fixed(s.requestsPerSecond / f.requestsPerSecond, 2)}`,
         );
       }
     }
@@ -291,12 +302,15 @@ async function ratiosAgainstFloor(adminUrl: string): Promise<string[]> {
       ["batch of 100", { url: `${api.url}/v1/intake/batch`, method: "POST", headers: api.auth, body: batch }],
     ];
     const selected = ONLY ? scenarios.filter(([name]) => name.includes(ONLY)) : scenarios;
+    const floorScenario: Scenario = {
+      url: `${floor.url}/insert`,
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: single,
+    };
     const pairings = await alternate(
-      selected,
-      [
-        "floor",
-        { url: `${floor.url}/insert`, method: "POST", headers: { "Content-Type": "application/json" }, body: single },
-      ],
+      selected.map(([name, service]) => ({ name, floor: floorScenario, service })),
+      "floor",
       CONNECTIONS,
       ROUNDS,
     );
@@ -360,23 +374,19 @@ async function flatCost(adminUrl: string, rows: number): Promise<string[]> {
     };
     const smallScenarios = await scenariosOf(small);
     const largeScenarios = await scenariosOf(large);
-    const pairings: Pairing[] = [];
     const connections = CONNECTIONS[0] ?? 8;
-    for (const [name] of smallScenarios) pairings.push({ name, connections, service: [], floor: [] });
-    for (const [, scenario] of smallScenarios) await load(scenario, 8, 1);
-    for (const [, scenario] of largeScenarios) await load(scenario, 8, 1);
-    for (let round = 1; round <= ROUNDS; round++) {
-      for (const [index, pairing] of pairings.entries()) {
-        const f = await load((smallScenarios[index] as [string, Scenario])[1], connections, DURATION);
-        const s = await load((largeScenarios[index] as [string, Scenario])[1], connections, DURATION);
-        pairing.floor.push(f);
-        pairing.service.push(s);
-        log(
-          `round ${round}: ${pairing.name}: ${rows} rows ${fixed(s.requestsPerSecond)} req/s against ${SMALL_ROWS} rows ${fixed(f.requestsPerSecond)} req/s: ${fixed(s.requestsPerSecond / f.requestsPerSecond, 2)}`,
-        );
-      }
-    }
     const label = rows.toLocaleString("en");
+    // The 10 000-row database is the floor of the one with `rows`.
+    const pairings = await alternate(
+      smallScenarios.map(([name, floor], index) => ({
+        name,
+        floor,
+        service: (largeScenarios[index] as [string, Scenario])[1],
+      })),
+      `${SMALL_ROWS.toLocaleString("en")} rows`,
+      [connections],
+      ROUNDS,
+    );
     return [
       `Flat cost: one tenant with ${label} rows of each kind (submissions, items, audit actions, remembered keys, deliveries) against one with ${SMALL_ROWS.toLocaleString("en")}, two databases in one PostgreSQL, ${connections} connections, ${ROUNDS} round(s) of ${DURATION} s, alternating. Goal: within 20 % (ratio ≥ 0.8).`,
       "",
