@@ -8,6 +8,7 @@ import type { Services } from "../server/services.ts";
 import { pino } from "pino";
 import { createLogger } from "../server/logger.ts";
 import { adminCommands, UsageError } from "./admin/commands.ts";
+import { errorMessage } from "../server/error-message.ts";
 
 async function main(): Promise<number> {
   const [name, ...rest] = process.argv.slice(2);
@@ -26,9 +27,7 @@ async function main(): Promise<number> {
     const options = Object.fromEntries(command.flags.map((flag) => [flag, { type: "string" as const }]));
     flags = parseArgs({ args: rest, options, strict: true, allowPositionals: false }).values;
   } catch (error) {
-    process.stderr.write(
-      `${JSON.stringify({ error: error instanceof Error ? error.message : String(error), usage: `${name} ${command.usage}` })}\n`,
-    );
+    process.stderr.write(`${JSON.stringify({ error: errorMessage(error), usage: `${name} ${command.usage}` })}\n`);
     return 2;
   }
   const config = loadConfig();
@@ -49,7 +48,7 @@ async function main(): Promise<number> {
   } catch (error) {
     const known = error instanceof UsageError || error instanceof ConfigError;
     process.stderr.write(
-      `${JSON.stringify({ error: error instanceof Error ? error.message : String(error), ...(known ? { usage: `${name} ${command.usage}` } : {}) })}\n`,
+      `${JSON.stringify({ error: errorMessage(error), ...(known ? { usage: `${name} ${command.usage}` } : {}) })}\n`,
     );
     return known ? 2 : 1;
   } finally {
@@ -68,7 +67,7 @@ async function readStdin(): Promise<string> {
 main().then(
   (code) => process.exit(code),
   (error: unknown) => {
-    process.stderr.write(`${JSON.stringify({ error: error instanceof Error ? error.message : String(error) })}\n`);
+    process.stderr.write(`${JSON.stringify({ error: errorMessage(error) })}\n`);
     process.exit(1);
   },
 );

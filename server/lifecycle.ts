@@ -30,6 +30,7 @@ import { startMetricsServer, type MetricsServer } from "./metrics.ts";
 import type { ProcessState, Services } from "./services.ts";
 import { checkHealth } from "../handlers/probes/health-checks.ts";
 import { TimeoutError, withTimeout } from "./timeouts.ts";
+import { errorMessage } from "./error-message.ts";
 
 export const VERSION: string = (
   JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }
@@ -113,8 +114,6 @@ export interface RunningService {
   /** Idempotent: a second call returns the first call's report. */
   stop(reason: string): Promise<StopReport>;
 }
-
-const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /**
  * The API's HTTP server, counting in-flight responses so that a shutdown can drain them. Draining keeps the
@@ -236,18 +235,18 @@ export async function startService(config: Config, role: Role, logger: Logger): 
         worker ? withTimeout(worker.stop(), timeoutMs + 5000, "stopping the worker") : Promise.resolve(),
       ]);
       const cutOff = drained.status === "fulfilled" ? drained.value : 0;
-      if (drained.status === "rejected") errors.push(`http: ${message(drained.reason)}`);
+      if (drained.status === "rejected") errors.push(`http: ${errorMessage(drained.reason)}`);
       if (cutOff > 0) logger.warn({ cut_off: cutOff }, "shutdown deadline passed: in-flight requests were cut off");
       if (workerStopped.status === "rejected") {
         errors.push(
           workerStopped.reason instanceof TimeoutError
             ? "worker: did not stop in time"
-            : `worker: ${message(workerStopped.reason)}`,
+            : `worker: ${errorMessage(workerStopped.reason)}`,
         );
       }
-      await metrics?.close().catch((error: unknown) => errors.push(`metrics: ${message(error)}`));
+      await metrics?.close().catch((error: unknown) => errors.push(`metrics: ${errorMessage(error)}`));
       stopEventLoopMonitor();
-      await database.close().catch((error: unknown) => errors.push(`database: ${message(error)}`));
+      await database.close().catch((error: unknown) => errors.push(`database: ${errorMessage(error)}`));
       const report = { clean: errors.length === 0 && cutOff === 0, cutOff, errors };
       if (errors.length > 0)
         logger.error({ errors, duration_ms: Date.now() - started }, "shutdown finished with errors");

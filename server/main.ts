@@ -6,6 +6,7 @@ import { EmbeddedPostgresUnavailable, loadEmbeddedPostgres } from "../db/databas
 import { demoCurlLine, seedDemoTenant } from "./demo.ts";
 import { startService, type Role, type RunningService } from "./lifecycle.ts";
 import { createLogger } from "./logger.ts";
+import { errorMessage } from "./error-message.ts";
 
 function parseRole(argv: string[]): Role {
   const flag = argv.find((arg) => arg.startsWith("--role="));
@@ -113,6 +114,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`Start-up failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(`Start-up failed: ${errorMessage(error)}\n`);
   process.exit(1);
 });

@@ -16,6 +16,7 @@ import {
 import { TenantSlots } from "./fairness.ts";
 import { taskList } from "./tasks/index.ts";
 import { crontab } from "./crontab.ts";
+import { errorMessage } from "../server/error-message.ts";
 
 const HEARTBEAT_INTERVAL_MS = 10_000;
 
@@ -86,9 +87,7 @@ export async function startWorker(
     logger: quietLogger(options.log),
   });
   // A lost database connection ends the runner's promise; the health check reports it, the process keeps serving.
-  runner.promise.catch((error: unknown) =>
-    options.log?.("error", `worker stopped: ${error instanceof Error ? error.message : String(error)}`),
-  );
+  runner.promise.catch((error: unknown) => options.log?.("error", `worker stopped: ${errorMessage(error)}`));
   await beat();
   const heartbeat = setInterval(() => void beat(), heartbeatIntervalMs(workerDeadAfterSeconds));
   heartbeat.unref();

@@ -19,6 +19,7 @@ import {
 } from "../server/url-safety.ts";
 import { boundedMemo } from "./memo.ts";
 import type { Config } from "../server/config.ts";
+import { errorMessage } from "../server/error-message.ts";
 
 const MAX_RESPONSE_BYTES = 4096;
 const MAX_ERROR_LENGTH = 500;
@@ -174,7 +175,7 @@ function classify(error: unknown): { failure: string; detail: string } {
   if (error instanceof AttemptFailed) return { failure: error.failure, detail: error.message };
   if (error instanceof StaleConnection) return classify(error.cause);
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  const detail = `${code ?? (error instanceof Error ? error.name : "unknown error")}: ${error instanceof Error ? error.message : String(error)}`;
+  const detail = `${code ?? (error instanceof Error ? error.name : "unknown error")}: ${errorMessage(error)}`;
   switch (code) {
     case "ECONNREFUSED":
     case "ECONNRESET":

@@ -35,6 +35,7 @@ import {
   type OverrideRules,
   type ValidationIssue,
 } from "./validation.ts";
+import { errorMessage } from "../error-message.ts";
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 const BODY_LIMIT = "1mb";
@@ -282,10 +283,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
     if (res.headersSent) return next(error);
     // Losing the database is the service's state, not a fault of the request or the code: 503, retry later.
     if (!(error instanceof ApiError) && isDatabaseUnavailable(error)) {
-      logger.warn(
-        { request_id: res.locals.requestId, reason: error instanceof Error ? error.message : String(error) },
-        "database unavailable",
-      );
+      logger.warn({ request_id: res.locals.requestId, reason: errorMessage(error) }, "database unavailable");
       return sendApiError(
         res,
         new ApiError("SERVICE_UNAVAILABLE", "The service cannot reach its database; retry later", {
