@@ -200,19 +200,12 @@ class Portal {
         (box) => box.value as EventKind | "*",
       );
       if (events.length === 0) return this.say("Choose at least one event (or all events).", "error");
-      submit.disabled = true;
-      this.api.createSubscription(url.value.trim(), events).then(
-        (created) => {
-          submit.disabled = false;
-          url.value = "";
-          this.showSecret("Endpoint added.", created.secret);
-          void this.loadSubscriptions();
-        },
-        (error: unknown) => {
-          submit.disabled = false;
-          this.fail(error);
-        },
-      );
+      this.busyWhile(submit, async () => {
+        const created = await this.api.createSubscription(url.value.trim(), events);
+        url.value = "";
+        this.showSecret("Endpoint added.", created.secret);
+        void this.loadSubscriptions();
+      });
     });
     return form;
   }
@@ -372,11 +365,7 @@ class Portal {
     });
     form.addEventListener("submit", (event) => {
       event.preventDefault();
-      submit.disabled = true;
-      this.disable(subscription, reason.value).catch((error: unknown) => {
-        submit.disabled = false;
-        this.fail(error);
-      });
+      this.busyWhile(submit, () => this.disable(subscription, reason.value));
     });
     return form;
   }
@@ -395,17 +384,20 @@ class Portal {
   ): HTMLButtonElement {
     const tone = options.danger ? "danger" : options.primary ? "primary" : "";
     const button = h("button", { type: "button", class: tone }, label);
-    button.addEventListener("click", () => {
-      button.disabled = true;
-      run().then(
-        () => (button.disabled = false),
-        (error: unknown) => {
-          button.disabled = false;
-          this.fail(error);
-        },
-      );
-    });
+    button.addEventListener("click", () => this.busyWhile(button, run));
     return button;
+  }
+
+  /** Runs `work` with `button` disabled meanwhile (no double submit); a failure is shown and the button is usable again. */
+  private busyWhile(button: HTMLButtonElement, work: () => Promise<unknown>): void {
+    button.disabled = true;
+    work().then(
+      () => (button.disabled = false),
+      (error: unknown) => {
+        button.disabled = false;
+        this.fail(error);
+      },
+    );
   }
 
   private async remove(subscription: Subscription): Promise<void> {
