@@ -1,7 +1,6 @@
 // Graceful shutdown: on SIGTERM or SIGINT the service stops accepting connections, lets the request in
 // flight finish with a proper response, stops the worker, closes the pool, stops the embedded PostgreSQL
 // it started, and exits 0. Requests still running at SHUTDOWN_TIMEOUT_MS are cut off.
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
@@ -18,15 +17,7 @@ import { startService } from "../server/lifecycle.ts";
 import { createLogger } from "../server/logger.ts";
 import { createTestDatabase } from "./helpers/database.ts";
 import { waitFor as pollUntil } from "./helpers/wait.ts";
-
-const MAIN = path.join(import.meta.dirname, "..", "server", "main.ts");
-
-interface Service {
-  child: ChildProcessWithoutNullStreams;
-  port: number;
-  stdout: () => string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
+import { startMainProcess } from "./helpers/main-process.ts";
 
 function tempDir(t: Test, prefix: string): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
@@ -49,44 +40,9 @@ async function waitFor<T>(
   return value;
 }
 
-/** Starts `node server/main.ts` and waits for its "listening" log line, which names the bound port. */
-async function startMain(t: Test, env: Record<string, string>, seconds = 60): Promise<Service> {
-  // Load shedding stays off: on a machine busy with other tests the event loop can lag past its
-  // threshold, and what is tested here is the shutdown (test/load-shedding.test.ts tests the shedding).
-  const child = spawn(process.execPath, [MAIN], {
-    env: { PATH: process.env.PATH ?? "", HOME: os.tmpdir(), LOAD_SHED_EVENT_LOOP_DELAY_MS: "0", ...env },
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  let out = "";
-  let err = "";
-  child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")));
-  child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString("utf8")));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once("exit", (code, signal) => resolve({ code, signal })),
-  );
-  let gone = false;
-  void exited.then(() => (gone = true));
-  t.teardown(async () => {
-    if (!gone) {
-      child.kill("SIGKILL");
-      await exited;
-    }
-  });
-  const port = await waitFor(
-    "the listening line",
-    () => {
-      if (gone) throw new Error(`the service exited during start-up:\n${out}\n${err}`);
-      for (const line of out.split("\n")) {
-        if (!line.startsWith("{")) continue;
-        const entry = JSON.parse(line) as { msg?: string; port?: number };
-        if (entry.msg?.includes("listening on") && typeof entry.port === "number") return entry.port;
-      }
-      return undefined;
-    },
-    seconds,
-  );
-  return { child, port, stdout: () => out, exited };
-}
+/** `node server/main.ts` with every role (the worker too); a process still running when a test ends is killed. */
+const startMain = (t: Test, env: Record<string, string>, seconds = 60) =>
+  startMainProcess(t, env, { seconds, args: [], teardownSignal: "SIGKILL" });
 
 /** true once connecting is refused (the listening socket is closed), false while it is accepted. */
 function connectionRefused(port: number): Promise<boolean> {
@@ -98,13 +54,6 @@ function connectionRefused(port: number): Promise<boolean> {
     });
     socket.once("error", (error: NodeJS.ErrnoException) => resolve(error.code === "ECONNREFUSED"));
   });
-}
-
-function logLines(stdout: string): { msg?: string; status?: number; operationId?: string }[] {
-  return stdout
-    .split("\n")
-    .filter((line) => line.startsWith("{"))
-    .map((line) => JSON.parse(line) as { msg?: string; status?: number; operationId?: string });
 }
 
 t.test(
@@ -171,7 +120,7 @@ t.test(
     const { code, signal } = await service.exited;
     t.equal(code, 0, "exit code 0");
     t.equal(signal, null);
-    const lines = logLines(service.stdout());
+    const lines = service.logLines();
     t.ok(
       lines.some((line) => line.operationId === "issueToken" && line.status === 200),
       "the request's log line",
@@ -226,7 +175,7 @@ t.test(
       "PostgreSQL shut down cleanly (no postmaster.pid left)",
     );
     t.ok(await connectionRefused(pgPort), "nothing listens on the database port any more");
-    t.ok(logLines(service.stdout()).some((line) => line.msg === "shutdown complete"));
+    t.ok(service.logLines().some((line) => line.msg === "shutdown complete"));
   },
 );
 

@@ -13,10 +13,27 @@ export interface MainProcess {
   stdout: () => string;
   /** The JSON log lines written so far. */
   logLines: () => Record<string, unknown>[];
+  /** How the process ended. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export async function startMainProcess(t: Test, env: Record<string, string>, seconds = 60): Promise<MainProcess> {
-  const child = spawn(process.execPath, [MAIN, "--role=api"], {
+export interface MainProcessOptions {
+  /** How long start-up may take (default 60 s). */
+  seconds?: number;
+  /** The command-line arguments (default `--role=api`; none runs every role). */
+  args?: string[];
+  /** What stops a process still running when the test ends (default SIGTERM). */
+  teardownSignal?: NodeJS.Signals;
+}
+
+export async function startMainProcess(
+  t: Test,
+  env: Record<string, string>,
+  options: MainProcessOptions = {},
+): Promise<MainProcess> {
+  const seconds = options.seconds ?? 60;
+  // Load shedding stays off: on a machine busy with other tests the event loop can lag past its threshold.
+  const child = spawn(process.execPath, [MAIN, ...(options.args ?? ["--role=api"])], {
     env: { PATH: process.env.PATH ?? "", HOME: os.tmpdir(), LOAD_SHED_EVENT_LOOP_DELAY_MS: "0", ...env },
     stdio: ["pipe", "pipe", "pipe"],
   });
@@ -25,11 +42,13 @@ export async function startMainProcess(t: Test, env: Record<string, string>, sec
   child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")));
   child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString("utf8")));
   let gone = false;
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal })),
+  );
   void exited.then(() => (gone = true));
   t.teardown(async () => {
     if (!gone) {
-      child.kill("SIGTERM");
+      child.kill(options.teardownSignal ?? "SIGTERM");
       await exited;
     }
   });
@@ -48,5 +67,5 @@ export async function startMainProcess(t: Test, env: Record<string, string>, sec
     { seconds },
   );
   if (port === undefined) throw new Error(`the service did not start in ${seconds} s:\n${out}\n${err}`);
-  return { child, port, stdout: () => out, logLines };
+  return { child, port, stdout: () => out, logLines, exited };
 }
