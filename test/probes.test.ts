@@ -1,40 +1,18 @@
 // The public probes say statuses only (details are for operators, on the metrics port); readyz?scope=api
 // is the API instance's own readiness, independent of the worker; and a stopping API drains: readiness
 // 503 at once, requests on kept-alive connections still answered through SHUTDOWN_DRAIN_SECONDS.
-import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
-import os from "node:os";
 import path from "node:path";
 import t, { type Test } from "tap";
 import { freePort } from "../scripts/throwaway-postgres.ts";
-import { loadConfig } from "../server/config.ts";
-import { startService } from "../server/lifecycle.ts";
-import { createLogger } from "../server/logger.ts";
-import { createTestDatabase } from "./helpers/database.ts";
 import { startTestServer } from "./helpers/server.ts";
+import { startApiService } from "./helpers/service.ts";
 import { waitFor } from "./helpers/wait.ts";
 import { parse } from "yaml";
 
-async function startApi(t: Test, env: Record<string, string> = {}) {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "integrator-probes-"));
-  t.teardown(() => fs.rmSync(dataDir, { recursive: true, force: true }));
-  const config = loadConfig({
-    NODE_ENV: "test",
-    DATABASE_URL: await createTestDatabase(t),
-    ENCRYPTION_KEY: randomBytes(32).toString("hex"),
-    DATA_DIR: dataDir,
-    PORT: "0",
-    LOAD_SHED_EVENT_LOOP_DELAY_MS: "0",
-    RATE_LIMIT_PROBE_PER_MINUTE: "100000",
-    RATE_LIMIT_ANON_PER_MINUTE: "100000",
-    ...env,
-  });
-  const running = await startService(config, "api", createLogger({ level: "silent" }));
-  t.teardown(() => running.stop("teardown"));
-  if (running.port === undefined) throw new Error("the API did not listen");
-  return { running, baseUrl: `http://127.0.0.1:${running.port}` };
-}
+const startApi = (t: Test, env: Record<string, string> = {}) =>
+  startApiService(t, { RATE_LIMIT_PROBE_PER_MINUTE: "100000", RATE_LIMIT_ANON_PER_MINUTE: "100000", ...env });
 
 t.test("the public probes say the statuses and nothing else", async (t) => {
   const server = await startTestServer(t);

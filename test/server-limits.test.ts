@@ -1,33 +1,12 @@
 // The API's HTTP server bounds how long a request may take to arrive (HTTP_REQUEST_TIMEOUT_MS,
 // HTTP_HEADERS_TIMEOUT_MS) and how many connections it holds (HTTP_MAX_CONNECTIONS): a client that
 // trickles its request cannot hold a connection for Node's default 300 s.
-import { randomBytes } from "node:crypto";
-import fs from "node:fs";
 import net from "node:net";
-import os from "node:os";
-import path from "node:path";
 import t, { type Test } from "tap";
-import { loadConfig } from "../server/config.ts";
-import { startService } from "../server/lifecycle.ts";
-import { createLogger } from "../server/logger.ts";
-import { createTestDatabase } from "./helpers/database.ts";
+import { startApiService } from "./helpers/service.ts";
 
 async function startApi(t: Test, env: Record<string, string>): Promise<number> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "integrator-limits-"));
-  t.teardown(() => fs.rmSync(dataDir, { recursive: true, force: true }));
-  const config = loadConfig({
-    NODE_ENV: "test",
-    DATABASE_URL: await createTestDatabase(t),
-    ENCRYPTION_KEY: randomBytes(32).toString("hex"),
-    DATA_DIR: dataDir,
-    PORT: "0",
-    LOAD_SHED_EVENT_LOOP_DELAY_MS: "0",
-    LOAD_SHED_DB_PENDING_ACQUIRES: "0",
-    ...env,
-  });
-  const running = await startService(config, "api", createLogger({ level: "silent" }));
-  t.teardown(() => running.stop("test over"));
-  return running.port as number;
+  return (await startApiService(t, { LOAD_SHED_DB_PENDING_ACQUIRES: "0", ...env })).port;
 }
 
 interface Outcome {

@@ -5,25 +5,16 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import net from "node:net";
-import os from "node:os";
 import path from "node:path";
 import t, { type Test } from "tap";
 import { freePort } from "../scripts/throwaway-postgres.ts";
 import { createTenant } from "../db/principals.ts";
 import { registerUser } from "../server/auth/principals.ts";
-import { loadConfig } from "../server/config.ts";
 import { createDatabase } from "../db/database.ts";
-import { startService } from "../server/lifecycle.ts";
-import { createLogger } from "../server/logger.ts";
 import { createTestDatabase } from "./helpers/database.ts";
+import { startApiService, tempDir } from "./helpers/service.ts";
 import { waitFor as pollUntil } from "./helpers/wait.ts";
 import { startMainProcess } from "./helpers/main-process.ts";
-
-function tempDir(t: Test, prefix: string): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 /** Polls `check` until it gives a value; throws naming `what` when `seconds` pass first. */
 async function waitFor<T>(
@@ -180,22 +171,10 @@ t.test(
 );
 
 t.test("a request still running at SHUTDOWN_TIMEOUT_MS is cut off and the stop reports it", async (t) => {
-  const databaseUrl = await createTestDatabase(t);
-  const config = loadConfig({
-    NODE_ENV: "test",
-    DATABASE_URL: databaseUrl,
-    ENCRYPTION_KEY: randomBytes(32).toString("hex"),
-    DATA_DIR: tempDir(t, "integrator-deadline-"),
-    PORT: "0",
-    SHUTDOWN_TIMEOUT_MS: "300",
-    LOAD_SHED_EVENT_LOOP_DELAY_MS: "0",
-  });
-  const running = await startService(config, "api", createLogger({ level: "silent" }));
-  t.teardown(() => running.stop("teardown"));
-  if (running.port === undefined) throw new Error("the API did not listen");
+  const { running, port } = await startApiService(t, { SHUTDOWN_TIMEOUT_MS: "300" });
 
   // Headers promise a body that never comes.
-  const socket = net.connect(running.port, "127.0.0.1");
+  const socket = net.connect(port, "127.0.0.1");
   await new Promise<void>((resolve) => socket.once("connect", resolve));
   socket.write(
     "POST /token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n",
