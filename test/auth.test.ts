@@ -2,7 +2,7 @@
 import http from "node:http";
 import t from "tap";
 import { createRemoteJWKSet, exportJWK, generateKeyPair, jwtVerify, SignJWT } from "jose";
-import { createTestTenant, createTestUser, startTestServer } from "./helpers/server.ts";
+import { createTestTenant, createTestUser, startTestServer, tokenRequest } from "./helpers/server.ts";
 import { registerClient } from "../server/auth/principals.ts";
 
 // A protected operation that exists in every build: the subscriptions list.
@@ -106,11 +106,7 @@ t.test("POST /token", async (t) => {
   const user = await createTestUser(server.services, tenant.tenantId, ["client_admin"]);
   const client = await registerClient(server.services.db, { tenantId: tenant.tenantId, roles: ["client_admin"] });
   const form = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
-    server.request("/token", {
-      method: "POST",
-      body: new URLSearchParams(fields).toString(),
-      headers: { "Content-Type": "application/x-www-form-urlencoded", ...headers },
-    });
+    tokenRequest(server, fields, headers);
 
   t.test("the password grant issues a bearer token that the API accepts", async (t) => {
     const res = await form({ grant_type: "password", username: user.username, password: user.password });

@@ -3,18 +3,9 @@
 import { randomUUID } from "node:crypto";
 import t from "tap";
 import { runAdminCli } from "./helpers/admin-cli.ts";
-import { createTestTenant, startTestServer, type TestServer } from "./helpers/server.ts";
+import { createTestTenant, startTestServer, pollWithToken, tokenRequest } from "./helpers/server.ts";
 import { waitFor } from "./helpers/wait.ts";
 import { registerClient } from "../server/auth/principals.ts";
-
-const poll = (server: TestServer, token: string) => server.request(`/v1/intake/submissions/${randomUUID()}`, { token });
-
-const form = (server: TestServer, fields: Record<string, string>) =>
-  server.request("/token", {
-    method: "POST",
-    body: new URLSearchParams(fields).toString(),
-    headers: { "Content-Type": "application/x-www-form-urlencoded" },
-  });
 
 t.test("user:disable: the user's existing tokens stop working and the password grant refuses it", async (t) => {
   const server = await startTestServer(t, { env: { AUTH_REFRESH_SECONDS: "1" } });
@@ -26,25 +17,25 @@ t.test("user:disable: the user's existing tokens stop working and the password g
     { stdin: "correct horse battery\n" },
   );
   t.equal(created.code, 0, "user:create reads the password from standard input");
-  const granted = await form(server, { grant_type: "password", username, password: "correct horse battery" });
+  const granted = await tokenRequest(server, { grant_type: "password", username, password: "correct horse battery" });
   t.equal(granted.status, 200);
   const { access_token } = (await granted.json()) as { access_token: string };
-  t.equal((await poll(server, access_token)).status, 404, "the token works");
+  t.equal((await pollWithToken(server, access_token)).status, 404, "the token works");
   const other = await createTestTenant(server.services);
 
   const disabled = await runAdminCli(server, ["user:disable", "--username", username]);
   t.equal(disabled.code, 0);
   t.equal(JSON.parse(disabled.stdout).username, username);
   const refused = await waitFor(
-    () => poll(server, access_token).then((res) => res.status),
+    () => pollWithToken(server, access_token).then((res) => res.status),
     (status) => status === 401,
     { seconds: 30 },
   );
   t.equal(refused, 401, "the existing token is refused within AUTH_REFRESH_SECONDS");
-  const again = await form(server, { grant_type: "password", username, password: "correct horse battery" });
+  const again = await tokenRequest(server, { grant_type: "password", username, password: "correct horse battery" });
   t.equal(again.status, 400);
   t.equal((await again.json()).error, "invalid_grant", "no new token either");
-  t.equal((await poll(server, other.token)).status, 404, "other principals are unaffected");
+  t.equal((await pollWithToken(server, other.token)).status, 404, "other principals are unaffected");
 });
 
 t.test("client:disable: the client's existing tokens stop working and client_credentials refuses it", async (t) => {
@@ -52,7 +43,7 @@ t.test("client:disable: the client's existing tokens stop working and client_cre
   const tenant = await createTestTenant(server.services);
   const client = await registerClient(server.services.db, { tenantId: tenant.tenantId, roles: ["client_admin"] });
   const grant = () =>
-    form(server, {
+    tokenRequest(server, {
       grant_type: "client_credentials",
       client_id: client.client_id,
       client_secret: client.client_secret,
@@ -60,10 +51,10 @@ t.test("client:disable: the client's existing tokens stop working and client_cre
   const granted = await grant();
   t.equal(granted.status, 200);
   const { access_token } = (await granted.json()) as { access_token: string };
-  t.equal((await poll(server, access_token)).status, 404);
+  t.equal((await pollWithToken(server, access_token)).status, 404);
   t.equal((await runAdminCli(server, ["client:disable", "--client", client.client_id])).code, 0);
   const refused = await waitFor(
-    () => poll(server, access_token).then((res) => res.status),
+    () => pollWithToken(server, access_token).then((res) => res.status),
     (status) => status === 401,
     { seconds: 30 },
   );

@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 import t, { type Test } from "tap";
 import { addressKey } from "../server/http/rate-limit.ts";
-import { createTestTenant, startTestServer, type TestServer } from "./helpers/server.ts";
+import { createTestTenant, startTestServer, type TestServer, pollWithToken, tokenRequest } from "./helpers/server.ts";
 
 const limits = (
   perMinute: number,
@@ -18,15 +18,9 @@ const limits = (
   ...extra,
 });
 
-/** A protected operation that needs no data: polling a submission that does not exist (404). */
-const poll = (server: TestServer, token: string) => server.request(`/v1/intake/submissions/${randomUUID()}`, { token });
-
-const tokenRequest = (server: TestServer) =>
-  server.request("/token", {
-    method: "POST",
-    body: "grant_type=password&username=nobody&password=wrong",
-    headers: { "Content-Type": "application/x-www-form-urlencoded" },
-  });
+/** A password grant that fails (an unknown user). */
+const wrongPassword = (server: TestServer) =>
+  tokenRequest(server, { grant_type: "password", username: "nobody", password: "wrong" });
 
 async function assertRateLimited(t: Test, res: Response, limit: number, scope: string): Promise<void> {
   t.equal(res.status, 429);
@@ -50,14 +44,14 @@ t.test(
     const server = await startTestServer(t, { env: limits(3, 100, 100) });
     const tenant = await createTestTenant(server.services);
     for (let i = 0; i < 3; i++) {
-      const res = await poll(server, tenant.token);
+      const res = await pollWithToken(server, tenant.token);
       t.equal(res.status, 404, `request ${i + 1} is served`);
       t.equal(res.headers.get("ratelimit-limit"), "3");
       t.equal(res.headers.get("ratelimit-remaining"), String(2 - i));
       const reset = Number(res.headers.get("ratelimit-reset"));
       t.ok(reset >= 1 && reset <= 60);
     }
-    await assertRateLimited(t, await poll(server, tenant.token), 3, "principal");
+    await assertRateLimited(t, await pollWithToken(server, tenant.token), 3, "principal");
   },
 );
 
@@ -83,12 +77,12 @@ t.test("each principal (subject within tenant) has its own count", async (t) => 
     tenantId: first.tenantId,
     roles: ["client_admin"],
   });
-  await poll(server, first.token);
-  await poll(server, first.token);
-  t.equal((await poll(server, first.token)).status, 429);
-  t.equal((await poll(server, second.token)).status, 404, "another tenant's principal is still served");
+  await pollWithToken(server, first.token);
+  await pollWithToken(server, first.token);
+  t.equal((await pollWithToken(server, first.token)).status, 429);
+  t.equal((await pollWithToken(server, second.token)).status, 404, "another tenant's principal is still served");
   t.equal(
-    (await poll(server, sameTenantOtherSubject)).status,
+    (await pollWithToken(server, sameTenantOtherSubject)).status,
     404,
     "another subject of the same tenant is still served",
   );
@@ -97,11 +91,11 @@ t.test("each principal (subject within tenant) has its own count", async (t) => 
 t.test("open routes are limited per client address (RATE_LIMIT_ANON_PER_MINUTE)", async (t) => {
   const server = await startTestServer(t, { env: limits(100, 2, 100) });
   for (let i = 0; i < 2; i++) {
-    const res = await tokenRequest(server);
+    const res = await wrongPassword(server);
     t.equal(res.status, 400, "invalid_grant, but counted");
     t.equal(res.headers.get("ratelimit-limit"), "2");
   }
-  await assertRateLimited(t, await tokenRequest(server), 2, "token");
+  await assertRateLimited(t, await wrongPassword(server), 2, "token");
   for (let i = 0; i < 2; i++) t.equal((await server.request("/.well-known/jwks.json")).status, 200);
   await assertRateLimited(t, await server.request("/.well-known/jwks.json"), 2, "address");
   for (let i = 0; i < 2; i++) t.equal((await server.request("/v1/nothing-here")).status, 404);
@@ -112,7 +106,7 @@ t.test("junk on unknown routes starves neither token issuance nor partner callba
   const server = await startTestServer(t, { env: limits(100, 5, 100, { RATE_LIMIT_CALLBACK_PER_MINUTE: "3" }) });
   for (let i = 0; i < 5; i++) await (await server.request(`/v1/junk-${i}`)).arrayBuffer();
   t.equal((await server.request("/v1/junk-more")).status, 429, "the address is over its limit on unknown routes");
-  t.equal((await tokenRequest(server)).status, 400, "the token endpoint still answers (invalid_grant)");
+  t.equal((await wrongPassword(server)).status, 400, "the token endpoint still answers (invalid_grant)");
   const callback = () =>
     server.request("/v1/callbacks/partner/no-such-partner", {
       method: "POST",
@@ -124,7 +118,7 @@ t.test("junk on unknown routes starves neither token issuance nor partner callba
     t.equal(res.headers.get("ratelimit-limit"), "3", "in their own bucket (RATE_LIMIT_CALLBACK_PER_MINUTE)");
   }
   await assertRateLimited(t, await callback(), 3, "callback");
-  t.equal((await tokenRequest(server)).status, 400, "callbacks over their limit leave the token endpoint alone");
+  t.equal((await wrongPassword(server)).status, 400, "callbacks over their limit leave the token endpoint alone");
 });
 
 t.test("121 junk-token requests from one address do not lock valid tokens out of that address", async (t) => {
@@ -133,14 +127,14 @@ t.test("121 junk-token requests from one address do not lock valid tokens out of
   const other = await createTestTenant(server.services);
   let last: Response | undefined;
   for (let i = 0; i < 121; i++) {
-    last = await poll(server, `junk-${i}`);
+    last = await pollWithToken(server, `junk-${i}`);
     await last.arrayBuffer();
   }
   t.equal(last?.status, 429, "the junk itself is limited");
-  const served = await poll(server, tenant.token);
+  const served = await pollWithToken(server, tenant.token);
   t.equal(served.status, 404, "a valid token is served (404: the submission does not exist)");
   t.equal(served.headers.get("ratelimit-limit"), "1000", "and counted in its principal's bucket only");
-  t.equal((await poll(server, other.token)).status, 404, "so is another tenant's token");
+  t.equal((await pollWithToken(server, other.token)).status, 404, "so is another tenant's token");
 });
 
 t.test(
@@ -149,17 +143,17 @@ t.test(
     const server = await startTestServer(t, { env: limits(100, 3, 100) });
     const tenant = await createTestTenant(server.services);
     const viewer = await createTestTenant(server.services, ["viewer"]);
-    t.equal((await poll(server, "not-a-token")).status, 401);
+    t.equal((await pollWithToken(server, "not-a-token")).status, 401);
     t.equal((await server.request("/v1/intake/submissions/x")).status, 401, "no token at all counts too");
-    t.equal((await poll(server, "again-not-a-token")).status, 401);
-    await assertRateLimited(t, await poll(server, "still-not-a-token"), 3, "unauthenticated");
-    for (let i = 0; i < 3; i++) t.equal((await poll(server, viewer.token)).status, 403);
-    await assertRateLimited(t, await poll(server, viewer.token), 3, "forbidden");
-    const served = await poll(server, tenant.token);
+    t.equal((await pollWithToken(server, "again-not-a-token")).status, 401);
+    await assertRateLimited(t, await pollWithToken(server, "still-not-a-token"), 3, "unauthenticated");
+    for (let i = 0; i < 3; i++) t.equal((await pollWithToken(server, viewer.token)).status, 403);
+    await assertRateLimited(t, await pollWithToken(server, viewer.token), 3, "forbidden");
+    const served = await pollWithToken(server, tenant.token);
     t.equal(served.status, 404, "a valid token from the same address is served");
     t.equal(served.headers.get("ratelimit-remaining"), "99", "its principal's allowance was not spent by failures");
     t.equal(
-      (await tokenRequest(server)).status,
+      (await wrongPassword(server)).status,
       400,
       "the open routes' count is separate: the token endpoint still answers",
     );
@@ -170,9 +164,9 @@ t.test(
   "probes have their own bucket: a busy address leaves readiness answering, and probes cannot exhaust the others",
   async (t) => {
     const server = await startTestServer(t, { env: limits(100, 2, 3) });
-    await tokenRequest(server);
-    await tokenRequest(server);
-    t.equal((await tokenRequest(server)).status, 429, "the address is over its open-route limit");
+    await wrongPassword(server);
+    await wrongPassword(server);
+    t.equal((await wrongPassword(server)).status, 429, "the address is over its open-route limit");
     const health = await server.request("/v1/health");
     t.equal(health.status, 200, "health still answers");
     t.equal(health.headers.get("ratelimit-limit"), "3");
@@ -193,14 +187,14 @@ t.test("RATE_LIMIT_STORE=postgres shares one count between replicas", async (t) 
     env: limits(4, 100, 100, { RATE_LIMIT_STORE: "postgres", ENCRYPTION_KEY: first.env.ENCRYPTION_KEY ?? "" }),
   });
   const tenant = await createTestTenant(first.services);
-  t.equal((await poll(first, tenant.token)).status, 404);
-  t.equal((await poll(second, tenant.token)).status, 404);
-  t.equal((await poll(first, tenant.token)).status, 404);
-  const fourth = await poll(second, tenant.token);
+  t.equal((await pollWithToken(first, tenant.token)).status, 404);
+  t.equal((await pollWithToken(second, tenant.token)).status, 404);
+  t.equal((await pollWithToken(first, tenant.token)).status, 404);
+  const fourth = await pollWithToken(second, tenant.token);
   t.equal(fourth.status, 404);
   t.equal(fourth.headers.get("ratelimit-remaining"), "0", "the second replica saw the first one's requests");
-  await assertRateLimited(t, await poll(first, tenant.token), 4, "principal");
-  await assertRateLimited(t, await poll(second, tenant.token), 4, "principal");
+  await assertRateLimited(t, await pollWithToken(first, tenant.token), 4, "principal");
+  await assertRateLimited(t, await pollWithToken(second, tenant.token), 4, "principal");
   const rows = await first.services
     .db("integrator.rate_limits")
     .where("key", `rl:principal:${tenant.tenantId}:${tenant.subject}`);
@@ -213,9 +207,9 @@ t.test("with RATE_LIMIT_STORE=postgres, a failing store falls back to in-memory 
   const tenant = await createTestTenant(server.services);
   await server.services.db.raw("alter table integrator.rate_limits rename to rate_limits_gone");
   t.teardown(() => server.services.db.raw("alter table integrator.rate_limits_gone rename to rate_limits"));
-  t.equal((await poll(server, tenant.token)).status, 404);
-  t.equal((await poll(server, tenant.token)).status, 404);
-  t.equal((await poll(server, tenant.token)).status, 429, "still limited without the table");
+  t.equal((await pollWithToken(server, tenant.token)).status, 404);
+  t.equal((await pollWithToken(server, tenant.token)).status, 404);
+  t.equal((await pollWithToken(server, tenant.token)).status, 429, "still limited without the table");
 });
 
 t.test("client address keys: IPv4 as is, IPv4-mapped IPv6 as IPv4, other IPv6 by /64", async (t) => {

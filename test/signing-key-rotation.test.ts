@@ -1,20 +1,10 @@
 // signing-key:rotate: the new key signs, retired keys keep verifying until their tokens expire, and the
 // JWKS publishes both.
-import { randomUUID } from "node:crypto";
 import t from "tap";
 import { decodeProtectedHeader } from "jose";
 import { runAdminCli } from "./helpers/admin-cli.ts";
-import { createTestTenant, createTestUser, startTestServer, type TestServer } from "./helpers/server.ts";
+import { createTestTenant, createTestUser, startTestServer, pollWithToken, tokenRequest } from "./helpers/server.ts";
 import { waitFor } from "./helpers/wait.ts";
-
-const poll = (server: TestServer, token: string) => server.request(`/v1/intake/submissions/${randomUUID()}`, { token });
-
-const form = (server: TestServer, fields: Record<string, string>) =>
-  server.request("/token", {
-    method: "POST",
-    body: new URLSearchParams(fields).toString(),
-    headers: { "Content-Type": "application/x-www-form-urlencoded" },
-  });
 
 t.test(
   "signing-key:rotate: the new key signs, tokens of the retired key keep verifying, the JWKS publishes both",
@@ -40,8 +30,8 @@ t.test(
     ]);
     const fresh = (JSON.parse(issued.stdout) as { access_token: string }).access_token;
     t.equal(decodeProtectedHeader(fresh).kid, newKid, "the CLI signs with the new key");
-    t.equal((await poll(server, fresh)).status, 404, "the running server verifies it");
-    t.equal((await poll(server, tenant.token)).status, 404, "the retired key's token still verifies");
+    t.equal((await pollWithToken(server, fresh)).status, 404, "the running server verifies it");
+    t.equal((await pollWithToken(server, tenant.token)).status, 404, "the retired key's token still verifies");
 
     const jwks = await waitFor(
       async () => (await (await server.request("/.well-known/jwks.json")).json()) as { keys: { kid: string }[] },
@@ -52,7 +42,7 @@ t.test(
     const user = await createTestUser(server.services, tenant.tenantId);
     const granted = await waitFor(
       async () => {
-        const res = await form(server, { grant_type: "password", ...user });
+        const res = await tokenRequest(server, { grant_type: "password", ...user });
         return ((await res.json()) as { access_token: string }).access_token;
       },
       (token) => decodeProtectedHeader(token).kid === newKid,

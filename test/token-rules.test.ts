@@ -5,9 +5,7 @@ import { randomUUID } from "node:crypto";
 import t from "tap";
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from "jose";
 import { runAdminCli } from "./helpers/admin-cli.ts";
-import { createTestTenant, startTestServer, type TestServer } from "./helpers/server.ts";
-
-const poll = (server: TestServer, token: string) => server.request(`/v1/intake/submissions/${randomUUID()}`, { token });
+import { createTestTenant, startTestServer, type TestServer, pollWithToken } from "./helpers/server.ts";
 
 t.test(
   "a token from admin token:issue run with another PORT verifies on the server (the issuer has no port)",
@@ -25,7 +23,7 @@ t.test(
     ]);
     t.equal(issued.code, 0);
     const { access_token } = JSON.parse(issued.stdout) as { access_token: string };
-    t.equal((await poll(server, access_token)).status, 404, "accepted (404: no such submission)");
+    t.equal((await pollWithToken(server, access_token)).status, 404, "accepted (404: no such submission)");
   },
 );
 
@@ -56,24 +54,24 @@ t.test("our own tokens need exp and iat, and a lifetime within AUTH_MAX_TOKEN_LI
     jti: randomUUID(),
   };
   t.equal(
-    (await poll(server, await signOwn(server, { ...base, iat: now, exp: now + 3600 }))).status,
+    (await pollWithToken(server, await signOwn(server, { ...base, iat: now, exp: now + 3600 }))).status,
     404,
     "a valid one",
   );
-  t.equal((await poll(server, await signOwn(server, { ...base, iat: now }))).status, 401, "no exp");
-  t.equal((await poll(server, await signOwn(server, { ...base, exp: now + 300 }))).status, 401, "no iat");
+  t.equal((await pollWithToken(server, await signOwn(server, { ...base, iat: now }))).status, 401, "no exp");
+  t.equal((await pollWithToken(server, await signOwn(server, { ...base, exp: now + 300 }))).status, 401, "no iat");
   t.equal(
-    (await poll(server, await signOwn(server, { ...base, iat: now, exp: now + 10 * 365 * 86400 }))).status,
+    (await pollWithToken(server, await signOwn(server, { ...base, iat: now, exp: now + 10 * 365 * 86400 }))).status,
     401,
     "exp ten years ahead",
   );
   t.equal(
-    (await poll(server, await signOwn(server, { ...base, iat: now, exp: now + 3601 }))).status,
+    (await pollWithToken(server, await signOwn(server, { ...base, iat: now, exp: now + 3601 }))).status,
     401,
     "one second over the cap",
   );
   t.equal(
-    (await poll(server, await signOwn(server, { ...base, iat: now + 3600, exp: now + 3700 }))).status,
+    (await pollWithToken(server, await signOwn(server, { ...base, iat: now + 3600, exp: now + 3700 }))).status,
     401,
     "iat in the future",
   );
@@ -116,8 +114,12 @@ t.test("external provider tokens need exp and iat and a lifetime within the cap 
     new SignJWT({ tenant_id: tenant.tenantId, roles: ["client_admin"], sub: "idp-user", iss: ISSUER, ...times })
       .setProtectedHeader({ alg: "RS256", kid: "idp-1" })
       .sign(privateKey);
-  t.equal((await poll(server, await sign({ iat: now, exp: now + 600 }))).status, 404, "a valid one");
-  t.equal((await poll(server, await sign({ iat: now }))).status, 401, "no exp");
-  t.equal((await poll(server, await sign({ exp: now + 600 }))).status, 401, "no iat");
-  t.equal((await poll(server, await sign({ iat: now, exp: now + 10 * 365 * 86400 }))).status, 401, "ten years");
+  t.equal((await pollWithToken(server, await sign({ iat: now, exp: now + 600 }))).status, 404, "a valid one");
+  t.equal((await pollWithToken(server, await sign({ iat: now }))).status, 401, "no exp");
+  t.equal((await pollWithToken(server, await sign({ exp: now + 600 }))).status, 401, "no iat");
+  t.equal(
+    (await pollWithToken(server, await sign({ iat: now, exp: now + 10 * 365 * 86400 }))).status,
+    401,
+    "ten years",
+  );
 });

@@ -3,7 +3,7 @@ import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import type { DestinationStream } from "pino";
 import type { Test } from "tap";
 import { createApp, logUnexpectedError } from "../../server/http/app.ts";
@@ -131,4 +131,22 @@ export async function createTestUser(
   const password = randomBytes(12).toString("base64url");
   await registerUser(services.db, { tenantId, username, password, roles });
   return { username, password };
+}
+
+/** POST /token with a form body, as an OAuth2 client sends it. */
+export function tokenRequest(
+  server: TestServer,
+  fields: Record<string, string>,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return server.request("/token", {
+    method: "POST",
+    body: new URLSearchParams(fields).toString(),
+    headers: { "Content-Type": "application/x-www-form-urlencoded", ...headers },
+  });
+}
+
+/** A protected read that only tells whether `token` is accepted: a submission that does not exist (404 when it is). */
+export function pollWithToken(server: TestServer, token: string): Promise<Response> {
+  return server.request(`/v1/intake/submissions/${randomUUID()}`, { token });
 }
