@@ -22,13 +22,14 @@ import { buildServices, migrateAll } from "../server/lifecycle.ts";
 import { loadConfig } from "../server/config.ts";
 import { createDatabase, startEmbeddedPostgres } from "../db/database.ts";
 import { freePort } from "./throwaway-postgres.ts";
-import { emitEvent, type EventDataByKind } from "../db/events.ts";
+import { emitEvent } from "../db/events.ts";
 import type { Services } from "../server/services.ts";
 import { createTenant } from "../db/principals.ts";
 import { createSubscription } from "../db/webhooks.ts";
 import { startWorker } from "../worker/runner.ts";
 import { taskList } from "../worker/tasks/index.ts";
 import { makeTestCa, RECEIVER_HOST, startReceiver } from "../test/helpers/https-receiver.ts";
+import { intakeEventData } from "../test/helpers/webhooks.ts";
 import {
   fixed,
   flags,
@@ -57,19 +58,6 @@ async function failedDelivery(db: Knex): Promise<string | undefined> {
     .whereNotNull("error_message")
     .first<{ error_message: string } | undefined>("error_message");
   return failed && `a delivery failed: ${failed.error_message}`;
-}
-
-function intakeData(submissionId: string): EventDataByKind["intake.submitted"] {
-  return {
-    submission_id: submissionId,
-    external_reference: null,
-    module: "bench",
-    tier: null,
-    status: "received",
-    item_count: 1,
-    accepted_count: 1,
-    failed_count: 0,
-  };
 }
 
 interface Row {
@@ -211,7 +199,14 @@ async function main(): Promise<void> {
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         const submissionId = randomUUID();
         emittedAt.set(submissionId, performance.now());
-        await db.transaction((trx) => emitEvent(trx, tenant.id, "intake.submitted", intakeData(submissionId)));
+        await db.transaction((trx) =>
+          emitEvent(
+            trx,
+            tenant.id,
+            "intake.submitted",
+            intakeEventData({ submission_id: submissionId, module: "bench" }),
+          ),
+        );
       }
       await until(() => received >= target, "the paced deliveries");
       row.latencies = [...latencies].sort((a, b) => a - b);

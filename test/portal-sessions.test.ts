@@ -6,6 +6,7 @@ import { loadDocument } from "../server/http/openapi-document.ts";
 import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "./helpers/server.ts";
 import { emitEvent } from "../db/events.ts";
 import { loadConfig, ConfigError } from "../server/config.ts";
+import { intakeEventData } from "./helpers/webhooks.ts";
 
 /** The webhook operations the portal page uses: the only ones a portal credential may call. */
 const PORTAL_OPERATIONS = [
@@ -181,16 +182,12 @@ t.test("through the portal credential, another tenant's webhooks are out of reac
     json: { url: "https://hooks.example.com/tenant-b", events: ["*"] },
   });
   const subscriptionB = (await createdB.json()) as { id: string };
-  await emitEvent(server.services.db, tenantB.tenantId, "intake.submitted", {
-    submission_id: crypto.randomUUID(),
-    external_reference: "b-only",
-    module: null,
-    tier: null,
-    status: "received",
-    item_count: 1,
-    accepted_count: 1,
-    failed_count: 0,
-  });
+  await emitEvent(
+    server.services.db,
+    tenantB.tenantId,
+    "intake.submitted",
+    intakeEventData({ external_reference: "b-only" }),
+  );
   const createdA = await server.request("/v1/webhooks/subscriptions", {
     method: "POST",
     token: tokenA,

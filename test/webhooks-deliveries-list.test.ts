@@ -7,7 +7,7 @@ import { emitEvent } from "../db/events.ts";
 import { deliveriesPageQuery, type DeliveryView } from "../db/webhooks.ts";
 import type { ReceivedRequest, Answer } from "./helpers/https-receiver.ts";
 import { createTestTenant, type TestTenant } from "./helpers/server.ts";
-import { startWebhookRig, testCa, type WebhookRig } from "./helpers/webhooks.ts";
+import { intakeEventData, startWebhookRig, testCa, type WebhookRig } from "./helpers/webhooks.ts";
 
 const ca = testCa(t);
 let rig: WebhookRig;
@@ -53,16 +53,7 @@ async function tenantWithDeliveries(events: number, subscriptions = 1): Promise<
 async function emit(who: TestTenant, kind: "intake.submitted" | "scorecard.created"): Promise<void> {
   await rig.server.services.db.transaction((trx) =>
     kind === "intake.submitted"
-      ? emitEvent(trx, who.tenantId, kind, {
-          submission_id: crypto.randomUUID(),
-          external_reference: null,
-          module: null,
-          tier: null,
-          status: "received",
-          item_count: 1,
-          accepted_count: 1,
-          failed_count: 0,
-        })
+      ? emitEvent(trx, who.tenantId, kind, intakeEventData())
       : emitEvent(trx, who.tenantId, kind, { scorecard_id: crypto.randomUUID() }),
   );
 }

@@ -3,7 +3,8 @@
 import t from "tap";
 import type { Test } from "tap";
 import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "./helpers/server.ts";
-import { emitEvent, type EventDataByKind } from "../db/events.ts";
+import { emitEvent } from "../db/events.ts";
+import { intakeEventData } from "./helpers/webhooks.ts";
 
 const RFC3339_MS_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -54,16 +55,7 @@ async function expectUrlRefused(t: Test, url: string, rule: RegExp): Promise<voi
   t.equal(issue?.input, url, `${url}: the input is echoed`);
 }
 
-const intakeData = (): EventDataByKind["intake.submitted"] => ({
-  submission_id: crypto.randomUUID(),
-  external_reference: "order-4711",
-  module: null,
-  tier: null,
-  status: "received",
-  item_count: 1,
-  accepted_count: 1,
-  failed_count: 0,
-});
+const intakeData = () => intakeEventData({ external_reference: "order-4711" });
 
 t.test(
   "creating a subscription answers 201 with the secret, whsec_ and 32 random bytes in base64url, this once",

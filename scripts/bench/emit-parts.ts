@@ -5,6 +5,7 @@
 // round trip included (`select 1` gives its cost). `node scripts/bench/emit-parts.ts`
 import { randomUUID } from "node:crypto";
 import { migratedDatabase } from "./migrated-database.ts";
+import { intakeEventData } from "../../test/helpers/webhooks.ts";
 
 const { client, close } = await migratedDatabase("integrator_emit_parts");
 try {
@@ -17,16 +18,7 @@ try {
     "insert into integrator.webhook_subscriptions (tenant_id, url, events, secret_encrypted, created_by) values ($1, 'https://x.example.com/h', array['*'], 'x', 'e') returning id",
     [tenant?.id],
   );
-  const data = JSON.stringify({
-    submission_id: randomUUID(),
-    external_reference: null,
-    module: null,
-    tier: null,
-    status: "received",
-    item_count: 1,
-    accepted_count: 1,
-    failed_count: 0,
-  });
+  const data = JSON.stringify(intakeEventData());
   const time = async (label: string, sql: string, params: unknown[]) => {
     const xs: number[] = [];
     for (let i = 0; i < 40; i++) {

@@ -1,9 +1,9 @@
 // Server-side time of one intake write (single and batch of 100) against the floor's one-row insert,
 // by EXPLAIN (ANALYZE) inside a rolled-back transaction, on a throwaway PostgreSQL: the planning and
 // execution times and the per-trigger (foreign key) times. `node scripts/bench/explain-write.ts`
-import { randomUUID } from "node:crypto";
 import { migratedDatabase } from "./migrated-database.ts";
 import { uuidV7 } from "../../db/ids.ts";
+import { intakeEventData } from "../../test/helpers/webhooks.ts";
 
 const { client, close } = await migratedDatabase("integrator_explain");
 try {
@@ -75,19 +75,7 @@ try {
   await measure(
     "emit_event alone, one matching subscription",
     "select integrator.emit_event($1, 'intake.submitted', $2::jsonb)",
-    [
-      tenant?.id,
-      JSON.stringify({
-        submission_id: randomUUID(),
-        external_reference: null,
-        module: null,
-        tier: null,
-        status: "received",
-        item_count: 1,
-        accepted_count: 1,
-        failed_count: 0,
-      }),
-    ],
+    [tenant?.id, JSON.stringify(intakeEventData())],
   );
 } finally {
   await close();

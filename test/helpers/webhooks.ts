@@ -18,6 +18,23 @@ import {
 import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "./server.ts";
 import { waitFor } from "./wait.ts";
 
+/** The data of an intake.submitted event: one accepted item of a new submission; `overrides` change fields. */
+export function intakeEventData(
+  overrides: Partial<EventDataByKind["intake.submitted"]> = {},
+): EventDataByKind["intake.submitted"] {
+  return {
+    submission_id: crypto.randomUUID(),
+    external_reference: null,
+    module: null,
+    tier: null,
+    status: "received",
+    item_count: 1,
+    accepted_count: 1,
+    failed_count: 0,
+    ...overrides,
+  };
+}
+
 export interface WebhookRig {
   server: TestServer;
   receiver: Receiver;
@@ -96,16 +113,7 @@ export async function startWebhookRig(
       return (await res.json()) as { id: string; secret: string };
     },
     async emitIntake() {
-      const data: EventDataByKind["intake.submitted"] = {
-        submission_id: crypto.randomUUID(),
-        external_reference: "order-4711",
-        module: "claims",
-        tier: "standard",
-        status: "received",
-        item_count: 1,
-        accepted_count: 1,
-        failed_count: 0,
-      };
+      const data = intakeEventData({ external_reference: "order-4711", module: "claims", tier: "standard" });
       await server.services.db.transaction((trx) => emitEvent(trx, tenant.tenantId, "intake.submitted", data));
       return data;
     },
