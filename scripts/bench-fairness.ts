@@ -18,8 +18,9 @@ import { emitEvent } from "../db/events.ts";
 import { createTenant } from "../db/principals.ts";
 import { createSubscription } from "../db/webhooks.ts";
 import { startWorker } from "../worker/runner.ts";
-import { makeTestCa, RECEIVER_HOST, startReceiver } from "../test/helpers/https-receiver.ts";
+import { makeTestCa, startReceiver } from "../test/helpers/https-receiver.ts";
 import { machine, percentile, until, uptime } from "./bench/common.ts";
+import { webhookEnv } from "../test/helpers/webhooks.ts";
 
 const NOISY_DELIVERIES = Number(process.env.BENCH_NOISY_DELIVERIES ?? 2000);
 const NOISY_SUBSCRIPTIONS = 50;
@@ -50,10 +51,8 @@ async function main(): Promise<void> {
     LOG_LEVEL: "silent",
     WEBHOOK_TIMEOUT_MS: TIMEOUT_MS,
     MAX_DELIVERY_ATTEMPTS: "1",
-    WEBHOOK_RESOLVE: `${RECEIVER_HOST}=127.0.0.1`,
-    WEBHOOK_CA_FILE: ca.caFile,
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
-    WEBHOOK_ALLOWED_PORTS: "1024-65535",
+    // The local receiver's settings: its test CA, its name resolved to loopback, its ephemeral port.
+    ...webhookEnv(ca),
     SHUTDOWN_TIMEOUT_MS: "500",
     WORKER_CONCURRENCY: process.env.WORKER_CONCURRENCY ?? "5",
   });
@@ -63,7 +62,7 @@ async function main(): Promise<void> {
   const subscribe = async (tenantId: string, pathname: string) =>
     createSubscription(db, {
       tenantId,
-      url: `https://${RECEIVER_HOST}:${receiver.port}${pathname}`,
+      url: receiver.url(pathname),
       events: ["*"],
       secretSealed: services.secretBox.seal(`whsec_${randomBytes(32).toString("base64url")}`),
       createdBy: "bench",

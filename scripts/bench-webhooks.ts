@@ -28,8 +28,8 @@ import { createTenant } from "../db/principals.ts";
 import { createSubscription } from "../db/webhooks.ts";
 import { startWorker } from "../worker/runner.ts";
 import { taskList } from "../worker/tasks/index.ts";
-import { makeTestCa, RECEIVER_HOST, startReceiver } from "../test/helpers/https-receiver.ts";
-import { intakeEventData } from "../test/helpers/webhooks.ts";
+import { makeTestCa, startReceiver } from "../test/helpers/https-receiver.ts";
+import { intakeEventData, webhookEnv } from "../test/helpers/webhooks.ts";
 import {
   fixed,
   flags,
@@ -93,12 +93,8 @@ async function main(): Promise<void> {
       ENCRYPTION_KEY: randomBytes(32).toString("hex"),
       LOG_LEVEL: "silent",
       DB_POOL_MAX: "20",
-      WEBHOOK_RETRY_BASE_SECONDS: "0",
-      WEBHOOK_RESOLVE: `${RECEIVER_HOST}=127.0.0.1`,
-      WEBHOOK_CA_FILE: ca.caFile,
-      WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
-      // The receiver listens on an ephemeral port.
-      WEBHOOK_ALLOWED_PORTS: "443,1024-65535",
+      // The local receiver's settings: its test CA, its name resolved to loopback, its ephemeral port.
+      ...webhookEnv(ca),
     });
     services = await buildServices(config, db);
 
