@@ -1,9 +1,9 @@
 // Bearer tokens, roles, the token endpoint (RFC 6749) and the JWKS endpoint.
-import http from "node:http";
 import t from "tap";
-import { createRemoteJWKSet, exportJWK, generateKeyPair, jwtVerify, SignJWT } from "jose";
+import { createRemoteJWKSet, generateKeyPair, jwtVerify, SignJWT } from "jose";
 import { createTestTenant, createTestUser, startTestServer, tokenRequest } from "./helpers/server.ts";
 import { registerClient } from "../server/auth/principals.ts";
+import { startIdentityProvider } from "./helpers/identity-provider.ts";
 
 // A protected operation that exists in every build: the subscriptions list.
 const PROTECTED = "/v1/webhooks/subscriptions";
@@ -214,19 +214,10 @@ t.test("GET /.well-known/jwks.json lets anyone verify the service's tokens", asy
 });
 
 t.test("tokens of an external identity provider are accepted through the AUTH_* settings", async (t) => {
-  const { publicKey, privateKey } = await generateKeyPair("RS256");
-  const jwk = { ...(await exportJWK(publicKey)), kid: "idp-1", alg: "RS256", use: "sig" };
-  const idp = http.createServer((_req, res) => {
-    res.setHeader("Content-Type", "application/json");
-    res.end(JSON.stringify({ keys: [jwk] }));
-  });
-  await new Promise<void>((resolve) => idp.listen(0, "127.0.0.1", resolve));
-  t.teardown(() => new Promise<void>((resolve) => idp.close(() => resolve())));
-  const address = idp.address();
-  const port = typeof address === "object" && address ? address.port : 0;
+  const { jwksUrl, privateKey } = await startIdentityProvider(t);
   const server = await startTestServer(t, {
     env: {
-      AUTH_JWKS_URL: `http://127.0.0.1:${port}/jwks`,
+      AUTH_JWKS_URL: jwksUrl,
       AUTH_ISSUER: "https://idp.example.test/realms/acme",
       AUTH_AUDIENCE: "integrator",
       AUTH_TENANT_CLAIM: "org.tenant",

@@ -1,11 +1,11 @@
 // Token rules of issue 12: the issuer does not depend on the port; exp and iat are required and the
 // lifetime capped (AUTH_MAX_TOKEN_LIFETIME_SECONDS), for our own tokens and an external provider's.
-import http from "node:http";
 import { randomUUID } from "node:crypto";
 import t from "tap";
-import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from "jose";
+import { importJWK, SignJWT, type JWK } from "jose";
 import { runAdminCli } from "./helpers/admin-cli.ts";
 import { createTestTenant, startTestServer, type TestServer, pollWithToken } from "./helpers/server.ts";
+import { startIdentityProvider } from "./helpers/identity-provider.ts";
 
 t.test(
   "a token from admin token:issue run with another PORT verifies on the server (the issuer has no port)",
@@ -90,20 +90,11 @@ t.test("our own tokens need exp and iat, and a lifetime within AUTH_MAX_TOKEN_LI
 });
 
 t.test("external provider tokens need exp and iat and a lifetime within the cap too", async (t) => {
-  const { publicKey, privateKey } = await generateKeyPair("RS256");
-  const jwk = { ...(await exportJWK(publicKey)), kid: "idp-1", alg: "RS256", use: "sig" };
-  const idp = http.createServer((_req, res) => {
-    res.setHeader("Content-Type", "application/json");
-    res.end(JSON.stringify({ keys: [jwk] }));
-  });
-  await new Promise<void>((resolve) => idp.listen(0, "127.0.0.1", resolve));
-  t.teardown(() => new Promise<void>((resolve) => idp.close(() => resolve())));
-  const address = idp.address();
-  const port = typeof address === "object" && address ? address.port : 0;
+  const { jwksUrl, privateKey } = await startIdentityProvider(t);
   const ISSUER = "https://idp.example.test/realms/acme";
   const server = await startTestServer(t, {
     env: {
-      AUTH_JWKS_URL: `http://127.0.0.1:${port}/jwks`,
+      AUTH_JWKS_URL: jwksUrl,
       AUTH_ISSUER: ISSUER,
       AUTH_MAX_TOKEN_LIFETIME_SECONDS: "3600",
     },
