@@ -195,7 +195,9 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   t.match(await card.locator(".reason").textContent(), /Disabled .+: .+/, "with its reason");
   const failed = page.locator("#delivery-list li.delivery").first();
   await failed.locator("summary").click();
-  const failedCells = await failed.locator("table.attempts tbody tr").first().locator("td").allTextContents();
+  const failedAttempt = failed.locator("table.attempts tbody tr").first();
+  await failedAttempt.waitFor();
+  const failedCells = await failedAttempt.locator("td").allTextContents();
   t.equal(failedCells[3], "failed", "the attempt shows why: failed");
   t.equal(failedCells[4], "500", "with the HTTP status");
   t.equal(failedCells[5], "http_status", "and the failure class");
