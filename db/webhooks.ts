@@ -4,7 +4,6 @@ import type { Knex } from "knex";
 import type { components } from "../generated/openapi.ts";
 import type { EventSelector } from "./events.ts";
 import { isUuid } from "./ids.ts";
-import { deliveryJobKey } from "./jobs.ts";
 import { rfc3339, rfc3339OrNull } from "./timestamps.ts";
 
 type Schemas = components["schemas"];
@@ -455,10 +454,10 @@ export async function queueManualDelivery(
       })
       .returning(DELIVERY_COLUMNS)) as DeliveryRow[];
     if (!row) throw new Error("the delivery insert returned no row");
-    // Queued like every delivery job: with the tenant's backlog rank and flag (migration 0006).
+    // Queued like every delivery job: with the tenant's backlog rank and flag (migrations 0006, 0016).
     await trx.raw(
-      "select integrator.queue_delivery_job(?::uuid, ?::uuid, integrator.delivery_backlog(?::uuid), null, ?)",
-      [input.tenantId, row.id, input.tenantId, deliveryJobKey(row.id)],
+      "select integrator.queue_delivery_jobs(?::uuid, array[?::uuid], integrator.delivery_backlog(?::uuid))",
+      [input.tenantId, row.id, input.tenantId],
     );
     return { queued: deliveryView(row) };
   });
@@ -550,7 +549,7 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<b
   const delivered = attempt.status === "delivered";
   const deliveryFailed = attempt.status === "failed";
   const { disableAfterFailedDeliveries: failedInARow, disableAfterFailingDays: failingDays } = attempt.health;
-  // The running job holds the delivery's key; add_job moves the key to the new job and the running
+  // The running job holds the delivery's key; add_jobs moves the key to the new job and the running
   // one simply completes, so graphile-worker's own backoff never drives the schedule.
   const result = await db.raw<{ rows: { id: string }[] }>(
     `with recorded as (
@@ -591,8 +590,8 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<b
           and not (:delivered::boolean and s.consecutive_failed_deliveries = 0 and s.failing_since is null)
      )
      select id, case when :retryAt::timestamptz is not null
-                     then integrator.queue_delivery_job(tenant_id, id, integrator.delivery_backlog(tenant_id), :retryAt::timestamptz, :jobKey)
-                end as next_job_id
+                     then integrator.queue_delivery_jobs(tenant_id, array[id], integrator.delivery_backlog(tenant_id), :retryAt::timestamptz)
+                end as queued_retries
        from recorded`,
     {
       status: attempt.status,
@@ -610,7 +609,6 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<b
       delivered,
       deliveryFailed,
       retryAt: attempt.retryAt ?? null,
-      jobKey: deliveryJobKey(attempt.deliveryId),
     },
   );
   return result.rows.length > 0;

@@ -104,3 +104,86 @@ t.test(
     t.ok(Number(rows[0]?.seq_tup_read ?? 0) < 100, "the queued jobs are not scanned");
   },
 );
+
+t.test(
+  "an event's deliveries are queued together, ranked after the tenant's backlog: the k-th of an event at backlog + k, each with its key, tenant flag and 10 attempts",
+  async (t) => {
+    const rig = await startWebhookRig(t, ca, { worker: false });
+    const { server } = rig;
+    const subscriptions = [];
+    for (let i = 0; i < 3; i++) subscriptions.push((await rig.subscribe(rig.receiver.url(`/ranked-${i}`))).id);
+    await rig.subscribe(rig.receiver.url("/other-kind"), ["document.completed"]);
+    const jobsOf = async (deliveryIds: string[]) =>
+      (
+        await server.services.db.raw<{
+          rows: {
+            delivery_id: string;
+            priority: number;
+            key: string;
+            flags: Record<string, boolean>;
+            max_attempts: number;
+            tenant_id: string;
+          }[];
+        }>(
+          `select j.payload->>'delivery_id' as delivery_id, j.payload->>'tenant_id' as tenant_id, j.priority, j.key, j.flags, j.max_attempts
+             from graphile_worker._private_jobs j
+             join graphile_worker._private_tasks k on k.id = j.task_id
+            where k.identifier = 'deliver_webhook' and j.payload->>'delivery_id' = any (?)
+            order by j.priority`,
+          [deliveryIds],
+        )
+      ).rows;
+    const emitAndFind = async () => {
+      const before = new Date(Date.now() - 1000);
+      const count = await emitEvent(server.services.db, rig.tenant.tenantId, "scorecard.created", {
+        scorecard_id: crypto.randomUUID(),
+      });
+      const ids = await server.services
+        .db("integrator.webhook_deliveries")
+        .where({ tenant_id: rig.tenant.tenantId })
+        .where("created_at", ">=", before)
+        .pluck<string[]>("id");
+      return { count, ids };
+    };
+
+    const first = await emitAndFind();
+    t.equal(first.count, 3, "one delivery per matching subscription (not the one for another kind)");
+    const firstJobs = await jobsOf(first.ids);
+    t.same(
+      firstJobs.map((job) => job.priority),
+      [0, 1, 2],
+      "with no backlog, the event's deliveries rank 0, 1, 2",
+    );
+    for (const job of firstJobs) {
+      t.equal(job.key, `deliver_webhook:${job.delivery_id}`, "keyed by its delivery");
+      t.same(job.flags, { [`tenant:${rig.tenant.tenantId}`]: true }, "flagged with its tenant");
+      t.equal(job.max_attempts, 10);
+      t.equal(job.tenant_id, rig.tenant.tenantId);
+    }
+
+    const second = await emitAndFind();
+    const secondIds = second.ids.filter((id) => !first.ids.includes(id));
+    t.same(
+      (await jobsOf(secondIds)).map((job) => job.priority),
+      [3, 4, 5],
+      "with 3 pending, the next event's deliveries rank 3, 4, 5",
+    );
+
+    const jobCount = async () =>
+      Number(
+        (
+          await server.services.db.raw<{ rows: { n: string }[] }>(
+            "select count(*) as n from graphile_worker._private_jobs",
+          )
+        ).rows[0]?.n,
+      );
+    const jobsBefore = await jobCount();
+    const quiet = await createTestTenant(server.services, ["client_admin"], "No subscribers");
+    t.equal(
+      await emitEvent(server.services.db, quiet.tenantId, "scorecard.created", { scorecard_id: crypto.randomUUID() }),
+      0,
+      "an event no subscription matches makes no delivery",
+    );
+    t.equal(await jobCount(), jobsBefore, "and queues no job");
+  },
+);

@@ -1,6 +1,7 @@
 // The ordered list of migrations. knex records each by name in integrator.knex_migrations.
 import type { Knex } from "knex";
 import * as accountProtection from "./0008_account_protection.ts";
+import * as emitEventOneAddJobs from "./0016_emit_event_one_add_jobs.ts";
 import * as foundation from "./0001_foundation.ts";
 import * as idempotencyExactBytes from "./0009_idempotency_exact_bytes.ts";
 import * as intake from "./0002_intake.ts";
@@ -30,10 +31,12 @@ const migrations: [string, Migration][] = [
   ["0008_account_protection", accountProtection],
   ["0009_idempotency_exact_bytes", idempotencyExactBytes],
   ["0010_write_path", writePath],
-  // After 0007, which replaced emit_event again: its version, queueing through queue_delivery_job.
+  // After 0007, which replaced emit_event again: its version, queueing through queue_delivery_job
+  // (0016 queues an event's jobs in one add_jobs).
   ["0013_webhook_engine_emit", webhookEngineAfterOperations],
   ["0014_intake_with_key", intakeWithKey],
   ["0015_webhook_manual_disable", webhookManualDisable],
+  ["0016_emit_event_one_add_jobs", emitEventOneAddJobs],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

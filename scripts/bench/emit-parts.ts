@@ -1,7 +1,8 @@
 // Where one integrator.emit_event goes, part by part: each of its steps run alone (the data check, the
 // tenant's backlog count, the delivery insert with its counting trigger, the job queued through
-// queue_delivery_job, graphile-worker's add_job bare and with a key and flags), then emit_event whole,
-// one matching subscription. Medians of 40 client-side timings inside rolled-back transactions, a
+// queue_delivery_jobs, graphile-worker's add_job bare and with a key and flags), then emit_event whole,
+// one matching subscription. Then 2 000 deliveries emitted in one statement at fan-out 1 and at fan-out
+// 100 against 2 000 add_job calls in one statement (medians of 3, rolled back). Medians of 40 client-side timings inside rolled-back transactions, a
 // round trip included (`select 1` gives its cost). `node scripts/bench/emit-parts.ts`
 import { randomUUID } from "node:crypto";
 import { migratedDatabase } from "./migrated-database.ts";
@@ -39,11 +40,7 @@ try {
     "insert into integrator.webhook_deliveries (tenant_id, subscription_id, event_type, payload) values ($1, $2, 'intake.submitted', $3::jsonb)",
     [tenant?.id, sub?.id, data],
   );
-  await time("queue job", "select integrator.queue_delivery_job($1, $2::uuid, 0, job_key => $3)", [
-    tenant?.id,
-    randomUUID(),
-    randomUUID(),
-  ]);
+  await time("queue job", "select integrator.queue_delivery_jobs($1, array[$2::uuid], 0)", [tenant?.id, randomUUID()]);
   await time("add_job plain", "select graphile_worker.add_job('deliver_webhook', '{}'::json)", []);
   await time(
     "add_job with key+flags",
@@ -51,6 +48,32 @@ try {
     [randomUUID()],
   );
   await time("emit_event", "select integrator.emit_event($1, 'intake.submitted', $2::jsonb)", [tenant?.id, data]);
+
+  const bulk = async (label: string, sql: string, params: unknown[]) => {
+    const xs: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      await client.query("begin");
+      const t0 = performance.now();
+      await client.query(sql, params);
+      xs.push(performance.now() - t0);
+      await client.query("rollback");
+    }
+    xs.sort((a, b) => a - b);
+    console.log(`${label}: median ${xs[1]?.toFixed(0)} ms`);
+  };
+  await bulk(
+    "2000 x add_job, one statement",
+    "select graphile_worker.add_job('bench_noop', '{}'::json) from generate_series(1, 2000)",
+    [],
+  );
+  const emitMany = "select integrator.emit_event($1, 'intake.submitted', $2::jsonb) from generate_series(1, $3::int)";
+  await bulk("2000 deliveries at fan-out 1 (2000 events), one statement", emitMany, [tenant?.id, data, 2000]);
+  await client.query(
+    `insert into integrator.webhook_subscriptions (tenant_id, url, events, secret_encrypted, created_by)
+     select $1, 'https://x.example.com/h' || n, array['*'], 'x', 'e' from generate_series(1, 99) n`,
+    [tenant?.id],
+  );
+  await bulk("2000 deliveries at fan-out 100 (20 events), one statement", emitMany, [tenant?.id, data, 20]);
 } finally {
   await close();
 }
