@@ -1,5 +1,6 @@
-// The remembered responses of Idempotency-Key calls (integrator.idempotency_keys) and the advisory
-// transaction lock that holds a key while its first call runs. The rules live in server/http/idempotency.ts.
+// The remembered responses of Idempotency-Key calls (integrator.idempotency_keys). A keyed write takes,
+// looks up and remembers in its own statement (integrator.claim_idempotency_key, migration 0017); the
+// rules live in server/http/idempotency.ts.
 import type { Knex } from "knex";
 
 export interface IdempotencyRecordKey {
@@ -37,33 +38,6 @@ export interface KeyedWrite extends IdempotencyRecordKey {
 export type KeyedOutcome =
   | { outcome: "written" | "remembered"; fingerprint: string; status_code: number; response_body: string }
   | { outcome: "in_progress"; fingerprint: null; status_code: null; response_body: null };
-
-/** Takes the key's advisory transaction lock without waiting; false when another transaction holds it. */
-export async function tryLockKey(trx: Knex.Transaction, lockText: string): Promise<boolean> {
-  const { rows } = await trx.raw<{ rows: { locked: boolean }[] }>(
-    "select pg_try_advisory_xact_lock(hashtextextended(?, 0)) as locked",
-    [lockText],
-  );
-  return rows[0]?.locked === true;
-}
-
-export async function forgetRemembered(trx: Knex.Transaction, key: IdempotencyRecordKey): Promise<void> {
-  await trx("integrator.idempotency_keys").where(key).delete();
-}
-
-export async function remember(
-  trx: Knex.Transaction,
-  key: IdempotencyRecordKey,
-  response: { fingerprint: string; status: number; json: string; ttlHours: number },
-): Promise<void> {
-  await trx("integrator.idempotency_keys").insert({
-    ...key,
-    fingerprint: response.fingerprint,
-    status_code: response.status,
-    response_body: response.json,
-    expires_at: trx.raw("now() + ?::float8 * interval '1 hour'", [response.ttlHours]),
-  });
-}
 
 /** Deletes expired keys in bounded batches; returns how many went. Run by the purge job. */
 export async function purgeExpiredKeys(db: Knex, batchSize = 5000): Promise<number> {

@@ -2,6 +2,7 @@
 // Tenant-owned rows are always addressed by tenant_id first (their keys lead with it).
 import type { Knex } from "knex";
 import { rfc3339 } from "./timestamps.ts";
+import type { KeyedOutcome, KeyedWrite } from "./idempotency.ts";
 
 export type PartnerStatus = "active" | "paused";
 
@@ -114,20 +115,71 @@ export interface NewRoutingDecision {
   requestId: string;
 }
 
-export async function insertRoutingDecision(db: Knex, decision: NewRoutingDecision): Promise<void> {
-  await db("integrator.routing_decisions").insert({
-    tenant_id: decision.tenantId,
-    id: decision.id,
-    kind: decision.kind,
-    partner_key: decision.partnerKey,
-    result: decision.result,
-    reason: decision.reason,
-    correlation_id: decision.correlationId,
-    return_url: decision.returnUrl,
-    expires_at: decision.expiresAt,
-    created_by: decision.createdBy,
-    request_id: decision.requestId,
-  });
+/** The audit action recorded with a decision (in the same statement). */
+export interface DecisionAudit {
+  action: "partner.launch" | "partner.switch";
+  details: Record<string, unknown>;
+}
+
+const RECORD_DECISION_PARAMETERS = "?::uuid, ?::uuid, ?, ?, ?, ?, ?, ?, ?::timestamptz, ?, ?, ?, ?::jsonb";
+
+function recordDecisionArguments(decision: NewRoutingDecision, audit: DecisionAudit): Knex.RawBinding[] {
+  return [
+    decision.tenantId,
+    decision.id,
+    decision.kind,
+    decision.partnerKey,
+    decision.result,
+    decision.reason,
+    decision.correlationId,
+    decision.returnUrl,
+    decision.expiresAt,
+    decision.createdBy,
+    decision.requestId,
+    audit.action,
+    JSON.stringify(audit.details),
+  ];
+}
+
+/** The decision and its audit action, in ONE statement (integrator.record_routing_decision, migration 0017). */
+export async function recordRoutingDecision(
+  db: Knex,
+  decision: NewRoutingDecision,
+  audit: DecisionAudit,
+): Promise<void> {
+  await db.raw(
+    `select integrator.record_routing_decision(${RECORD_DECISION_PARAMETERS})`,
+    recordDecisionArguments(decision, audit),
+  );
+}
+
+/**
+ * The same under an Idempotency-Key, in ONE statement (integrator.record_routing_decision_once): the key's
+ * lock and look-up and, when it has no response, the decision, its audit action and `body` remembered as
+ * the response (200). `written` and `remembered` carry the body exactly as it is (and was) sent.
+ */
+export async function recordRoutingDecisionOnce(
+  db: Knex,
+  key: KeyedWrite,
+  body: string,
+  decision: NewRoutingDecision,
+  audit: DecisionAudit,
+): Promise<KeyedOutcome> {
+  const { rows } = await db.raw<{ rows: KeyedOutcome[] }>(
+    `select * from integrator.record_routing_decision_once(?, ?, ?, ?, ?, ?, ?::float8, ?, ${RECORD_DECISION_PARAMETERS})`,
+    [
+      key.tenant_id,
+      key.subject,
+      key.route,
+      key.idempotency_key,
+      key.lockText,
+      key.fingerprint,
+      key.ttlHours,
+      body,
+      ...recordDecisionArguments(decision, audit),
+    ],
+  );
+  return rows[0] as KeyedOutcome;
 }
 
 export interface NewPartnerCallback {

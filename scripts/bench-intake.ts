@@ -24,6 +24,7 @@ import { createLogger } from "../server/logger.ts";
 import { loadConfig, type Config } from "../server/config.ts";
 import { createDatabase, createDatabaseOnServer, dropDatabaseOnServer } from "../db/database.ts";
 import { createTenant } from "../db/principals.ts";
+import { entitleTenant, insertPartner } from "../db/partners.ts";
 import { handlers } from "../handlers/index.ts";
 import { throwawayPostgres, withDatabase } from "./throwaway-postgres.ts";
 import { fixed, flags, listFlag, log, machine, mean, median, met, numberFlag, uptime } from "./bench/common.ts";
@@ -75,6 +76,9 @@ const batch = JSON.stringify({
   external_reference: "bench-batch",
 });
 
+const BENCH_PARTNER = "bench-partner";
+const partnerSwitch = JSON.stringify({ target_partner_key: BENCH_PARTNER, context_values: { member_id: "m-1" } });
+
 interface Api {
   url: string;
   auth: Record<string, string>;
@@ -110,6 +114,15 @@ async function startApi(databaseUrl: string): Promise<Api> {
     createLogger({ level: config.logLevel, destination: pino.destination({ dest: "/dev/null", sync: false }) }),
   );
   const tenant = await createTenant(db, "Bench tenant");
+  // A partner the tenant may switch to: the switch scenarios record a routed decision with a signed assertion.
+  await insertPartner(db, {
+    partnerKey: BENCH_PARTNER,
+    name: "Bench partner",
+    launchUrl: "https://partner.bench.example/launch",
+    contextKeys: ["member_id"],
+    callbackSecretEncrypted: services.secretBox.seal(randomBytes(32).toString("hex")),
+  });
+  await entitleTenant(db, tenant.id, BENCH_PARTNER);
   const subject = "bench";
   const { token } = await services.tokens.issue({
     subject,
@@ -300,6 +313,21 @@ async function ratiosAgainstFloor(adminUrl: string): Promise<string[]> {
         },
       ],
       ["batch of 100", { url: `${api.url}/v1/intake/batch`, method: "POST", headers: api.auth, body: batch }],
+      // No goal of their own: partner switch writes a decision and its audit action like a submit does.
+      [
+        "partner switch, no Idempotency-Key",
+        { url: `${api.url}/v1/partner-switch`, method: "POST", headers: api.auth, body: partnerSwitch },
+      ],
+      [
+        "partner switch, fresh Idempotency-Key",
+        {
+          url: `${api.url}/v1/partner-switch`,
+          method: "POST",
+          headers: api.auth,
+          body: partnerSwitch,
+          uniqueIdempotencyKey: true,
+        },
+      ],
     ];
     const selected = ONLY ? scenarios.filter(([name]) => name.includes(ONLY)) : scenarios;
     const floorScenario: Scenario = {

@@ -7,6 +7,7 @@ import * as idempotencyExactBytes from "./0009_idempotency_exact_bytes.ts";
 import * as intake from "./0002_intake.ts";
 import * as intakeWithKey from "./0014_intake_with_key.ts";
 import * as partners from "./0004_partners.ts";
+import * as routingDecisionInOneStatement from "./0017_routing_decision_in_one_statement.ts";
 import * as rateLimits from "./0005_rate_limits.ts";
 import * as webhookEngine from "./0006_webhook_engine.ts";
 import * as webhookEngineAfterOperations from "./0013_webhook_engine_emit.ts";
@@ -37,6 +38,7 @@ const migrations: [string, Migration][] = [
   ["0014_intake_with_key", intakeWithKey],
   ["0015_webhook_manual_disable", webhookManualDisable],
   ["0016_emit_event_one_add_jobs", emitEventOneAddJobs],
+  ["0017_routing_decision_in_one_statement", routingDecisionInOneStatement],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

@@ -6,15 +6,24 @@ import type { Principal } from "../../server/auth/tokens.ts";
 import { ApiError } from "../../server/http/errors.ts";
 import { uuidV7 } from "../../db/ids.ts";
 import {
+  finishedReplay,
+  keyedWrite,
   requestFingerprint,
-  runIdempotent,
+  settleKeyedWrite,
   type IdempotencyScope,
   type IdempotentOutcome,
 } from "../../server/http/idempotency.ts";
 import type { Services } from "../../server/services.ts";
 import { RequestValidationError, valueError, type ValidationIssue } from "../../server/http/validation.ts";
-import { recordAudit } from "../../db/audit.ts";
-import { findPartnerAccess, insertRoutingDecision, type PartnerAccess, type PartnerRecord } from "../../db/partners.ts";
+import {
+  findPartnerAccess,
+  recordRoutingDecision,
+  recordRoutingDecisionOnce,
+  type DecisionAudit,
+  type NewRoutingDecision,
+  type PartnerAccess,
+  type PartnerRecord,
+} from "../../db/partners.ts";
 import { checkUrl } from "../../server/url-safety.ts";
 import { rfc3339 } from "../../db/timestamps.ts";
 
@@ -128,8 +137,8 @@ async function decide(
 
 /**
  * Launch or switch: 422 CONTEXT_INVALID for context the partner does not accept, else a routed or denied
- * decision (an unknown partner is denied NOT_ENTITLED like one the tenant may not use), recorded with its audit action in one transaction (under the
- * switch's Idempotency-Key when one is given).
+ * decision (an unknown partner is denied NOT_ENTITLED like one the tenant may not use), recorded with its
+ * audit action in one statement (under the switch's Idempotency-Key when one is given).
  */
 export async function routeToPartner(
   services: Services,
@@ -147,42 +156,45 @@ export async function routeToPartner(
     request.kind === "switch" && request.idempotencyKey !== undefined
       ? { tenantId, subject: principal.subject, route: SWITCH_ROUTE, key: request.idempotencyKey }
       : undefined;
-  return runIdempotent(
-    services.db,
-    scope,
-    // No key, no fingerprint: it is only ever compared with a remembered one.
-    scope === undefined ? "" : requestFingerprint(request.body, tenantId),
-    services.config.idempotencyTtlHours,
-    async (trx) => {
-      const decision = await decide(services, request, partner, request.correlationId ?? randomUUID());
-      await insertRoutingDecision(trx, {
-        id: decision.decision_id,
-        tenantId,
-        kind: request.kind,
-        partnerKey: request.partnerKey,
-        result: decision.decision_result,
-        reason: decision.reason ?? null,
-        correlationId: decision.correlation_id,
-        returnUrl: request.returnUrl ?? null,
-        expiresAt: decision.expires_at ?? null,
-        createdBy: principal.subject,
-        requestId: request.requestId,
-      });
-      await recordAudit(trx, {
-        tenantId,
-        action: request.kind === "launch" ? "partner.launch" : "partner.switch",
-        actor: principal.subject,
-        resourceType: "routing_decision",
-        resourceId: decision.decision_id,
-        requestId: request.requestId,
-        details: {
-          partner_key: request.partnerKey,
-          decision_result: decision.decision_result,
-          reason: decision.reason ?? null,
-          correlation_id: decision.correlation_id,
-        },
-      });
-      return { status: 200, body: decision };
+  const correlationId = request.correlationId ?? randomUUID();
+  const record = (decision: RoutingDecision): [NewRoutingDecision, DecisionAudit] => [
+    {
+      id: decision.decision_id,
+      tenantId,
+      kind: request.kind,
+      partnerKey: request.partnerKey,
+      result: decision.decision_result,
+      reason: decision.reason ?? null,
+      correlationId: decision.correlation_id,
+      returnUrl: request.returnUrl ?? null,
+      expiresAt: decision.expires_at ?? null,
+      createdBy: principal.subject,
+      requestId: request.requestId,
     },
+    {
+      action: request.kind === "launch" ? "partner.launch" : "partner.switch",
+      details: {
+        partner_key: request.partnerKey,
+        decision_result: decision.decision_result,
+        reason: decision.reason ?? null,
+        correlation_id: decision.correlation_id,
+      },
+    },
+  ];
+  // Without a key: the decision and its audit action in one statement. No key, no fingerprint.
+  if (scope === undefined) {
+    const decision = await decide(services, request, partner, correlationId);
+    await recordRoutingDecision(services.db, ...record(decision));
+    return { status: 200, body: decision, replayed: false };
+  }
+  const fingerprint = requestFingerprint(request.body, tenantId);
+  // A finished call is replayed before an assertion is signed for nothing.
+  const replay = await finishedReplay<RoutingDecision>(services.db, scope, fingerprint);
+  if (replay) return replay;
+  const decision = await decide(services, request, partner, correlationId);
+  const key = keyedWrite(scope, fingerprint, services.config.idempotencyTtlHours);
+  return settleKeyedWrite(
+    await recordRoutingDecisionOnce(services.db, key, JSON.stringify(decision), ...record(decision)),
+    fingerprint,
   );
 }

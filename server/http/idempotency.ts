@@ -1,15 +1,13 @@
 // Idempotency-Key semantics for intake and partner switch (spec: "Idempotency rules"; decisions §4).
-// The key is held by a PostgreSQL advisory transaction lock for the whole call, so a concurrent
-// duplicate sees IDEMPOTENCY_IN_PROGRESS and a crash releases it; the remembered response is written
-// in the same transaction as the work it describes, so both exist or neither does.
+// A keyed write is one statement (its own transaction): the key's PostgreSQL advisory transaction lock,
+// the look-up of its remembered response, the work and the response remembered with it. A concurrent
+// duplicate sees IDEMPOTENCY_IN_PROGRESS, a crash releases the key, and the remembered response exists
+// exactly when the work it describes does.
 import type { Knex } from "knex";
 import { canonicalJsonHash } from "../canonical-json.ts";
 import { ApiError } from "./errors.ts";
 import {
   findRemembered,
-  forgetRemembered,
-  remember,
-  tryLockKey,
   type IdempotencyRecordKey,
   type KeyedOutcome,
   type KeyedWrite,
@@ -85,9 +83,10 @@ export function keyedWrite(scope: IdempotencyScope, fingerprint: string, ttlHour
 }
 
 /**
- * The same rules as runIdempotent for a write that takes the key, looks it up and writes in one
- * statement (the database function does each step; see db/migrations/0014_intake_with_key.ts):
- * a new response is sent as the exact text remembered, so its replays are byte-identical.
+ * The outcome of a write that takes the key, looks it up and writes in one statement (the database
+ * does each step: integrator.claim_idempotency_key, migration 0017): a new response is sent as the
+ * exact text remembered, so its replays are byte-identical; a remembered one is replayed for the same
+ * fingerprint and IDEMPOTENCY_KEY_MISMATCH for another; another call holding the key is IN_PROGRESS.
  */
 export function settleKeyedWrite<B>(outcome: KeyedOutcome, fingerprint: string): IdempotentOutcome<B> {
   switch (outcome.outcome) {
@@ -101,47 +100,18 @@ export function settleKeyedWrite<B>(outcome: KeyedOutcome, fingerprint: string):
 }
 
 /**
- * Runs `work` in a transaction. Without a scope every call does the work. With one, the first
- * successful (2xx) response is remembered for ttlHours and replayed for the same fingerprint;
- * a different fingerprint is IDEMPOTENCY_KEY_MISMATCH; a call while another holds the key is
- * IDEMPOTENCY_IN_PROGRESS. Errors thrown by `work` roll everything back and are not remembered.
+ * A finished first call's response, looked up without the key's lock (so concurrent replays never see
+ * IN_PROGRESS): its replay for the same fingerprint, IDEMPOTENCY_KEY_MISMATCH for another, undefined
+ * when the key has no unexpired response. For a keyed write that prepares costly work in the process
+ * before its one statement (partner switch signs an assertion): a replay is answered without it.
  */
-export async function runIdempotent<B>(
+export async function finishedReplay<B>(
   db: Knex,
-  scope: IdempotencyScope | undefined,
+  scope: IdempotencyScope,
   fingerprint: string,
-  ttlHours: number,
-  work: (trx: Knex.Transaction) => Promise<IdempotentResponse<B>>,
-): Promise<IdempotentOutcome<B>> {
-  if (!scope) {
-    const response = await db.transaction(work);
-    return { ...response, replayed: false };
-  }
-  const where = recordKeyOf(scope);
-  // A finished first call is answered without the lock, so concurrent replays never see IN_PROGRESS.
-  const finished = await findRemembered(db, where);
-  if (finished && !finished.expired) return replayOf<B>(finished, fingerprint);
-
-  return db.transaction(async (trx) => {
-    if (!(await tryLockKey(trx, idempotencyLockKey(scope)))) {
-      throw inProgress();
-    }
-    // Under the lock: the first call may have committed between the look-up above and the lock.
-    const remembered = await findRemembered(trx, where);
-    if (remembered && !remembered.expired) return replayOf<B>(remembered, fingerprint);
-    if (remembered) await forgetRemembered(trx, where);
-    const response = await work(trx);
-    if (response.status >= 200 && response.status < 300) {
-      // Remembered as the exact text the response is sent as (res.json writes JSON.stringify of the same body).
-      await remember(trx, where, {
-        fingerprint,
-        status: response.status,
-        json: JSON.stringify(response.body),
-        ttlHours,
-      });
-    }
-    return { ...response, replayed: false };
-  });
+): Promise<IdempotentOutcome<B> | undefined> {
+  const finished = await findRemembered(db, recordKeyOf(scope));
+  return finished && !finished.expired ? replayOf<B>(finished, fingerprint) : undefined;
 }
 
 /** What a handler's reply carries for an outcome: on a replay, the remembered bytes to send as they are. */
