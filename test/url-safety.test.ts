@@ -272,6 +272,14 @@ t.test("parseIpLiteral: IP literals in normal form, names undefined", async (t) 
   t.equal(parseIpLiteral("localhost"), undefined);
   t.equal(parseIpLiteral("[not-an-ip]"), undefined);
   t.equal(parseIpLiteral("1.2.3.4.5"), undefined);
+  // The legacy IPv4 forms in any letter case, and names made only of hex letters and dots.
+  t.equal(parseIpLiteral("0X7F.1"), "127.0.0.1");
+  t.equal(parseIpLiteral("2130706433"), "127.0.0.1");
+  t.equal(parseIpLiteral("0177.0.0.1"), "127.0.0.1");
+  t.equal(parseIpLiteral("0xA9.0xFE.0xa9.0xfe"), "169.254.169.254");
+  t.equal(parseIpLiteral("cafe.be"), undefined);
+  t.equal(parseIpLiteral("deadbeef"), undefined);
+  t.equal(parseIpLiteral("127.0.0.1.nip.io"), undefined);
 });
 
 t.test("isBlockedAddress: IPv4 special-purpose ranges", async (t) => {
