@@ -489,29 +489,12 @@ export async function findDeliveryToSend(
   tenantId: string,
   deliveryId: string,
 ): Promise<DeliveryToSend | undefined> {
-  return db("integrator.webhook_deliveries as d")
-    .join("integrator.webhook_subscriptions as s", function joinSubscription() {
-      this.on("s.tenant_id", "=", "d.tenant_id").andOn("s.id", "=", "d.subscription_id");
-    })
-    .where({ "d.tenant_id": tenantId, "d.id": deliveryId })
-    .first(
-      "d.id",
-      "d.tenant_id",
-      "d.event_type",
-      "d.payload",
-      "d.status",
-      "d.attempts",
-      "s.url",
-      "s.is_active as subscription_active",
-      db.raw("s.disabled_at is not null as subscription_disabled"),
-      "s.disabled_by as subscription_disabled_by",
-      "s.secret_encrypted",
-      db.raw(
-        `array_remove(array[s.secret_encrypted,
-                            case when s.previous_secret_expires_at > now() then s.previous_secret_encrypted end],
-                      null) as secrets_encrypted`,
-      ),
-    );
+  // integrator.delivery_to_send (migration 0018): the delivery joined to its subscription, planned once per connection.
+  const { rows } = await db.raw<{ rows: DeliveryToSend[] }>(
+    "select * from integrator.delivery_to_send(?::uuid, ?::uuid)",
+    [tenantId, deliveryId],
+  );
+  return rows[0];
 }
 
 /** When endpoint health disables a subscription (0 turns a rule off). */
@@ -547,71 +530,28 @@ export interface AttemptRecord {
  */
 export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<boolean> {
   const delivered = attempt.status === "delivered";
-  const deliveryFailed = attempt.status === "failed";
-  const { disableAfterFailedDeliveries: failedInARow, disableAfterFailingDays: failingDays } = attempt.health;
-  // The running job holds the delivery's key; add_jobs moves the key to the new job and the running
-  // one simply completes, so graphile-worker's own backoff never drives the schedule.
-  const result = await db.raw<{ rows: { id: string }[] }>(
-    `with recorded as (
-       update integrator.webhook_deliveries
-          set status = :status, attempts = attempts + 1, last_attempt_at = :attemptedAt, response_code = :responseCode, error_message = :errorMessage, updated_at = now()
-        where tenant_id = :tenantId and id = :deliveryId and status = 'pending' and attempts = :attemptsBefore
-       returning tenant_id, id, subscription_id, attempts
-     ),
-     history as (
-       insert into integrator.webhook_delivery_attempts
-              (tenant_id, delivery_id, number, attempted_at, duration_ms, outcome, response_code, error_class)
-       select tenant_id, id, attempts, :attemptedAt, :durationMs, :outcome, :responseCode, :errorClass from recorded
-     ),
-     -- The subscription's health from its row as locked by this update (concurrent attempts each count),
-     -- and no write at all for a delivered attempt to a healthy subscription (the common case: no row
-     -- lock shared by every delivery to one endpoint, no dead row version per delivery).
-     subscription as (
-       update integrator.webhook_subscriptions s
-          set (consecutive_failed_deliveries, failing_since, disabled_at, disabled_reason, disabled_by) = (
-                select n.failed_in_a_row, n.failing_since,
-                       case when s.disabled_at is null and n.reason is not null then now() else s.disabled_at end,
-                       case when s.disabled_at is null then n.reason else s.disabled_reason end,
-                       case when s.disabled_at is null and n.reason is not null then 'endpoint_health' else s.disabled_by end
-                  from (select h.failed_in_a_row, h.failing_since,
-                               case when :failedInARow::int > 0 and h.failed_in_a_row >= :failedInARow::int
-                                      then format('%s deliveries in a row failed', h.failed_in_a_row)
-                                    when :failingDays::float8 > 0
-                                         and h.failing_since <= :attemptedAt::timestamptz - make_interval(secs => :failingDays::float8 * 86400)
-                                      then format('Every attempt failed for %s days', :failingDays::float8)
-                               end as reason
-                          from (select case when :delivered::boolean then 0
-                                            when :deliveryFailed::boolean then s.consecutive_failed_deliveries + 1
-                                            else s.consecutive_failed_deliveries end as failed_in_a_row,
-                                       case when :delivered::boolean then null
-                                            else coalesce(s.failing_since, :attemptedAt::timestamptz) end as failing_since) h) n)
-         from recorded r
-        where s.tenant_id = r.tenant_id and s.id = r.subscription_id and s.is_active
-          and not (:delivered::boolean and s.consecutive_failed_deliveries = 0 and s.failing_since is null)
-     )
-     select id, case when :retryAt::timestamptz is not null
-                     then integrator.queue_delivery_jobs(tenant_id, array[id], integrator.delivery_backlog(tenant_id), :retryAt::timestamptz)
-                end as queued_retries
-       from recorded`,
-    {
-      status: attempt.status,
-      attemptedAt: attempt.attemptedAt,
-      responseCode: attempt.responseCode,
-      errorMessage: attempt.errorMessage === null ? null : attempt.errorMessage.slice(0, 500),
-      tenantId: attempt.tenantId,
-      deliveryId: attempt.deliveryId,
-      attemptsBefore: attempt.attemptsBefore,
-      durationMs: Math.max(0, Math.round(attempt.durationMs)),
-      outcome: delivered ? "delivered" : "failed",
-      errorClass: delivered ? null : attempt.errorClass,
-      failedInARow,
-      failingDays,
-      delivered,
-      deliveryFailed,
-      retryAt: attempt.retryAt ?? null,
-    },
+  const { disableAfterFailedDeliveries, disableAfterFailingDays } = attempt.health;
+  // integrator.record_delivery_attempt (migration 0018) does all of it in one call, planned once per
+  // connection. The running job holds the delivery's key; add_jobs moves the key to the retry's job and
+  // the running one simply completes, so graphile-worker's own backoff never drives the schedule.
+  const { rows } = await db.raw<{ rows: { recorded: boolean }[] }>(
+    "select integrator.record_delivery_attempt(?::uuid, ?::uuid, ?, ?, ?::timestamptz, ?, ?, ?, ?, ?::timestamptz, ?, ?::float8) as recorded",
+    [
+      attempt.tenantId,
+      attempt.deliveryId,
+      attempt.attemptsBefore,
+      attempt.status,
+      attempt.attemptedAt,
+      Math.max(0, Math.round(attempt.durationMs)),
+      attempt.responseCode,
+      attempt.errorMessage === null ? null : attempt.errorMessage.slice(0, 500),
+      delivered ? null : attempt.errorClass,
+      attempt.retryAt ?? null,
+      disableAfterFailedDeliveries,
+      disableAfterFailingDays,
+    ],
   );
-  return result.rows.length > 0;
+  return rows[0]?.recorded === true;
 }
 
 /** Ends a pending delivery as failed without an attempt (its subscription is inactive or disabled). */

@@ -1,0 +1,99 @@
+// Issue 13 (performance): the two statements of every delivery attempt — reading the delivery with its
+// subscription, and recording the attempt — are server-side functions, so PostgreSQL plans each once
+// per connection instead of on every call (the record's five-part statement took 0.27–0.41 ms to plan
+// against 0.39–0.85 ms to run), and the worker sends a short call with positional arguments instead of
+// building the statement text each time. What each does is unchanged (db/webhooks.ts says what).
+import type { Knex } from "knex";
+
+export async function up(knex: Knex): Promise<void> {
+  await knex.raw(`
+    create function integrator.delivery_to_send(p_tenant_id uuid, p_delivery_id uuid)
+    returns table (
+      id uuid, tenant_id uuid, event_type text, payload jsonb, status text, attempts integer, url text,
+      subscription_active boolean, subscription_disabled boolean, subscription_disabled_by text,
+      secret_encrypted text, secrets_encrypted text[]
+    )
+    language plpgsql stable as $$
+    begin
+      return query
+      select d.id, d.tenant_id, d.event_type, d.payload, d.status, d.attempts, s.url,
+             s.is_active, s.disabled_at is not null, s.disabled_by, s.secret_encrypted,
+             array_remove(array[s.secret_encrypted,
+                                case when s.previous_secret_expires_at > now() then s.previous_secret_encrypted end],
+                          null)
+        from integrator.webhook_deliveries d
+        join integrator.webhook_subscriptions s on s.tenant_id = d.tenant_id and s.id = d.subscription_id
+       where d.tenant_id = p_tenant_id and d.id = p_delivery_id;
+    end;
+    $$;
+
+    create function integrator.record_delivery_attempt(
+      p_tenant_id uuid, p_delivery_id uuid, p_attempts_before integer, p_status text, p_attempted_at timestamptz,
+      p_duration_ms integer, p_response_code integer, p_error_message text, p_error_class text,
+      p_retry_at timestamptz, p_failed_in_a_row integer, p_failing_days float8
+    ) returns boolean
+    language plpgsql volatile as $$
+    declare
+      delivered constant boolean := p_status = 'delivered';
+      delivery_failed constant boolean := p_status = 'failed';
+      recorded_ids uuid[];
+    begin
+      with recorded as (
+        update integrator.webhook_deliveries
+           set status = p_status, attempts = attempts + 1, last_attempt_at = p_attempted_at,
+               response_code = p_response_code, error_message = p_error_message, updated_at = now()
+         where tenant_id = p_tenant_id and id = p_delivery_id and status = 'pending' and attempts = p_attempts_before
+        returning tenant_id, id, subscription_id, attempts
+      ),
+      history as (
+        insert into integrator.webhook_delivery_attempts
+               (tenant_id, delivery_id, number, attempted_at, duration_ms, outcome, response_code, error_class)
+        select r.tenant_id, r.id, r.attempts, p_attempted_at, p_duration_ms,
+               case when delivered then 'delivered' else 'failed' end, p_response_code, p_error_class
+          from recorded r
+      ),
+      -- The subscription's health from its row as locked by this update (concurrent attempts each count),
+      -- and no write at all for a delivered attempt to a healthy subscription.
+      subscription as (
+        update integrator.webhook_subscriptions s
+           set (consecutive_failed_deliveries, failing_since, disabled_at, disabled_reason, disabled_by) = (
+                 select n.failed_in_a_row, n.failing_since,
+                        case when s.disabled_at is null and n.reason is not null then now() else s.disabled_at end,
+                        case when s.disabled_at is null then n.reason else s.disabled_reason end,
+                        case when s.disabled_at is null and n.reason is not null then 'endpoint_health' else s.disabled_by end
+                   from (select h.failed_in_a_row, h.failing_since,
+                                case when p_failed_in_a_row > 0 and h.failed_in_a_row >= p_failed_in_a_row
+                                       then format('%s deliveries in a row failed', h.failed_in_a_row)
+                                     when p_failing_days > 0
+                                          and h.failing_since <= p_attempted_at - make_interval(secs => p_failing_days * 86400)
+                                       then format('Every attempt failed for %s days', p_failing_days)
+                                end as reason
+                           from (select case when delivered then 0
+                                             when delivery_failed then s.consecutive_failed_deliveries + 1
+                                             else s.consecutive_failed_deliveries end as failed_in_a_row,
+                                        case when delivered then null
+                                             else coalesce(s.failing_since, p_attempted_at) end as failing_since) h) n)
+          from recorded r
+         where s.tenant_id = r.tenant_id and s.id = r.subscription_id and s.is_active
+           and not (delivered and s.consecutive_failed_deliveries = 0 and s.failing_since is null)
+      )
+      select array_agg(r.id) into recorded_ids from recorded r;
+      if recorded_ids is null then
+        return false;
+      end if;
+      if p_retry_at is not null then
+        perform integrator.queue_delivery_jobs(p_tenant_id, recorded_ids, integrator.delivery_backlog(p_tenant_id), p_retry_at);
+      end if;
+      return true;
+    end;
+    $$;
+  `);
+}
+
+export async function down(knex: Knex): Promise<void> {
+  await knex.raw(`
+    drop function if exists integrator.record_delivery_attempt(uuid, uuid, integer, text, timestamptz, integer, integer, text,
+      text, timestamptz, integer, float8);
+    drop function if exists integrator.delivery_to_send(uuid, uuid);
+  `);
+}
