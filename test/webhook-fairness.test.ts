@@ -185,5 +185,36 @@ t.test(
       "an event no subscription matches makes no delivery",
     );
     t.equal(await jobCount(), jobsBefore, "and queues no job");
+
+    // Fan-out 1 (one matching subscription) queues its single job the same way.
+    const single = await createTestTenant(server.services, ["client_admin"], "One subscriber");
+    const subscribed = await server.request("/v1/webhooks/subscriptions", {
+      method: "POST",
+      token: single.token,
+      json: { url: rig.receiver.url("/single"), events: ["*"] },
+    });
+    t.equal(subscribed.status, 201);
+    for (let i = 0; i < 2; i++)
+      t.equal(
+        await emitEvent(server.services.db, single.tenantId, "scorecard.created", {
+          scorecard_id: crypto.randomUUID(),
+        }),
+        1,
+      );
+    const singleIds = await server.services
+      .db("integrator.webhook_deliveries")
+      .where({ tenant_id: single.tenantId })
+      .pluck<string[]>("id");
+    const singleJobs = await jobsOf(singleIds);
+    t.same(
+      singleJobs.map((job) => job.priority),
+      [0, 1],
+      "one delivery per event: ranks 0, then 1 behind the first",
+    );
+    for (const job of singleJobs) {
+      t.equal(job.key, `deliver_webhook:${job.delivery_id}`);
+      t.same(job.flags, { [`tenant:${single.tenantId}`]: true });
+      t.equal(job.max_attempts, 10);
+    }
   },
 );

@@ -1,7 +1,7 @@
 // Issue 13 (performance): an event's deliveries are queued by ONE graphile_worker.add_jobs call, where
 // emit_event called add_job once per matching subscription (a plpgsql loop, a custom plan and a
 // notification per delivery). Measured on 2 000 deliveries emitted in one statement: at fan-out 100
-// about 1 000 ms → 160 ms; at fan-out 1 the same (one job per event either way). BENCHMARKS.md.
+// about 1 000 ms → 160 ms; at fan-out 1 the same (one job per event, through add_job). BENCHMARKS.md.
 //
 // - integrator.queue_delivery_jobs(tenant, delivery ids, first rank, run_at) replaces 0006's
 //   queue_delivery_job as the one place a deliver_webhook job is defined and queued: payload, 10
@@ -29,7 +29,22 @@ export async function up(knex: Knex): Promise<void> {
       if coalesce(cardinality(queue_delivery_jobs.delivery_ids), 0) = 0 then
         return 0;
       end if;
-      -- One insert and one notification for all of them (add_job itself is add_jobs of one spec).
+      -- One delivery (fan-out 1, a retry, a resend): add_job, whose arguments are plain expressions.
+      -- Building the array below is a query planned on every call (custom plans), which made emitting
+      -- at fan-out 1 about 8 % slower than add_job (scripts/bench/emit-parts.ts). The same job either way.
+      if cardinality(queue_delivery_jobs.delivery_ids) = 1 then
+        perform graphile_worker.add_job(
+          'deliver_webhook',
+          json_build_object('tenant_id', queue_delivery_jobs.tenant_id, 'delivery_id', queue_delivery_jobs.delivery_ids[1]),
+          run_at => queue_delivery_jobs.run_at,
+          max_attempts => 10,
+          job_key => 'deliver_webhook:' || queue_delivery_jobs.delivery_ids[1],
+          priority => least(greatest(queue_delivery_jobs.first_rank, 0), 1000),
+          flags => array['tenant:' || queue_delivery_jobs.tenant_id::text]
+        );
+        return 1;
+      end if;
+      -- Several: one insert and one notification for all of them (add_job itself is add_jobs of one spec).
       perform graphile_worker.add_jobs((
         select array_agg(row(
                  'deliver_webhook',
