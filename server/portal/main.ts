@@ -404,22 +404,23 @@ class Portal {
     if (!window.confirm(`Delete the endpoint ${subscription.url}? Nothing more is sent to it; this cannot be undone.`))
       return;
     await this.api.deleteSubscription(subscription.id);
-    this.say("Endpoint deleted: nothing more is sent to it.");
     await this.loadSubscriptions();
+    this.say("Endpoint deleted: nothing more is sent to it.");
   }
 
   private async enable(subscription: Subscription): Promise<void> {
     await this.api.enableSubscription(subscription.id);
-    this.say("Endpoint re-enabled: new events are delivered again. Resend the deliveries that failed meanwhile.");
+    // The message comes once the list shows what it says (and the focus is on the next action).
     await this.loadSubscriptions();
     this.focusAction(subscription.id, "Disable");
+    this.say("Endpoint re-enabled: new events are delivered again. Resend the deliveries that failed meanwhile.");
   }
 
   private async disable(subscription: Subscription, reason: string): Promise<void> {
     await this.api.disableSubscription(subscription.id, reason);
-    this.say("Endpoint disabled: nothing is sent to it until you re-enable it.");
     await this.loadSubscriptions();
     this.focusAction(subscription.id, "Re-enable");
+    this.say("Endpoint disabled: nothing is sent to it until you re-enable it.");
   }
 
   private async rotate(subscription: Subscription): Promise<void> {
@@ -434,8 +435,8 @@ class Portal {
 
   private async sendTest(subscription: Subscription): Promise<void> {
     await this.api.sendTestEvent(subscription.id);
-    this.say(`Test event queued for ${subscription.url}. It appears under Deliveries.`);
     await this.loadDeliveries();
+    this.say(`Test event queued for ${subscription.url}. It appears under Deliveries.`);
   }
 
   // ---- deliveries ----------------------------------------------------------------------------------
@@ -725,8 +726,8 @@ class Portal {
 
   private async resend(delivery: Delivery): Promise<void> {
     await this.api.redeliver(delivery.id);
-    this.say("Resend queued: it appears as a new delivery at the top of the list.");
     await this.loadDeliveries();
+    this.say("Resend queued: it appears as a new delivery at the top of the list.");
   }
 }
 
