@@ -1,6 +1,6 @@
 // Every job the worker runs, declared once: its identifier and its payload type (graphile-worker's
-// typed task list, GraphileWorker.Tasks). Producers (integrator.emit_event's SQL, db/webhooks.ts, the
-// crontab) and the tasks in worker/tasks use these names; worker/tasks/index.ts must map every one.
+// typed task list, GraphileWorker.Tasks). Producers (integrator.queue_delivery_jobs's SQL, called by
+// emit_event and db/webhooks.ts; the crontab) and the tasks in worker/tasks use these names; worker/tasks/index.ts must map every one.
 import type {} from "graphile-worker";
 import { isUuid } from "./ids.ts";
 
@@ -29,14 +29,14 @@ declare global {
 
 export type JobName = keyof GraphileWorker.Tasks;
 
-/** The identifiers, for code that names a job (the migration that defines emit_event uses the same text). */
+/** The identifiers, for code that names a job (the migration that defines queue_delivery_jobs, 0016, uses the same text). */
 export const JOB = {
   deliverWebhook: "deliver_webhook",
   purgeIdempotencyKeys: "purge_idempotency_keys",
   purgeWebhookDeliveries: "purge_webhook_deliveries",
 } as const satisfies Record<string, JobName>;
 
-/** One job key per delivery (emit_event uses the same form), so at most one job of a delivery waits. */
+/** One job key per delivery (integrator.queue_delivery_jobs builds the same form), so at most one job of a delivery waits. */
 export const deliveryJobKey = (deliveryId: string): string => `${JOB.deliverWebhook}:${deliveryId}`;
 
 /**
