@@ -19,8 +19,10 @@ export interface RememberedResponse {
 }
 
 export function findRemembered(db: Knex, key: IdempotencyRecordKey): Promise<RememberedResponse | undefined> {
+  // The key's own columns only: a KeyedWrite (the key with its lock text, fingerprint and TTL) is one too.
+  const { tenant_id, subject, route, idempotency_key } = key;
   return db("integrator.idempotency_keys")
-    .where(key)
+    .where({ tenant_id, subject, route, idempotency_key })
     .first("fingerprint", "status_code", "response_body", db.raw("expires_at <= now() as expired")) as Promise<
     RememberedResponse | undefined
   >;

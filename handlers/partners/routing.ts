@@ -156,45 +156,46 @@ export async function routeToPartner(
     request.kind === "switch" && request.idempotencyKey !== undefined
       ? { tenantId, subject: principal.subject, route: SWITCH_ROUTE, key: request.idempotencyKey }
       : undefined;
-  const correlationId = request.correlationId ?? randomUUID();
-  const record = (decision: RoutingDecision): [NewRoutingDecision, DecisionAudit] => [
-    {
-      id: decision.decision_id,
-      tenantId,
-      kind: request.kind,
-      partnerKey: request.partnerKey,
-      result: decision.decision_result,
+  // No key, no fingerprint: it is only ever compared with a remembered one.
+  const key =
+    scope === undefined
+      ? undefined
+      : keyedWrite(scope, requestFingerprint(request.body, tenantId), services.config.idempotencyTtlHours);
+  if (key !== undefined) {
+    // A finished call is replayed before an assertion is signed for nothing.
+    const replay = await finishedReplay<RoutingDecision>(services.db, key);
+    if (replay) return replay;
+  }
+  const decision = await decide(services, request, partner, request.correlationId ?? randomUUID());
+  const row: NewRoutingDecision = {
+    id: decision.decision_id,
+    tenantId,
+    kind: request.kind,
+    partnerKey: request.partnerKey,
+    result: decision.decision_result,
+    reason: decision.reason ?? null,
+    correlationId: decision.correlation_id,
+    returnUrl: request.returnUrl ?? null,
+    expiresAt: decision.expires_at ?? null,
+    createdBy: principal.subject,
+    requestId: request.requestId,
+  };
+  const audit: DecisionAudit = {
+    action: request.kind === "launch" ? "partner.launch" : "partner.switch",
+    details: {
+      partner_key: request.partnerKey,
+      decision_result: decision.decision_result,
       reason: decision.reason ?? null,
-      correlationId: decision.correlation_id,
-      returnUrl: request.returnUrl ?? null,
-      expiresAt: decision.expires_at ?? null,
-      createdBy: principal.subject,
-      requestId: request.requestId,
+      correlation_id: decision.correlation_id,
     },
-    {
-      action: request.kind === "launch" ? "partner.launch" : "partner.switch",
-      details: {
-        partner_key: request.partnerKey,
-        decision_result: decision.decision_result,
-        reason: decision.reason ?? null,
-        correlation_id: decision.correlation_id,
-      },
-    },
-  ];
-  // Without a key: the decision and its audit action in one statement. No key, no fingerprint.
-  if (scope === undefined) {
-    const decision = await decide(services, request, partner, correlationId);
-    await recordRoutingDecision(services.db, ...record(decision));
+  };
+  // The decision and its audit action in one statement; under a key, with the key's rules in it too.
+  if (key === undefined) {
+    await recordRoutingDecision(services.db, row, audit);
     return { status: 200, body: decision, replayed: false };
   }
-  const fingerprint = requestFingerprint(request.body, tenantId);
-  // A finished call is replayed before an assertion is signed for nothing.
-  const replay = await finishedReplay<RoutingDecision>(services.db, scope, fingerprint);
-  if (replay) return replay;
-  const decision = await decide(services, request, partner, correlationId);
-  const key = keyedWrite(scope, fingerprint, services.config.idempotencyTtlHours);
   return settleKeyedWrite(
-    await recordRoutingDecisionOnce(services.db, key, JSON.stringify(decision), ...record(decision)),
-    fingerprint,
+    await recordRoutingDecisionOnce(services.db, key, JSON.stringify(decision), row, audit),
+    key.fingerprint,
   );
 }

@@ -105,13 +105,9 @@ export function settleKeyedWrite<B>(outcome: KeyedOutcome, fingerprint: string):
  * when the key has no unexpired response. For a keyed write that prepares costly work in the process
  * before its one statement (partner switch signs an assertion): a replay is answered without it.
  */
-export async function finishedReplay<B>(
-  db: Knex,
-  scope: IdempotencyScope,
-  fingerprint: string,
-): Promise<IdempotentOutcome<B> | undefined> {
-  const finished = await findRemembered(db, recordKeyOf(scope));
-  return finished && !finished.expired ? replayOf<B>(finished, fingerprint) : undefined;
+export async function finishedReplay<B>(db: Knex, key: KeyedWrite): Promise<IdempotentOutcome<B> | undefined> {
+  const finished = await findRemembered(db, key);
+  return finished && !finished.expired ? replayOf<B>(finished, key.fingerprint) : undefined;
 }
 
 /** What a handler's reply carries for an outcome: on a replay, the remembered bytes to send as they are. */
