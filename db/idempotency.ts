@@ -36,6 +36,14 @@ export interface KeyedWrite extends IdempotencyRecordKey {
   ttlHours: number;
 }
 
+/** The placeholders of a KeyedWrite, the first parameters of every one-statement keyed write (integrator.*_once). */
+export const KEYED_WRITE_PARAMETERS = "?, ?, ?, ?, ?, ?, ?::float8";
+
+/** The bindings of KEYED_WRITE_PARAMETERS, in their order. */
+export function keyedWriteArguments(key: KeyedWrite): Knex.RawBinding[] {
+  return [key.tenant_id, key.subject, key.route, key.idempotency_key, key.lockText, key.fingerprint, key.ttlHours];
+}
+
 /** What a one-statement keyed write found or did (e.g. integrator.submit_intake_once). */
 export type KeyedOutcome =
   | { outcome: "written" | "remembered"; fingerprint: string; status_code: number; response_body: string }

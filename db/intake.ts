@@ -3,7 +3,7 @@ import type { Knex } from "knex";
 import type { components } from "../generated/openapi.ts";
 import { uuidV7 } from "./ids.ts";
 import { rfc3339 } from "./timestamps.ts";
-import type { KeyedOutcome, KeyedWrite } from "./idempotency.ts";
+import { KEYED_WRITE_PARAMETERS, keyedWriteArguments, type KeyedOutcome, type KeyedWrite } from "./idempotency.ts";
 
 // Rows are read in exactly the shapes the contract answers with.
 export type ItemStatus = components["schemas"]["IntakeItemStatus"];
@@ -122,15 +122,9 @@ export async function insertSubmissionOnce(
 ): Promise<KeyedOutcome> {
   const id = uuidV7();
   const { rows } = await db.raw<{ rows: KeyedOutcome[] }>(
-    `select * from integrator.submit_intake_once(?, ?, ?, ?, ?, ?, ?::float8, ?, ${SUBMIT_INTAKE_PARAMETERS})`,
+    `select * from integrator.submit_intake_once(${KEYED_WRITE_PARAMETERS}, ?, ${SUBMIT_INTAKE_PARAMETERS})`,
     [
-      key.tenant_id,
-      key.subject,
-      key.route,
-      key.idempotency_key,
-      key.lockText,
-      key.fingerprint,
-      key.ttlHours,
+      ...keyedWriteArguments(key),
       responsePrefix(id, submission, items.length),
       ...submitIntakeArguments(id, submission, items, audit),
     ],

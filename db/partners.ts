@@ -2,7 +2,7 @@
 // Tenant-owned rows are always addressed by tenant_id first (their keys lead with it).
 import type { Knex } from "knex";
 import { rfc3339 } from "./timestamps.ts";
-import type { KeyedOutcome, KeyedWrite } from "./idempotency.ts";
+import { KEYED_WRITE_PARAMETERS, keyedWriteArguments, type KeyedOutcome, type KeyedWrite } from "./idempotency.ts";
 
 export type PartnerStatus = "active" | "paused";
 
@@ -166,18 +166,8 @@ export async function recordRoutingDecisionOnce(
   audit: DecisionAudit,
 ): Promise<KeyedOutcome> {
   const { rows } = await db.raw<{ rows: KeyedOutcome[] }>(
-    `select * from integrator.record_routing_decision_once(?, ?, ?, ?, ?, ?, ?::float8, ?, ${RECORD_DECISION_PARAMETERS})`,
-    [
-      key.tenant_id,
-      key.subject,
-      key.route,
-      key.idempotency_key,
-      key.lockText,
-      key.fingerprint,
-      key.ttlHours,
-      body,
-      ...recordDecisionArguments(decision, audit),
-    ],
+    `select * from integrator.record_routing_decision_once(${KEYED_WRITE_PARAMETERS}, ?, ${RECORD_DECISION_PARAMETERS})`,
+    [...keyedWriteArguments(key), body, ...recordDecisionArguments(decision, audit)],
   );
   return rows[0] as KeyedOutcome;
 }
