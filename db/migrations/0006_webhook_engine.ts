@@ -14,20 +14,8 @@
 //   jobs of a worker whose heartbeat stopped can be released (graphile_worker.force_unlock_workers).
 import type { Knex } from "knex";
 
-export async function up(knex: Knex): Promise<void> {
-  await knex.raw(`
-    alter table integrator.worker_heartbeats add column runner_ids text[] not null default '{}';
-
-    -- A tenant's backlog: its pending deliveries, counted up to 1000 (bounded cost for huge backlogs).
-    create function integrator.delivery_backlog(tenant_id uuid) returns integer
-    language sql stable as $$
-      select count(*)::integer from (
-        select 1 from integrator.webhook_deliveries d
-         where d.tenant_id = delivery_backlog.tenant_id and d.status = 'pending'
-         limit 1000
-      ) backlog
-    $$;
-
+/** integrator.queue_delivery_job as this migration creates it (0016's down creates it again). */
+export const QUEUE_DELIVERY_JOB = `
     create function integrator.queue_delivery_job(
       tenant_id uuid, delivery_id uuid, backlog_rank integer, run_at timestamptz default null, job_key text default null
     ) returns bigint
@@ -46,6 +34,23 @@ export async function up(knex: Knex): Promise<void> {
       )).id;
     end;
     $$;
+`;
+
+export async function up(knex: Knex): Promise<void> {
+  await knex.raw(`
+    alter table integrator.worker_heartbeats add column runner_ids text[] not null default '{}';
+
+    -- A tenant's backlog: its pending deliveries, counted up to 1000 (bounded cost for huge backlogs).
+    create function integrator.delivery_backlog(tenant_id uuid) returns integer
+    language sql stable as $$
+      select count(*)::integer from (
+        select 1 from integrator.webhook_deliveries d
+         where d.tenant_id = delivery_backlog.tenant_id and d.status = 'pending'
+         limit 1000
+      ) backlog
+    $$;
+
+    ${QUEUE_DELIVERY_JOB}
 
     create or replace function integrator.emit_event(tenant_id uuid, kind text, data jsonb) returns integer
     language plpgsql volatile

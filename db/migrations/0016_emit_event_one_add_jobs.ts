@@ -15,6 +15,7 @@
 //   (server/lifecycle.ts migrateAll), and the statements of a plpgsql body are resolved when first run
 //   (so no variable of that type).
 import type { Knex } from "knex";
+import { QUEUE_DELIVERY_JOB } from "./0006_webhook_engine.ts";
 import { up as emitEventOf0013 } from "./0013_webhook_engine_emit.ts";
 
 export async function up(knex: Knex): Promise<void> {
@@ -108,26 +109,7 @@ export async function up(knex: Knex): Promise<void> {
 
 export async function down(knex: Knex): Promise<void> {
   // Back to 0006's queue_delivery_job (one add_job per delivery) and 0013's emit_event, which uses it.
-  await knex.raw(`
-    create function integrator.queue_delivery_job(
-      tenant_id uuid, delivery_id uuid, backlog_rank integer, run_at timestamptz default null, job_key text default null
-    ) returns bigint
-    language plpgsql volatile
-    set plan_cache_mode = force_custom_plan
-    as $$
-    begin
-      return (graphile_worker.add_job(
-        'deliver_webhook',
-        json_build_object('tenant_id', queue_delivery_job.tenant_id, 'delivery_id', queue_delivery_job.delivery_id),
-        run_at => queue_delivery_job.run_at,
-        max_attempts => 10,
-        job_key => queue_delivery_job.job_key,
-        priority => least(greatest(queue_delivery_job.backlog_rank, 0), 1000),
-        flags => array['tenant:' || queue_delivery_job.tenant_id::text]
-      )).id;
-    end;
-    $$;
-  `);
+  await knex.raw(QUEUE_DELIVERY_JOB);
   await emitEventOf0013(knex);
   await knex.raw("drop function if exists integrator.queue_delivery_jobs(uuid, uuid[], integer, timestamptz)");
 }
