@@ -36,7 +36,7 @@ export async function up(knex: Knex): Promise<void> {
     declare
       delivered constant boolean := p_status = 'delivered';
       delivery_failed constant boolean := p_status = 'failed';
-      recorded_ids uuid[];
+      was_recorded boolean;
     begin
       with recorded as (
         update integrator.webhook_deliveries
@@ -77,14 +77,11 @@ export async function up(knex: Knex): Promise<void> {
          where s.tenant_id = r.tenant_id and s.id = r.subscription_id and s.is_active
            and not (delivered and s.consecutive_failed_deliveries = 0 and s.failing_since is null)
       )
-      select array_agg(r.id) into recorded_ids from recorded r;
-      if recorded_ids is null then
-        return false;
+      select exists (select 1 from recorded) into was_recorded;
+      if was_recorded and p_retry_at is not null then
+        perform integrator.queue_delivery_jobs(p_tenant_id, array[p_delivery_id], integrator.delivery_backlog(p_tenant_id), p_retry_at);
       end if;
-      if p_retry_at is not null then
-        perform integrator.queue_delivery_jobs(p_tenant_id, recorded_ids, integrator.delivery_backlog(p_tenant_id), p_retry_at);
-      end if;
-      return true;
+      return was_recorded;
     end;
     $$;
   `);
