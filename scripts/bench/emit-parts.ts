@@ -20,9 +20,10 @@ try {
     [tenant?.id],
   );
   const data = JSON.stringify(intakeEventData());
-  const time = async (label: string, sql: string, params: unknown[]) => {
+  /** The median client-side time of `runs` runs of the statement, each in a transaction rolled back. */
+  const medianMs = async (runs: number, sql: string, params: unknown[]): Promise<number> => {
     const xs: number[] = [];
-    for (let i = 0; i < 40; i++) {
+    for (let i = 0; i < runs; i++) {
       await client.query("begin");
       const t0 = performance.now();
       await client.query(sql, params);
@@ -30,8 +31,10 @@ try {
       await client.query("rollback");
     }
     xs.sort((a, b) => a - b);
-    console.log(`${label}: median ${xs[20]?.toFixed(3)} ms (round trip included)`);
+    return xs[Math.floor(runs / 2)] ?? Number.NaN;
   };
+  const time = async (label: string, sql: string, params: unknown[]) =>
+    console.log(`${label}: median ${(await medianMs(40, sql, params)).toFixed(3)} ms (round trip included)`);
   await time("select 1", "select 1", []);
   await time("data check", "select integrator.webhook_event_data_problem('intake.submitted', $1::jsonb)", [data]);
   await time("backlog", "select integrator.delivery_backlog($1)", [tenant?.id]);
@@ -49,18 +52,8 @@ try {
   );
   await time("emit_event", "select integrator.emit_event($1, 'intake.submitted', $2::jsonb)", [tenant?.id, data]);
 
-  const bulk = async (label: string, sql: string, params: unknown[]) => {
-    const xs: number[] = [];
-    for (let i = 0; i < 3; i++) {
-      await client.query("begin");
-      const t0 = performance.now();
-      await client.query(sql, params);
-      xs.push(performance.now() - t0);
-      await client.query("rollback");
-    }
-    xs.sort((a, b) => a - b);
-    console.log(`${label}: median ${xs[1]?.toFixed(0)} ms`);
-  };
+  const bulk = async (label: string, sql: string, params: unknown[]) =>
+    console.log(`${label}: median ${(await medianMs(3, sql, params)).toFixed(0)} ms`);
   await bulk(
     "2000 x add_job, one statement",
     "select graphile_worker.add_job('bench_noop', '{}'::json) from generate_series(1, 2000)",
