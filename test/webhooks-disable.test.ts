@@ -8,7 +8,7 @@ import type { ReceivedRequest } from "./helpers/https-receiver.ts";
 import { createTestTenant } from "./helpers/server.ts";
 import { startWebhookRig, testCa, type WebhookRig } from "./helpers/webhooks.ts";
 import { waitFor } from "./helpers/wait.ts";
-import { DISABLED_MESSAGE, MANUALLY_DISABLED_MESSAGE } from "../db/webhooks.ts";
+import { DISABLED_MESSAGE, MANUALLY_DISABLED_MESSAGE, type SubscriptionView } from "../db/webhooks.ts";
 
 const ca = testCa(t);
 /** Paths whose endpoint is down (answers 500). */
@@ -28,24 +28,10 @@ t.before(async () => {
   });
 });
 
-interface Shown {
-  id: string;
-  status: string;
-  is_active: boolean;
-  disabled_at: string | null;
-  disabled_reason: string | null;
-}
-
 interface Attempt {
   attempted_at: string;
   duration_ms: number;
   outcome: string;
-}
-
-async function shown(id: string, token = rig.tenant.token): Promise<Shown> {
-  const res = await rig.server.request(`/v1/webhooks/subscriptions/${id}`, { token });
-  if (res.status !== 200) throw new Error(`get answered ${res.status}`);
-  return (await res.json()) as Shown;
 }
 
 function disable(id: string, init: { json?: unknown; body?: string; headers?: Record<string, string> } = {}) {
@@ -66,7 +52,7 @@ t.test("disabling by hand turns an active subscription disabled, with the time a
   const before = Date.now();
   const res = await disable(id, { json: { reason: "  Receiver moves to the new data centre  " } });
   t.equal(res.status, 200);
-  const body = (await res.json()) as Shown & { secret?: unknown };
+  const body = (await res.json()) as SubscriptionView & { secret?: unknown };
   t.match(body, {
     id,
     status: "disabled",
@@ -75,14 +61,9 @@ t.test("disabling by hand turns an active subscription disabled, with the time a
   });
   t.ok(body.disabled_at && Date.parse(body.disabled_at) >= before - 1000, "disabled_at is now");
   t.notOk("secret" in body, "no secret in the answer");
-  t.same(await shown(id), body, "the subscription reads back as answered");
-  const listed = (await (
-    await rig.server.request("/v1/webhooks/subscriptions", { token: rig.tenant.token })
-  ).json()) as {
-    subscriptions: Shown[];
-  };
+  t.same(await rig.subscription(id), body, "the subscription reads back as answered");
   t.match(
-    listed.subscriptions.find((subscription) => subscription.id === id),
+    (await rig.subscriptions()).find((subscription) => subscription.id === id),
     { status: "disabled" },
     "still listed, as disabled",
   );
@@ -116,7 +97,11 @@ t.test(
     t.same(await attemptsOf(final?.id ?? ""), [], "no attempt was made");
     await rig.jobsDrained();
     t.equal(rig.receiver.receivedAt(path).length, 0, "nothing was sent");
-    t.match(await shown(id), { status: "disabled", disabled_reason: "Disabled by hand" }, "and it stays disabled");
+    t.match(
+      await rig.subscription(id),
+      { status: "disabled", disabled_reason: "Disabled by hand" },
+      "and it stays disabled",
+    );
   },
 );
 
@@ -153,10 +138,10 @@ t.test("enabling it again delivers new events, and what failed meanwhile can be 
 
 t.test("disabling a disabled subscription answers 200 and keeps the first time and reason", async (t) => {
   const { id } = await rig.subscribe(rig.receiver.url(`/twice-${crypto.randomUUID()}`));
-  const first = (await (await disable(id, { json: { reason: "first" } })).json()) as Shown;
+  const first = (await (await disable(id, { json: { reason: "first" } })).json()) as SubscriptionView;
   const again = await disable(id, { json: { reason: "second" } });
   t.equal(again.status, 200);
-  const second = (await again.json()) as Shown;
+  const second = (await again.json()) as SubscriptionView;
   t.equal(second.disabled_reason, "Disabled by hand: first", "the first reason stays");
   t.equal(second.disabled_at, first.disabled_at, "the first time stays");
 
@@ -167,7 +152,7 @@ t.test("disabling a disabled subscription answers 200 and keeps the first time a
   await rig.emitIntake();
   await rig.finalDelivery(health.id);
   const byHealth = await waitFor(
-    () => shown(health.id),
+    () => rig.subscription(health.id),
     (subscription) => subscription.status === "disabled",
   );
   t.equal(byHealth.disabled_reason, "1 deliveries in a row failed");
@@ -196,7 +181,7 @@ t.test(
       async () => rig.receiver.receivedAt(path).length,
       (count) => count === 1,
     );
-    const disabled = (await (await disable(id, { json: { reason: "while sending" } })).json()) as Shown;
+    const disabled = (await (await disable(id, { json: { reason: "while sending" } })).json()) as SubscriptionView;
     const final = await rig.finalDelivery(id);
     t.equal(final?.status, "delivered", "the attempt under way finished and is recorded");
     const [attempt] = await attemptsOf(final?.id ?? "");
@@ -205,7 +190,7 @@ t.test(
       "it was disabled while the attempt was under way",
     );
     t.match(
-      await shown(id),
+      await rig.subscription(id),
       { status: "disabled", disabled_at: disabled.disabled_at, disabled_reason: "Disabled by hand: while sending" },
       "a delivered attempt does not re-enable it",
     );
@@ -222,11 +207,11 @@ t.test("endpoint health does not replace the time or reason of a subscription di
     async () => rig.receiver.receivedAt(path).length,
     (count) => count === 1,
   );
-  const disabled = (await (await disable(id, { json: { reason: "before health" } })).json()) as Shown;
+  const disabled = (await (await disable(id, { json: { reason: "before health" } })).json()) as SubscriptionView;
   const final = await rig.finalDelivery(id);
   t.equal(final?.status, "failed", "the attempt under way failed: one failed delivery meets the health rule");
   t.equal((await attemptsOf(final?.id ?? "")).length, 1, "it was really attempted");
-  t.match(await shown(id), {
+  t.match(await rig.subscription(id), {
     status: "disabled",
     disabled_at: disabled.disabled_at,
     disabled_reason: "Disabled by hand: before health",
@@ -261,7 +246,7 @@ t.test("deleted, unknown, malformed and another tenant's ids answer 404 and chan
     t.equal(res.status, 404, `disable ${target}`);
     t.equal(((await res.json()) as { error: { code: string } }).error.code, "NOT_FOUND");
   }
-  t.match(await shown(id), { status: "active", disabled_at: null, disabled_reason: null }, "still active");
+  t.match(await rig.subscription(id), { status: "active", disabled_at: null, disabled_reason: null }, "still active");
   const gone = await rig.server.services
     .db("integrator.webhook_subscriptions")
     .where({ tenant_id: rig.tenant.tenantId, id: deleted })
@@ -325,7 +310,11 @@ t.test("a bad body answers 422 in FastAPI's shape (415 for another media type) a
   const text = await disable(id, { body: "reason=x", headers: { "Content-Type": "text/plain" } });
   t.equal(text.status, 415, "text/plain: 415");
   t.match(await text.json(), { error: { code: "UNSUPPORTED_MEDIA_TYPE" } });
-  t.match(await shown(id), { status: "active", disabled_at: null, disabled_reason: null }, "nothing changed");
+  t.match(
+    await rig.subscription(id),
+    { status: "active", disabled_at: null, disabled_reason: null },
+    "nothing changed",
+  );
 });
 
 t.test("without a token it is 401, with a token without an admin role 403", async (t) => {
@@ -338,5 +327,5 @@ t.test("without a token it is 401, with a token without an admin role 403", asyn
     token: viewer.token,
   });
   t.equal(forbidden.status, 403);
-  t.match(await shown(id), { status: "active" });
+  t.match(await rig.subscription(id), { status: "active" });
 });

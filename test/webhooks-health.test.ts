@@ -21,20 +21,6 @@ t.before(async () => {
   });
 });
 
-interface Shown {
-  id: string;
-  status: string;
-  is_active: boolean;
-  disabled_at: string | null;
-  disabled_reason: string | null;
-}
-
-async function shown(id: string, token = rig.tenant.token): Promise<Shown> {
-  const res = await rig.server.request(`/v1/webhooks/subscriptions/${id}`, { token });
-  if (res.status !== 200) throw new Error(`get answered ${res.status}`);
-  return (await res.json()) as Shown;
-}
-
 /** Emits one event and waits until every delivery of the subscription is final. */
 async function oneEvent(subscriptionId: string): Promise<void> {
   await rig.emitIntake();
@@ -52,24 +38,19 @@ t.test(
     const { id } = await rig.subscribe(rig.receiver.url(path));
     await oneEvent(id);
     t.match(
-      await shown(id),
+      await rig.subscription(id),
       { status: "active", disabled_at: null, disabled_reason: null },
       "one failure is not enough",
     );
     const before = Date.now();
     await oneEvent(id);
-    const disabled = await shown(id);
+    const disabled = await rig.subscription(id);
     t.equal(disabled.status, "disabled");
     t.equal(disabled.is_active, true, "disabled is not deleted");
     t.equal(disabled.disabled_reason, `${FAILED_IN_A_ROW} deliveries in a row failed`);
     t.ok(disabled.disabled_at && Date.parse(disabled.disabled_at) >= before - 1000, "disabled_at is set");
-    const listed = (await (
-      await rig.server.request("/v1/webhooks/subscriptions", { token: rig.tenant.token })
-    ).json()) as {
-      subscriptions: Shown[];
-    };
     t.match(
-      listed.subscriptions.find((subscription) => subscription.id === id),
+      (await rig.subscriptions()).find((subscription) => subscription.id === id),
       { status: "disabled" },
       "still listed, as disabled",
     );
@@ -85,7 +66,7 @@ t.test("a delivered attempt resets the count of failed deliveries", async (t) =>
   await oneEvent(id);
   down.add(path);
   await oneEvent(id);
-  t.equal((await shown(id)).status, "active", "fail, deliver, fail is not two in a row");
+  t.equal((await rig.subscription(id)).status, "active", "fail, deliver, fail is not two in a row");
 });
 
 t.test(
@@ -116,7 +97,7 @@ t.test(
       .where({ tenant_id: rig.tenant.tenantId, id })
       .update({ failing_since: new Date(Date.now() - 6 * 86_400_000) });
     await oneEvent(id);
-    t.match(await shown(id), { status: "disabled", disabled_reason: "Every attempt failed for 5 days" });
+    t.match(await rig.subscription(id), { status: "disabled", disabled_reason: "Every attempt failed for 5 days" });
   },
 );
 
@@ -126,7 +107,7 @@ t.test("the tenant re-enables a disabled subscription; deliveries resume with a 
   const { id } = await rig.subscribe(rig.receiver.url(path));
   await oneEvent(id);
   await oneEvent(id);
-  t.equal((await shown(id)).status, "disabled");
+  t.equal((await rig.subscription(id)).status, "disabled");
   down.delete(path);
   const res = await rig.server.request(`/v1/webhooks/subscriptions/${id}/enable`, {
     method: "POST",
@@ -139,7 +120,7 @@ t.test("the tenant re-enables a disabled subscription; deliveries resume with a 
   t.equal(rig.receiver.receivedAt(path).length, sentBefore + 1, "delivered to again");
   down.add(path);
   await oneEvent(id);
-  t.equal((await shown(id)).status, "active", "one failure after enabling is not two in a row");
+  t.equal((await rig.subscription(id)).status, "active", "one failure after enabling is not two in a row");
 });
 
 t.test("enabling an active subscription answers 200 and changes nothing", async (t) => {

@@ -46,9 +46,7 @@ t.test(
     t.not(rotated.secret, old);
     const expires = Date.parse(rotated.previous_secret_expires_at ?? "");
     t.ok(Math.abs(expires - (before + 24 * 3_600_000)) < 60_000, "24 hours from now by default");
-    const got = (await (
-      await rig.server.request(`/v1/webhooks/subscriptions/${id}`, { token: rig.tenant.token })
-    ).json()) as Record<string, unknown>;
+    const got: Record<string, unknown> = await rig.subscription(id);
     t.notOk("secret" in got, "not shown again");
     t.equal(got.previous_secret_expires_at, rotated.previous_secret_expires_at);
   },
@@ -89,9 +87,7 @@ t.test(
       .where({ tenant_id: rig.tenant.tenantId, id })
       .update({ previous_secret_expires_at: new Date(Date.now() - 1000) });
     t.same(await secrets(), [rotated.secret], "only the new one after it");
-    const shown = (await (
-      await rig.server.request(`/v1/webhooks/subscriptions/${id}`, { token: rig.tenant.token })
-    ).json()) as Rotated;
+    const shown = await rig.subscription(id);
     t.equal(shown.previous_secret_expires_at, null, "no window is shown once it closed");
   },
 );

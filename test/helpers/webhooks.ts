@@ -5,7 +5,7 @@ import type { DestinationStream } from "pino";
 import type { Test } from "tap";
 import { startWorker } from "../../worker/runner.ts";
 import { emitEvent, type EventDataByKind } from "../../db/events.ts";
-import type { DeliveryView } from "../../db/webhooks.ts";
+import type { DeliveryView, SubscriptionView } from "../../db/webhooks.ts";
 import {
   makeTestCa,
   RECEIVER_HOST,
@@ -41,6 +41,10 @@ export interface WebhookRig {
   tenant: TestTenant;
   /** Subscribes through the API; returns the id and the secret. */
   subscribe(url: string, events?: string[]): Promise<{ id: string; secret: string }>;
+  /** One of the rig tenant's subscriptions as the API shows it (GET); throws unless 200. */
+  subscription(id: string): Promise<SubscriptionView>;
+  /** The rig tenant's subscriptions as the API lists them. */
+  subscriptions(): Promise<SubscriptionView[]>;
   /** Emits an intake.submitted event for the rig's tenant; returns its data. */
   emitIntake(): Promise<EventDataByKind["intake.submitted"]>;
   /** The rig tenant's deliveries through the API, newest first. */
@@ -111,6 +115,16 @@ export async function startWebhookRig(
       });
       if (res.status !== 201) throw new Error(`subscribe answered ${res.status}: ${await res.text()}`);
       return (await res.json()) as { id: string; secret: string };
+    },
+    async subscription(id) {
+      const res = await server.request(`/v1/webhooks/subscriptions/${id}`, { token: tenant.token });
+      if (res.status !== 200) throw new Error(`get answered ${res.status}`);
+      return (await res.json()) as SubscriptionView;
+    },
+    async subscriptions() {
+      const res = await server.request("/v1/webhooks/subscriptions", { token: tenant.token });
+      if (res.status !== 200) throw new Error(`list answered ${res.status}: ${await res.text()}`);
+      return ((await res.json()) as { subscriptions: SubscriptionView[] }).subscriptions;
     },
     async emitIntake() {
       const data = intakeEventData({ external_reference: "order-4711", module: "claims", tier: "standard" });
