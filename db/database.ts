@@ -17,6 +17,24 @@ export type Database = Knex;
 /** Receives what knex would otherwise print to stdout as plain text (failed acquires with stacks, connection errors). */
 export type DatabaseLog = (level: "debug" | "warn" | "error", message: string) => void;
 
+/**
+ * The pool graphile-worker runs on, owned by the worker (passed as its `pgPool`) rather than made by
+ * graphile-worker from a connection string: graphile-worker 0.17 ends a pool it made without waiting and
+ * takes the pool's error handler off first, so a PostgreSQL that stops right after the runner (npm start's
+ * embedded one, on SIGTERM) could reach a closing idle client with no handler, and the process crashed on
+ * the unhandled 'error'. This pool keeps its handlers for good (idle and checked-out clients alike, as
+ * graphile-worker's own do) and its owner ends it, awaited, after the runner stops. Its connections are
+ * named `integrator-worker` in pg_stat_activity. Ten connections, graphile-worker's default.
+ */
+export function createWorkerPool(connectionString: string, onError: (message: string) => void): pg.Pool {
+  const pool = new pg.Pool({ connectionString, application_name: "integrator-worker", max: 10 });
+  pool.on("error", (error) => onError(`PostgreSQL idle client generated error: ${error.message}`));
+  pool.on("connect", (client) =>
+    client.on("error", (error) => onError(`PostgreSQL active client generated error: ${error.message}`)),
+  );
+  return pool;
+}
+
 export function createDatabase(
   connectionString: string,
   poolMax = 10,

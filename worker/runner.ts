@@ -13,6 +13,7 @@ import {
   releaseJobsOfDeadWorkers,
   removeHeartbeat,
 } from "../db/worker-heartbeats.ts";
+import { createWorkerPool } from "../db/database.ts";
 import { TenantSlots } from "./fairness.ts";
 import { taskList } from "./tasks/index.ts";
 import { crontab } from "./crontab.ts";
@@ -62,30 +63,37 @@ export async function startWorker(
           options.log?.("warn", `released the jobs of stopped workers ${released.join(", ")} to the queue`);
       })
       .catch(() => undefined);
-  const runner = await run({
-    connectionString,
-    concurrency: slots.concurrency,
-    forbiddenFlags: slots.forbiddenFlags,
-    events: slots.events,
-    noHandleSignals: true,
-    // On stop, running jobs get this long to finish; then their abort signal fires and the jobs still
-    // running are released back to the queue for another worker.
-    gracefulShutdownAbortTimeout: services.config.shutdownTimeoutMs,
-    pollInterval: options.pollInterval ?? 1000,
-    taskList: options.tasks ?? taskList(services),
-    // Completions that finish in the same tick are written in one statement (graphile-worker 0.17
-    // batching). Its localQueue (batched fetching) is not used: it ignores forbiddenFlags, and a slot
-    // that passes flags bypasses it, so the jobs it had locked waited unserved (worker/fairness.ts
-    // needs the flags). A job whose completion was not written when the process died is released by
-    // the dead-worker sweep and runs again: deliver_webhook finds its delivery final and does nothing.
-    preset: {
-      worker: {
-        completeJobBatchDelay: 0,
+  const pool = createWorkerPool(connectionString, (message) => options.log?.("error", message));
+  let runner: Runner;
+  try {
+    runner = await run({
+      pgPool: pool,
+      concurrency: slots.concurrency,
+      forbiddenFlags: slots.forbiddenFlags,
+      events: slots.events,
+      noHandleSignals: true,
+      // On stop, running jobs get this long to finish; then their abort signal fires and the jobs still
+      // running are released back to the queue for another worker.
+      gracefulShutdownAbortTimeout: services.config.shutdownTimeoutMs,
+      pollInterval: options.pollInterval ?? 1000,
+      taskList: options.tasks ?? taskList(services),
+      // Completions that finish in the same tick are written in one statement (graphile-worker 0.17
+      // batching). Its localQueue (batched fetching) is not used: it ignores forbiddenFlags, and a slot
+      // that passes flags bypasses it, so the jobs it had locked waited unserved (worker/fairness.ts
+      // needs the flags). A job whose completion was not written when the process died is released by
+      // the dead-worker sweep and runs again: deliver_webhook finds its delivery final and does nothing.
+      preset: {
+        worker: {
+          completeJobBatchDelay: 0,
+        },
       },
-    },
-    crontab,
-    logger: quietLogger(options.log),
-  });
+      crontab,
+      logger: quietLogger(options.log),
+    });
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    throw error;
+  }
   // A lost database connection ends the runner's promise; the health check reports it, the process keeps serving.
   runner.promise.catch((error: unknown) => options.log?.("error", `worker stopped: ${errorMessage(error)}`));
   await beat();
@@ -99,6 +107,8 @@ export async function startWorker(
     async stop() {
       clearInterval(heartbeat);
       await runner.stop();
+      // Our pool, ended once graphile-worker is done with it (db/database.ts createWorkerPool says why).
+      await pool.end().catch(() => undefined);
       await removeHeartbeat(services.db, workerId).catch(() => undefined);
     },
   };
