@@ -125,6 +125,8 @@ export interface EmbeddedServer {
   url: string;
   /** true when this process started the server (and so must stop it). */
   owned: boolean;
+  /** The cluster's directory (its postmaster.pid names the server's process). */
+  databaseDir: string;
   stop(): Promise<void>;
 }
 
@@ -269,7 +271,7 @@ export async function startEmbeddedPostgres(options: {
   } finally {
     await client.end();
   }
-  return { url, owned, stop: () => (owned ? server.stop() : Promise.resolve()) };
+  return { url, owned, databaseDir, stop: () => (owned ? server.stop() : Promise.resolve()) };
 }
 
 // Node socket errors, PostgreSQL's connection-exception class (08), shutdown and overload states, and the

@@ -32,6 +32,7 @@ import { listen, startIntakeFloor, type Listening } from "./bench/floor.ts";
 import { seedTenantRows } from "./bench/seed.ts";
 import type { Scenario } from "./bench/load.ts";
 import { cpuProfiler } from "./bench/profile.ts";
+import { cpuSample, cpuText, meanCpu, perOperation, type CpuPerOperation } from "./bench/cpu.ts";
 
 const options = flags();
 const DURATION = numberFlag(options, "duration", 3);
@@ -50,14 +51,19 @@ interface Figures {
   total: number;
   non2xx: number;
   errors: number;
+  /** CPU per request over the segment (scripts/bench/cpu.ts). */
+  cpu?: CpuPerOperation;
 }
 
 async function load(scenario: Scenario, connections: number, duration: number): Promise<Figures> {
   const loader = path.join(path.dirname(new URL(import.meta.url).pathname), "bench", "load.ts");
+  // The throwaway PostgreSQL this run started (below): its processes' CPU time is counted too.
+  const before = cpuSample(postgres.databaseDir);
   const { stdout } = await run(process.execPath, [loader, JSON.stringify({ connections, duration, ...scenario })], {
     maxBuffer: 1 << 20,
   });
-  return JSON.parse(stdout) as Figures;
+  const figures = JSON.parse(stdout) as Figures;
+  return { ...figures, cpu: perOperation(before, cpuSample(postgres.databaseDir), figures.total) };
 }
 
 const single = JSON.stringify({
@@ -208,7 +214,7 @@ async function alternate(
         pairing.floor.push(f);
         pairing.service.push(s);
         log(
-          `${conns} conns, round ${round}: ${contest.name}: ${fixed(s.requestsPerSecond)} req/s (p50 ${s.p50} p99 ${s.p99}) against ${floorLabel} ${fixed(f.requestsPerSecond)} req/s (p50 ${f.p50} p99 ${f.p99}): ${fixed(s.requestsPerSecond / f.requestsPerSecond, 2)}`,
+          `${conns} conns, round ${round}: ${contest.name}: ${fixed(s.requestsPerSecond)} req/s (p50 ${s.p50} p99 ${s.p99}; CPU ms per request ${cpuText(s.cpu)}) against ${floorLabel} ${fixed(f.requestsPerSecond)} req/s (p50 ${f.p50} p99 ${f.p99}; ${cpuText(f.cpu)}): ${fixed(s.requestsPerSecond / f.requestsPerSecond, 2)}`,
         );
       }
     }
@@ -267,8 +273,8 @@ const GOALS: Record<string, Goal[]> = {
 
 function table(pairings: Pairing[], serviceLabel = "service", floorLabel = "floor"): string[] {
   return [
-    `| Connections | Scenario | ${serviceLabel} req/s | ${floorLabel} req/s | ratio | ${serviceLabel} p50 / p99 ms | ${floorLabel} p50 / p99 ms | p99 ratio | non-2xx |`,
-    "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+    `| Connections | Scenario | ${serviceLabel} req/s | ${floorLabel} req/s | ratio | ${serviceLabel} p50 / p99 ms | ${floorLabel} p50 / p99 ms | p99 ratio | non-2xx | ${serviceLabel} CPU ms per request: Node / PostgreSQL / machine | ${floorLabel} CPU ms per request |`,
+    "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ...pairings.map((p) => {
       const s = p.service;
       const f = p.floor;
@@ -278,10 +284,13 @@ function table(pairings: Pairing[], serviceLabel = "service", floorLabel = "floo
       )} | ${fixed(mean(s.map((x) => x.p50)), 1)} / ${fixed(mean(s.map((x) => x.p99)), 1)} | ${fixed(mean(f.map((x) => x.p50)), 1)} / ${fixed(mean(f.map((x) => x.p99)), 1)} | ${fixed(
         ratioOf(p, (x) => x.p99),
         2,
-      )} | ${s.reduce((n, x) => n + x.non2xx + x.errors, 0)} |`;
+      )} | ${s.reduce((n, x) => n + x.non2xx + x.errors, 0)} | ${cpuText(meanCpu(s.map((x) => x.cpu)))} | ${cpuText(meanCpu(f.map((x) => x.cpu)))} |`;
     }),
   ];
 }
+
+const CPU_NOTE =
+  "CPU ms per request: this process's (it runs the service and the floor, one at a time), the embedded PostgreSQL's processes' and the whole machine's busy time (the load generator and any other work included) over a segment, divided by its requests; means over rounds. With the machine's CPUs saturated, the ratio of requests/s is about the inverse ratio of machine CPU per request.";
 
 async function ratiosAgainstFloor(adminUrl: string): Promise<string[]> {
   const api = await startApi(await createDatabaseNamed(adminUrl, "integrator_bench"));
@@ -349,6 +358,7 @@ async function ratiosAgainstFloor(adminUrl: string): Promise<string[]> {
     );
     return [
       `Pool ${api.config.dbPoolMax} connections each; ${ROUNDS} round(s) of ${DURATION} s segments, floor and service alternating; req/s and latencies are means over rounds, each ratio the median over rounds of a segment against the floor segment just before it.`,
+      CPU_NOTE,
       "",
       ...table(pairings),
       "",
@@ -417,6 +427,7 @@ async function flatCost(adminUrl: string, rows: number): Promise<string[]> {
     );
     return [
       `Flat cost: one tenant with ${label} rows of each kind (submissions, items, audit actions, remembered keys, deliveries) against one with ${SMALL_ROWS.toLocaleString("en")}, two databases in one PostgreSQL, ${connections} connections, ${ROUNDS} round(s) of ${DURATION} s, alternating. Goal: within 20 % (ratio ≥ 0.8).`,
+      CPU_NOTE,
       "",
       ...table(pairings, `${label} rows`, `${SMALL_ROWS.toLocaleString("en")} rows`),
       "",

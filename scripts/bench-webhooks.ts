@@ -14,6 +14,7 @@
 //                                                (read it with scripts/bench/profile-summary.ts)
 import { randomBytes, randomUUID } from "node:crypto";
 import { cpuProfiler } from "./bench/profile.ts";
+import { cpuSample, cpuText, meanCpu, perOperation, type CpuPerOperation } from "./bench/cpu.ts";
 import type { Knex } from "knex";
 import fs from "node:fs";
 import os from "node:os";
@@ -64,6 +65,9 @@ interface Row {
   fanOut: number;
   deliveries: number[];
   noops: number[];
+  /** CPU per delivery and per no-op job, each segment (scripts/bench/cpu.ts). */
+  deliveryCpu: CpuPerOperation[];
+  noopCpu: CpuPerOperation[];
   pacedRate: number;
   latencies: number[];
   undelivered: number;
@@ -126,12 +130,16 @@ async function main(): Promise<void> {
     stops.push(() => worker.stop());
 
     // The floor: graphile-worker's own throughput on this runner, jobs that do nothing, queued at once.
+    let lastCpu: CpuPerOperation | undefined;
     const noopSegment = async (): Promise<number> => {
       const target = noopsDone + JOBS;
+      const cpuBefore = cpuSample(postgres.databaseDir);
       const started = performance.now();
       await db.raw("select graphile_worker.add_job('bench_noop', '{}'::json) from generate_series(1, ?)", [JOBS]);
       await until(() => noopsDone >= target, "the no-op jobs");
-      return JOBS / ((performance.now() - started) / 1000);
+      const rate = JOBS / ((performance.now() - started) / 1000);
+      lastCpu = perOperation(cpuBefore, cpuSample(postgres.databaseDir), JOBS);
+      return rate;
     };
 
     const profiler = PROFILE === undefined ? undefined : await cpuProfiler();
@@ -154,6 +162,7 @@ async function main(): Promise<void> {
       const deliverySegment = async (): Promise<number> => {
         const events = Math.max(1, Math.round(JOBS / fanOut));
         const target = received + events * fanOut;
+        const cpuBefore = cpuSample(postgres.databaseDir);
         const started = performance.now();
         await db.raw(
           `select integrator.emit_event(?::uuid, 'intake.submitted', jsonb_build_object(
@@ -166,19 +175,35 @@ async function main(): Promise<void> {
         await until(() => received >= target, `${events * fanOut} deliveries at fan-out ${fanOut}`, {
           failure: () => failedDelivery(db),
         });
-        return (events * fanOut) / ((performance.now() - started) / 1000);
+        const rate = (events * fanOut) / ((performance.now() - started) / 1000);
+        lastCpu = perOperation(cpuBefore, cpuSample(postgres.databaseDir), events * fanOut);
+        return rate;
       };
-      const row: Row = { fanOut, deliveries: [], noops: [], pacedRate: 0, latencies: [], undelivered: 0 };
+      const row: Row = {
+        fanOut,
+        deliveries: [],
+        noops: [],
+        deliveryCpu: [],
+        noopCpu: [],
+        pacedRate: 0,
+        latencies: [],
+        undelivered: 0,
+      };
       await deliverySegment(); // warm-up: TLS contexts, the JIT, the pools
       for (let round = 1; round <= ROUNDS; round++) {
         const noops = await noopSegment();
+        const noopCpu = lastCpu;
         await profiler?.resume();
         const deliveries = await deliverySegment();
         await profiler?.pause();
         row.noops.push(noops);
         row.deliveries.push(deliveries);
+        if (noopCpu && lastCpu) {
+          row.noopCpu.push(noopCpu);
+          row.deliveryCpu.push(lastCpu);
+        }
         log(
-          `fan-out ${fanOut}, round ${round}: ${fixed(deliveries)} deliveries/s against ${fixed(noops)} no-op jobs/s: ${fixed(deliveries / noops, 2)} (the emission statement took ${fixed(lastEmissionMs)} ms of the segment)`,
+          `fan-out ${fanOut}, round ${round}: ${fixed(deliveries)} deliveries/s (CPU ms each ${cpuText(lastCpu)}) against ${fixed(noops)} no-op jobs/s (${cpuText(noopCpu)}): ${fixed(deliveries / noops, 2)} (the emission statement took ${fixed(lastEmissionMs)} ms of the segment)`,
         );
       }
 
@@ -234,14 +259,16 @@ async function main(): Promise<void> {
       "",
       `${ROUNDS} round(s) per fan-out, each a segment of ${JOBS} no-op jobs then one of ${JOBS} deliveries, both queued at once; then events one transaction each at half the delivery rate for ${PACED_SECONDS} s.`,
       "",
-      "| Fan-out | Deliveries/s | No-op jobs/s | ratio (goal ≥ 0.5) | | Paced at deliveries/s | Event-to-receipt p50 | p99 | p50 goal ≤ 20 ms | not delivered |",
-      "|---:|---:|---:|---:|---|---:|---:|---:|---|---:|",
+      "| Fan-out | Deliveries/s | No-op jobs/s | ratio (goal ≥ 0.5) | | Paced at deliveries/s | Event-to-receipt p50 | p99 | p50 goal ≤ 20 ms | not delivered | CPU ms per delivery: Node / PostgreSQL / machine | per no-op job |",
+      "|---:|---:|---:|---:|---|---:|---:|---:|---|---:|---:|---:|",
       ...rows.map((row) => {
         // The median over rounds of each delivery segment against the no-op segment just before it.
         const ratio = median(row.deliveries.map((value, index) => value / (row.noops[index] ?? Number.NaN)));
         const p50 = percentile(row.latencies, 50);
-        return `| ${row.fanOut} | ${fixed(mean(row.deliveries))} | ${fixed(mean(row.noops))} | ${fixed(ratio, 2)} | ${met(ratio >= 0.5)} | ${fixed(row.pacedRate)} | ${fixed(p50, 1)} ms | ${fixed(percentile(row.latencies, 99), 1)} ms | ${met(p50 <= 20)} | ${row.undelivered} |`;
+        return `| ${row.fanOut} | ${fixed(mean(row.deliveries))} | ${fixed(mean(row.noops))} | ${fixed(ratio, 2)} | ${met(ratio >= 0.5)} | ${fixed(row.pacedRate)} | ${fixed(p50, 1)} ms | ${fixed(percentile(row.latencies, 99), 1)} ms | ${met(p50 <= 20)} | ${row.undelivered} | ${cpuText(meanCpu(row.deliveryCpu))} | ${cpuText(meanCpu(row.noopCpu))} |`;
       }),
+      "",
+      "CPU ms per delivery or job: this process's (the worker, the receiver and the emitting connections), the embedded PostgreSQL's processes' and the whole machine's busy time over a segment (emission or queueing included), divided by its deliveries or jobs; means over rounds.",
       "",
     ];
     process.stdout.write(lines.join("\n"));

@@ -9,6 +9,8 @@ import { startEmbeddedPostgres } from "../db/database.ts";
 export interface ThrowawayPostgres {
   /** A URL to the server's maintenance database (postgres). */
   adminUrl: string;
+  /** The embedded cluster's directory; undefined for DATABASE_URL's server. */
+  databaseDir?: string;
   stop(): Promise<void>;
 }
 
@@ -35,6 +37,7 @@ export async function throwawayPostgres(prefix: string): Promise<ThrowawayPostgr
   const server = await startEmbeddedPostgres({ dataDir, port: await freePort(), database: "postgres" });
   return {
     adminUrl: server.url,
+    databaseDir: server.databaseDir,
     async stop() {
       await server.stop();
       fs.rmSync(dataDir, { recursive: true, force: true });

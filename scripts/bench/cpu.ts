@@ -1,0 +1,106 @@
+// CPU time spent per operation, by process, over a benchmark segment: this Node process (the service or
+// floor it serves; the worker and receiver in bench:webhooks) and the embedded PostgreSQL (its postmaster
+// and every backend, read from /proc), against the time the machine's CPUs were busy in all. On a
+// machine with two CPUs shared by the load generator, PostgreSQL and the server, a segment's throughput
+// follows from these: when one process is saturated, operations/s cannot exceed its CPU seconds per
+// second divided by its CPU per operation. Linux only; elsewhere the PostgreSQL and machine figures are
+// missing (NaN) and the Node figure remains.
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+
+export interface CpuSample {
+  /** This process, user + system, ms. */
+  nodeMs: number;
+  /** The PostgreSQL server's processes, ms (NaN when unknown). */
+  postgresMs: number;
+  /** All CPUs' busy time (everything but idle and iowait), ms, from /proc/stat (NaN when unknown). */
+  machineMs: number;
+}
+
+/** CPU per operation over a segment, ms. */
+export type CpuPerOperation = CpuSample;
+
+let ticksPerSecond: number | undefined;
+function clockTicks(): number {
+  if (ticksPerSecond === undefined) {
+    try {
+      ticksPerSecond = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+    } catch {
+      ticksPerSecond = 100;
+    }
+  }
+  return ticksPerSecond;
+}
+
+/** utime + stime of one process, in clock ticks; undefined when it is gone. Fields after the name, which may hold spaces and parentheses. */
+function processTicks(pid: number): { ticks: number; parent: number } | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // state is field 3 of stat(5), so field n is fields[n - 3].
+    return { parent: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) };
+  } catch {
+    return undefined;
+  }
+}
+
+function postgresTicks(databaseDir: string | undefined): number {
+  if (databaseDir === undefined) return Number.NaN;
+  let postmaster: number;
+  try {
+    postmaster = Number(fs.readFileSync(path.join(databaseDir, "postmaster.pid"), "utf8").split("\n")[0]);
+  } catch {
+    return Number.NaN;
+  }
+  let total = processTicks(postmaster)?.ticks ?? Number.NaN;
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const found = processTicks(Number(entry));
+    if (found?.parent === postmaster) total += found.ticks;
+  }
+  return total;
+}
+
+function machineTicks(): number {
+  try {
+    const cpu = fs.readFileSync("/proc/stat", "utf8").split("\n")[0]?.trim().split(/\s+/).slice(1).map(Number) ?? [];
+    // user nice system idle iowait irq softirq steal …: busy is all but idle (3) and iowait (4); guest time is within user.
+    return cpu.slice(0, 8).reduce((sum, value, index) => (index === 3 || index === 4 ? sum : sum + value), 0);
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Reads the CPU counters; `databaseDir` is the embedded cluster's directory (undefined: PostgreSQL not counted). */
+export function cpuSample(databaseDir: string | undefined): CpuSample {
+  const usage = process.cpuUsage();
+  const msPerTick = 1000 / clockTicks();
+  return {
+    nodeMs: (usage.user + usage.system) / 1000,
+    postgresMs: postgresTicks(databaseDir) * msPerTick,
+    machineMs: machineTicks() * msPerTick,
+  };
+}
+
+/** The CPU spent between two samples, per operation. */
+export function perOperation(before: CpuSample, after: CpuSample, operations: number): CpuPerOperation {
+  const per = (key: keyof CpuSample) => (after[key] - before[key]) / operations;
+  return { nodeMs: per("nodeMs"), postgresMs: per("postgresMs"), machineMs: per("machineMs") };
+}
+
+/** The mean of each figure over segments (NaN where a segment lacks it). */
+export function meanCpu(segments: (CpuPerOperation | undefined)[]): CpuPerOperation {
+  const of = (key: keyof CpuPerOperation) =>
+    segments.length === 0
+      ? Number.NaN
+      : segments.reduce((total, cpu) => total + (cpu?.[key] ?? Number.NaN), 0) / segments.length;
+  return { nodeMs: of("nodeMs"), postgresMs: of("postgresMs"), machineMs: of("machineMs") };
+}
+
+/** "0.61 / 0.40 / 1.52": Node / PostgreSQL / machine, ms per operation. */
+export function cpuText(cpu: CpuPerOperation | undefined): string {
+  if (!cpu) return "–";
+  const ms = (value: number) => (Number.isFinite(value) ? value.toFixed(2) : "–");
+  return `${ms(cpu.nodeMs)} / ${ms(cpu.postgresMs)} / ${ms(cpu.machineMs)}`;
+}
