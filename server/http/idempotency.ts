@@ -6,13 +6,7 @@
 import type { Knex } from "knex";
 import { canonicalJsonHash } from "../canonical-json.ts";
 import { ApiError } from "./errors.ts";
-import {
-  findRemembered,
-  type IdempotencyRecordKey,
-  type KeyedOutcome,
-  type KeyedWrite,
-  type RememberedResponse,
-} from "../../db/idempotency.ts";
+import { findRemembered, type KeyedOutcome, type KeyedWrite, type RememberedResponse } from "../../db/idempotency.ts";
 
 export interface IdempotencyScope {
   tenantId: string;
@@ -22,12 +16,9 @@ export interface IdempotencyScope {
   key: string;
 }
 
-export interface IdempotentResponse<B> {
+export interface IdempotentOutcome<B> {
   status: number;
   body: B;
-}
-
-export interface IdempotentOutcome<B> extends IdempotentResponse<B> {
   replayed: boolean;
   /**
    * On a replay, the remembered body exactly as the first call sent it: the reply sends these bytes
@@ -72,14 +63,17 @@ function replayOf<B>(remembered: StoredResponse & Pick<RememberedResponse, "fing
   return sentAsStored<B>(remembered, true);
 }
 
-/** The row a key's response is remembered under. */
-function recordKeyOf(scope: IdempotencyScope): IdempotencyRecordKey {
-  return { tenant_id: scope.tenantId, subject: scope.subject, route: scope.route, idempotency_key: scope.key };
-}
-
 /** What a one-statement keyed write needs to know of its key. */
 export function keyedWrite(scope: IdempotencyScope, fingerprint: string, ttlHours: number): KeyedWrite {
-  return { ...recordKeyOf(scope), lockText: idempotencyLockKey(scope), fingerprint, ttlHours };
+  return {
+    tenant_id: scope.tenantId,
+    subject: scope.subject,
+    route: scope.route,
+    idempotency_key: scope.key,
+    lockText: idempotencyLockKey(scope),
+    fingerprint,
+    ttlHours,
+  };
 }
 
 /**
