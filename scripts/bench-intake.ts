@@ -32,7 +32,7 @@ import { listen, startIntakeFloor, type Listening } from "./bench/floor.ts";
 import { seedTenantRows } from "./bench/seed.ts";
 import type { Scenario } from "./bench/load.ts";
 import { cpuProfiler } from "./bench/profile.ts";
-import { cpuSample, cpuText, meanCpu, perOperation, type CpuPerOperation } from "./bench/cpu.ts";
+import { cpuMeter, cpuText, meanCpu, type CpuPerOperation } from "./bench/cpu.ts";
 
 const options = flags();
 const DURATION = numberFlag(options, "duration", 3);
@@ -58,12 +58,12 @@ interface Figures {
 async function load(scenario: Scenario, connections: number, duration: number): Promise<Figures> {
   const loader = path.join(path.dirname(new URL(import.meta.url).pathname), "bench", "load.ts");
   // The throwaway PostgreSQL this run started (below): its processes' CPU time is counted too.
-  const before = cpuSample(postgres.databaseDir);
+  const cpuPer = cpuMeter(postgres.databaseDir);
   const { stdout } = await run(process.execPath, [loader, JSON.stringify({ connections, duration, ...scenario })], {
     maxBuffer: 1 << 20,
   });
   const figures = JSON.parse(stdout) as Figures;
-  return { ...figures, cpu: perOperation(before, cpuSample(postgres.databaseDir), figures.total) };
+  return { ...figures, cpu: cpuPer(figures.total) };
 }
 
 const single = JSON.stringify({

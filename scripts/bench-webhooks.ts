@@ -14,7 +14,7 @@
 //                                                (read it with scripts/bench/profile-summary.ts)
 import { randomBytes, randomUUID } from "node:crypto";
 import { cpuProfiler } from "./bench/profile.ts";
-import { cpuSample, cpuText, meanCpu, perOperation, type CpuPerOperation } from "./bench/cpu.ts";
+import { cpuMeter, cpuText, meanCpu, type CpuPerOperation } from "./bench/cpu.ts";
 import type { Knex } from "knex";
 import fs from "node:fs";
 import os from "node:os";
@@ -59,6 +59,12 @@ async function failedDelivery(db: Knex): Promise<string | undefined> {
     .whereNotNull("error_message")
     .first<{ error_message: string } | undefined>("error_message");
   return failed && `a delivery failed: ${failed.error_message}`;
+}
+
+/** One timed segment: operations/s and CPU per operation. */
+interface Segment {
+  rate: number;
+  cpu: CpuPerOperation;
 }
 
 interface Row {
@@ -130,16 +136,13 @@ async function main(): Promise<void> {
     stops.push(() => worker.stop());
 
     // The floor: graphile-worker's own throughput on this runner, jobs that do nothing, queued at once.
-    let lastCpu: CpuPerOperation | undefined;
-    const noopSegment = async (): Promise<number> => {
+    const noopSegment = async (): Promise<Segment> => {
       const target = noopsDone + JOBS;
-      const cpuBefore = cpuSample(postgres.databaseDir);
+      const cpuPer = cpuMeter(postgres.databaseDir);
       const started = performance.now();
       await db.raw("select graphile_worker.add_job('bench_noop', '{}'::json) from generate_series(1, ?)", [JOBS]);
       await until(() => noopsDone >= target, "the no-op jobs");
-      const rate = JOBS / ((performance.now() - started) / 1000);
-      lastCpu = perOperation(cpuBefore, cpuSample(postgres.databaseDir), JOBS);
-      return rate;
+      return { rate: JOBS / ((performance.now() - started) / 1000), cpu: cpuPer(JOBS) };
     };
 
     const profiler = PROFILE === undefined ? undefined : await cpuProfiler();
@@ -158,11 +161,11 @@ async function main(): Promise<void> {
       }
       // A delivery segment: JOBS deliveries' worth of events emitted in one statement (queued at once,
       // like the no-op jobs), timed from the emission to the last receipt.
-      let lastEmissionMs = 0;
-      const deliverySegment = async (): Promise<number> => {
+      // Also how long the emitting statement took.
+      const deliverySegment = async (): Promise<Segment & { emissionMs: number }> => {
         const events = Math.max(1, Math.round(JOBS / fanOut));
         const target = received + events * fanOut;
-        const cpuBefore = cpuSample(postgres.databaseDir);
+        const cpuPer = cpuMeter(postgres.databaseDir);
         const started = performance.now();
         await db.raw(
           `select integrator.emit_event(?::uuid, 'intake.submitted', jsonb_build_object(
@@ -171,13 +174,12 @@ async function main(): Promise<void> {
            from generate_series(1, ?)`,
           [tenant.id, events],
         );
-        lastEmissionMs = performance.now() - started;
+        const emissionMs = performance.now() - started;
         await until(() => received >= target, `${events * fanOut} deliveries at fan-out ${fanOut}`, {
           failure: () => failedDelivery(db),
         });
         const rate = (events * fanOut) / ((performance.now() - started) / 1000);
-        lastCpu = perOperation(cpuBefore, cpuSample(postgres.databaseDir), events * fanOut);
-        return rate;
+        return { rate, cpu: cpuPer(events * fanOut), emissionMs };
       };
       const row: Row = {
         fanOut,
@@ -192,18 +194,15 @@ async function main(): Promise<void> {
       await deliverySegment(); // warm-up: TLS contexts, the JIT, the pools
       for (let round = 1; round <= ROUNDS; round++) {
         const noops = await noopSegment();
-        const noopCpu = lastCpu;
         await profiler?.resume();
         const deliveries = await deliverySegment();
         await profiler?.pause();
-        row.noops.push(noops);
-        row.deliveries.push(deliveries);
-        if (noopCpu && lastCpu) {
-          row.noopCpu.push(noopCpu);
-          row.deliveryCpu.push(lastCpu);
-        }
+        row.noops.push(noops.rate);
+        row.deliveries.push(deliveries.rate);
+        row.noopCpu.push(noops.cpu);
+        row.deliveryCpu.push(deliveries.cpu);
         log(
-          `fan-out ${fanOut}, round ${round}: ${fixed(deliveries)} deliveries/s (CPU ms each ${cpuText(lastCpu)}) against ${fixed(noops)} no-op jobs/s (${cpuText(noopCpu)}): ${fixed(deliveries / noops, 2)} (the emission statement took ${fixed(lastEmissionMs)} ms of the segment)`,
+          `fan-out ${fanOut}, round ${round}: ${fixed(deliveries.rate)} deliveries/s (CPU ms each ${cpuText(deliveries.cpu)}) against ${fixed(noops.rate)} no-op jobs/s (${cpuText(noops.cpu)}): ${fixed(deliveries.rate / noops.rate, 2)} (the emission statement took ${fixed(deliveries.emissionMs)} ms of the segment)`,
         );
       }
 

@@ -89,6 +89,12 @@ export function perOperation(before: CpuSample, after: CpuSample, operations: nu
   return { nodeMs: per("nodeMs"), postgresMs: per("postgresMs"), machineMs: per("machineMs") };
 }
 
+/** Starts counting: the function returned gives the CPU spent since, per operation, for `operations`. */
+export function cpuMeter(databaseDir: string | undefined): (operations: number) => CpuPerOperation {
+  const before = cpuSample(databaseDir);
+  return (operations) => perOperation(before, cpuSample(databaseDir), operations);
+}
+
 /** The mean of each figure over segments (NaN where a segment lacks it). */
 export function meanCpu(segments: (CpuPerOperation | undefined)[]): CpuPerOperation {
   const of = (key: keyof CpuPerOperation) =>
