@@ -3,9 +3,9 @@
 // Chromium with every request to another origin aborted, shows every operation and webhook of the document.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import t from "tap";
+import { tempDir } from "./helpers/temp-dir.ts";
 import { startTestServer } from "./helpers/server.ts";
 import { launchChromium } from "./helpers/browser.ts";
 import { loadDocument } from "../server/http/openapi-document.ts";
@@ -112,8 +112,7 @@ t.test("the reference page shows every operation and webhook offline, in headles
 });
 
 t.test("npm run docs writes the same page as a static folder that names no other host", async (t) => {
-  const directory = fs.mkdtempSync(path.join(os.tmpdir(), "reference-site-"));
-  t.teardown(() => fs.rmSync(directory, { recursive: true, force: true }));
+  const directory = tempDir(t, "reference-site-");
   execFileSync(process.execPath, [path.join(import.meta.dirname, "../scripts/docs.ts"), directory]);
   t.same(fs.readdirSync(directory).sort(), ["index.html", "init.js", "openapi.json", "openapi.yaml", "scalar.js"]);
   const html = fs.readFileSync(path.join(directory, "index.html"), "utf8");

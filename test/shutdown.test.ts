@@ -12,7 +12,8 @@ import { createTenant } from "../db/principals.ts";
 import { registerUser } from "../server/auth/principals.ts";
 import { createDatabase } from "../db/database.ts";
 import { createTestDatabase } from "./helpers/database.ts";
-import { startApiService, tempDir } from "./helpers/service.ts";
+import { startApiService } from "./helpers/service.ts";
+import { tempDir } from "./helpers/temp-dir.ts";
 import { waitFor as pollUntil } from "./helpers/wait.ts";
 import { startMainProcess } from "./helpers/main-process.ts";
 

@@ -1,21 +1,12 @@
 // The real service in this process (server/lifecycle.ts startService, role api): its own test database
 // and data directory, listening on a free port, stopped when the test ends.
 import { randomBytes } from "node:crypto";
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import type { Test } from "tap";
 import { loadConfig } from "../../server/config.ts";
 import { startService, type RunningService } from "../../server/lifecycle.ts";
 import { createLogger } from "../../server/logger.ts";
 import { createTestDatabase } from "./database.ts";
-
-/** A directory of its own, removed when the test ends. */
-export function tempDir(t: Test, prefix: string): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+import { tempDir } from "./temp-dir.ts";
 
 export interface ApiService {
   running: RunningService;
