@@ -2,6 +2,7 @@
 // looks up and remembers in its own statement (integrator.claim_idempotency_key, migration 0017); the
 // rules live in server/http/idempotency.ts.
 import type { Knex } from "knex";
+import { preparedRaw } from "./prepared.ts";
 
 export interface IdempotencyRecordKey {
   tenant_id: string;
@@ -18,14 +19,19 @@ export interface RememberedResponse {
   expired: boolean;
 }
 
-export function findRemembered(db: Knex, key: IdempotencyRecordKey): Promise<RememberedResponse | undefined> {
+const FIND_REMEMBERED = `select fingerprint, status_code, response_body, expires_at <= now() as expired
+  from integrator.idempotency_keys
+ where tenant_id = ? and subject = ? and route = ? and idempotency_key = ?`;
+
+export async function findRemembered(db: Knex, key: IdempotencyRecordKey): Promise<RememberedResponse | undefined> {
   // The key's own columns only: a KeyedWrite (the key with its lock text, fingerprint and TTL) is one too.
-  const { tenant_id, subject, route, idempotency_key } = key;
-  return db("integrator.idempotency_keys")
-    .where({ tenant_id, subject, route, idempotency_key })
-    .first("fingerprint", "status_code", "response_body", db.raw("expires_at <= now() as expired")) as Promise<
-    RememberedResponse | undefined
-  >;
+  const { rows } = await preparedRaw<{ rows: RememberedResponse[] }>(db, "find_remembered", FIND_REMEMBERED, [
+    key.tenant_id,
+    key.subject,
+    key.route,
+    key.idempotency_key,
+  ]);
+  return rows[0];
 }
 
 /** The Idempotency-Key a keyed write is remembered under, and what is remembered with it. */

@@ -3,6 +3,7 @@ import type { Knex } from "knex";
 import type { components } from "../generated/openapi.ts";
 import { uuidV7 } from "./ids.ts";
 import { rfc3339 } from "./timestamps.ts";
+import { preparedRaw } from "./prepared.ts";
 import { KEYED_WRITE_PARAMETERS, keyedWriteArguments, type KeyedOutcome, type KeyedWrite } from "./idempotency.ts";
 
 // Rows are read in exactly the shapes the contract answers with.
@@ -87,6 +88,8 @@ function submitIntakeArguments(id: string, submission: NewSubmission, items: New
   ];
 }
 const SUBMIT_INTAKE_PARAMETERS = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?::jsonb";
+const SUBMIT_INTAKE = `select * from integrator.submit_intake(${SUBMIT_INTAKE_PARAMETERS})`;
+const SUBMIT_INTAKE_ONCE = `select * from integrator.submit_intake_once(${KEYED_WRITE_PARAMETERS}, ?, ${SUBMIT_INTAKE_PARAMETERS})`;
 
 /**
  * Writes the submission, its items and its audit action, and fans the submission's event (kind
@@ -100,8 +103,10 @@ export async function insertSubmissionWithEvent(
   items: NewItem[],
   audit: SubmissionAudit,
 ): Promise<SubmissionRow> {
-  const { rows } = await db.raw<{ rows: StoredSubmission[] }>(
-    `select * from integrator.submit_intake(${SUBMIT_INTAKE_PARAMETERS})`,
+  const { rows } = await preparedRaw<{ rows: StoredSubmission[] }>(
+    db,
+    "submit_intake",
+    SUBMIT_INTAKE,
     submitIntakeArguments(uuidV7(), submission, items, audit),
   );
   return toSubmission(rows[0] as StoredSubmission);
@@ -121,14 +126,11 @@ export async function insertSubmissionOnce(
   audit: SubmissionAudit,
 ): Promise<KeyedOutcome> {
   const id = uuidV7();
-  const { rows } = await db.raw<{ rows: KeyedOutcome[] }>(
-    `select * from integrator.submit_intake_once(${KEYED_WRITE_PARAMETERS}, ?, ${SUBMIT_INTAKE_PARAMETERS})`,
-    [
-      ...keyedWriteArguments(key),
-      responsePrefix(id, submission, items.length),
-      ...submitIntakeArguments(id, submission, items, audit),
-    ],
-  );
+  const { rows } = await preparedRaw<{ rows: KeyedOutcome[] }>(db, "submit_intake_once", SUBMIT_INTAKE_ONCE, [
+    ...keyedWriteArguments(key),
+    responsePrefix(id, submission, items.length),
+    ...submitIntakeArguments(id, submission, items, audit),
+  ]);
   return rows[0] as KeyedOutcome;
 }
 

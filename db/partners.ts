@@ -1,6 +1,7 @@
 // Queries of the partner registry, tenant entitlements, routing decisions and partner callbacks.
 // Tenant-owned rows are always addressed by tenant_id first (their keys lead with it).
 import type { Knex } from "knex";
+import { preparedRaw } from "./prepared.ts";
 import { rfc3339 } from "./timestamps.ts";
 import { KEYED_WRITE_PARAMETERS, keyedWriteArguments, type KeyedOutcome, type KeyedWrite } from "./idempotency.ts";
 
@@ -122,6 +123,8 @@ export interface DecisionAudit {
 }
 
 const RECORD_DECISION_PARAMETERS = "?::uuid, ?::uuid, ?, ?, ?, ?, ?, ?, ?::timestamptz, ?, ?, ?, ?::jsonb";
+const RECORD_DECISION = `select integrator.record_routing_decision(${RECORD_DECISION_PARAMETERS})`;
+const RECORD_DECISION_ONCE = `select * from integrator.record_routing_decision_once(${KEYED_WRITE_PARAMETERS}, ?, ${RECORD_DECISION_PARAMETERS})`;
 
 function recordDecisionArguments(decision: NewRoutingDecision, audit: DecisionAudit): Knex.RawBinding[] {
   return [
@@ -147,10 +150,7 @@ export async function recordRoutingDecision(
   decision: NewRoutingDecision,
   audit: DecisionAudit,
 ): Promise<void> {
-  await db.raw(
-    `select integrator.record_routing_decision(${RECORD_DECISION_PARAMETERS})`,
-    recordDecisionArguments(decision, audit),
-  );
+  await preparedRaw(db, "record_routing_decision", RECORD_DECISION, recordDecisionArguments(decision, audit));
 }
 
 /**
@@ -165,8 +165,10 @@ export async function recordRoutingDecisionOnce(
   decision: NewRoutingDecision,
   audit: DecisionAudit,
 ): Promise<KeyedOutcome> {
-  const { rows } = await db.raw<{ rows: KeyedOutcome[] }>(
-    `select * from integrator.record_routing_decision_once(${KEYED_WRITE_PARAMETERS}, ?, ${RECORD_DECISION_PARAMETERS})`,
+  const { rows } = await preparedRaw<{ rows: KeyedOutcome[] }>(
+    db,
+    "record_routing_decision_once",
+    RECORD_DECISION_ONCE,
     [...keyedWriteArguments(key), body, ...recordDecisionArguments(decision, audit)],
   );
   return rows[0] as KeyedOutcome;
