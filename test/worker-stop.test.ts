@@ -18,16 +18,19 @@ t.test("a connection PostgreSQL terminates, idle or checked out, is reported, no
   const terminate = (pid: number) => server.services.db.raw("select pg_terminate_backend(?)", [pid]);
   const pidOf = async (client: { query: (sql: string) => Promise<{ rows: { pid: number }[] }> }) =>
     (await client.query("select pg_backend_pid() as pid")).rows[0]?.pid ?? 0;
+  /** The first error reported with this prefix, once there is one. */
+  const reported = (prefix: string) =>
+    waitFor(
+      async () => errors.find((message) => message.startsWith(prefix)),
+      (found) => found !== undefined,
+    );
 
   const idle = await pool.connect();
   const idlePid = await pidOf(idle);
   idle.release();
   await terminate(idlePid);
   t.match(
-    await waitFor(
-      async () => errors.find((message) => message.startsWith("PostgreSQL idle client")),
-      (found) => found !== undefined,
-    ),
+    await reported("PostgreSQL idle client"),
     /terminating connection/,
     "an idle client's error reaches the handler",
   );
@@ -35,10 +38,7 @@ t.test("a connection PostgreSQL terminates, idle or checked out, is reported, no
   const busy = await pool.connect();
   await terminate(await pidOf(busy));
   t.match(
-    await waitFor(
-      async () => errors.find((message) => message.startsWith("PostgreSQL active client")),
-      (found) => found !== undefined,
-    ),
+    await reported("PostgreSQL active client"),
     /terminating connection/,
     "a checked-out client's error reaches the handler",
   );
