@@ -1,9 +1,10 @@
 // Where one integrator.emit_event goes, part by part: each of its steps run alone (the data check, the
 // tenant's backlog count, the delivery insert with its counting trigger, the job queued through
 // queue_delivery_jobs, graphile-worker's add_job bare and with a key and flags), then emit_event whole,
-// one matching subscription. Then 2 000 deliveries emitted in one statement at fan-out 1 and at fan-out
-// 100 against 2 000 add_job calls in one statement (medians of 3, rolled back). Medians of 40 client-side timings inside rolled-back transactions, a
-// round trip included (`select 1` gives its cost). `node scripts/bench/emit-parts.ts`
+// one matching subscription: medians of 40 client-side timings inside rolled-back transactions, a
+// round trip included (`select 1` gives its cost). Then 2 000 deliveries emitted in one statement at
+// fan-out 1 and at fan-out 100 against 2 000 add_job calls in one statement (medians of 3, rolled
+// back). `node scripts/bench/emit-parts.ts`
 import { randomUUID } from "node:crypto";
 import { migratedDatabase } from "./migrated-database.ts";
 import { intakeEventData } from "../../test/helpers/webhooks.ts";
