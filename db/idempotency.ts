@@ -17,9 +17,12 @@ export interface RememberedResponse {
   /** The response body exactly as it was sent (JSON text, stored as text so that replays are byte-identical). */
   response_body: string;
   expired: boolean;
+  /** When the key is forgotten, in ms since the epoch (the database's clock). */
+  expires_at_ms: number;
 }
 
-const FIND_REMEMBERED = `select fingerprint, status_code, response_body, expires_at <= now() as expired
+const FIND_REMEMBERED = `select fingerprint, status_code, response_body, expires_at <= now() as expired,
+       (extract(epoch from expires_at) * 1000)::float8 as expires_at_ms
   from integrator.idempotency_keys
  where tenant_id = ? and subject = ? and route = ? and idempotency_key = ?`;
 
@@ -36,6 +39,8 @@ export async function findRemembered(db: Knex, key: IdempotencyRecordKey): Promi
 
 /** The Idempotency-Key a keyed write is remembered under, and what is remembered with it. */
 export interface KeyedWrite extends IdempotencyRecordKey {
+  /** When the call began, by this process's clock (ms since the epoch): its response expires no earlier than this plus the TTL. */
+  startedAt: number;
   /** The text whose 64-bit hash is the key's advisory lock. */
   lockText: string;
   fingerprint: string;

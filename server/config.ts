@@ -303,6 +303,11 @@ export const SETTINGS = {
     "24",
     "Hours an Idempotency-Key is remembered (fractions allowed).",
   ),
+  API_IDEMPOTENCY_MEMORY_MB: setting(
+    decimal(0, 4096),
+    "16",
+    "MiB of finished Idempotency-Key responses each API process keeps in memory until shortly before they expire, so replays need no database round trip; 0 keeps none.",
+  ),
   INTAKE_ALLOWED_MIME_TYPES: setting(
     list,
     DEFAULT_MIME_TYPES.join(","),
@@ -523,6 +528,7 @@ export interface Config {
     | { jwksUrl: string; issuer: string; audience: string | undefined; tenantClaim: string; rolesClaim: string }
     | undefined;
   idempotencyTtlHours: number;
+  idempotencyMemoryBytes: number;
   intake: { allowedMimeTypes: string[]; maxFileSizeBytes: number };
   webhooks: {
     maxAttempts: number;
@@ -624,6 +630,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         }
       : undefined,
     idempotencyTtlHours: v.API_IDEMPOTENCY_TTL_HOURS,
+    idempotencyMemoryBytes: Math.floor(v.API_IDEMPOTENCY_MEMORY_MB * 1024 * 1024),
     intake: {
       allowedMimeTypes: v.INTAKE_ALLOWED_MIME_TYPES.map((type) => type.toLowerCase()),
       maxFileSizeBytes: v.INTAKE_MAX_FILE_SIZE_BYTES,

@@ -20,6 +20,7 @@ import { databaseLog } from "./database-log.ts";
 import { createSecretBox, loadEncryptionKey } from "./secrets.ts";
 import { createTokenService } from "./auth/tokens.ts";
 import { createHashGate } from "./auth/passwords.ts";
+import { ReplayMemory } from "./http/replay-memory.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { migrateWorkerSchema, startWorker, type WorkerHandle } from "../worker/runner.ts";
 import { handlers } from "../handlers/index.ts";
@@ -91,7 +92,8 @@ export async function buildServices(
   const secretBox = createSecretBox(key);
   const tokens = await createTokenService(db, secretBox, config, logger);
   const hashGate = createHashGate(config.hashing);
-  return { config, db, secretBox, tokens, hashGate, version: VERSION, logger };
+  const replays = new ReplayMemory(config.idempotencyMemoryBytes);
+  return { config, db, secretBox, tokens, hashGate, replays, version: VERSION, logger };
 }
 
 export type Role = "all" | "api" | "worker";

@@ -5,6 +5,7 @@ import type { SecretBox } from "./secrets.ts";
 import type { TokenService } from "./auth/tokens.ts";
 import type { Logger } from "./logger.ts";
 import type { HashGate } from "./auth/passwords.ts";
+import type { ReplayMemory } from "./http/replay-memory.ts";
 
 /** Where this process is in its life, shared with the handlers (readiness turns 503 once a shutdown starts). */
 export interface ProcessState {
@@ -19,6 +20,8 @@ export interface Services {
   tokens: TokenService;
   /** Checks passwords and client secrets, a bounded number at a time (AUTH_HASH_CONCURRENCY). */
   hashGate: HashGate;
+  /** Finished Idempotency-Key responses kept in this process's memory (API_IDEMPOTENCY_MEMORY_MB). */
+  replays: ReplayMemory;
   version: string;
   logger: Logger;
   /** Set by the process that serves the API (server/lifecycle.ts); absent in tools and some tests. */

@@ -4,6 +4,7 @@ import type { Principal } from "../../server/auth/tokens.ts";
 import { ApiError, notFound } from "../../server/http/errors.ts";
 import {
   keyedWrite,
+  replayFromMemory,
   requestFingerprint,
   settleKeyedWrite,
   type IdempotentOutcome,
@@ -111,7 +112,14 @@ export async function submitIntake(
     }
     const fingerprint = requestFingerprint(request.body, request.tenantId);
     const key = keyedWrite(scope, fingerprint, services.config.idempotencyTtlHours);
-    return settleKeyedWrite(await insertSubmissionOnce(services.db, key, submission, items, audit), fingerprint);
+    // A replay of a finished call this process has seen: from memory, with no statement at all.
+    const kept = replayFromMemory<SubmissionResponse>(services, key);
+    if (kept) return kept;
+    return await settleKeyedWrite(
+      services,
+      key,
+      await insertSubmissionOnce(services.db, key, submission, items, audit),
+    );
   } catch (error) {
     // A tenant that is not registered here (e.g. named by a platform_admin or an external IdP token).
     if ((error as { code?: string }).code === "23503") throw new ApiError("NOT_FOUND", "Tenant not found");

@@ -163,7 +163,7 @@ export async function routeToPartner(
       : keyedWrite(scope, requestFingerprint(request.body, tenantId), services.config.idempotencyTtlHours);
   if (key !== undefined) {
     // A finished call is replayed before an assertion is signed for nothing.
-    const replay = await finishedReplay<RoutingDecision>(services.db, key);
+    const replay = await finishedReplay<RoutingDecision>(services, key);
     if (replay) return replay;
   }
   const decision = await decide(services, request, partner, request.correlationId ?? randomUUID());
@@ -195,7 +195,8 @@ export async function routeToPartner(
     return { status: 200, body: decision, replayed: false };
   }
   return settleKeyedWrite(
+    services,
+    key,
     await recordRoutingDecisionOnce(services.db, key, JSON.stringify(decision), row, audit),
-    key.fingerprint,
   );
 }

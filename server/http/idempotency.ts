@@ -2,10 +2,11 @@
 // A keyed write is one statement (its own transaction): the key's PostgreSQL advisory transaction lock,
 // the look-up of its remembered response, the work and the response remembered with it. A concurrent
 // duplicate sees IDEMPOTENCY_IN_PROGRESS, a crash releases the key, and the remembered response exists
-// exactly when the work it describes does.
-import type { Knex } from "knex";
+// exactly when the work it describes does. A finished response is also kept in this process's memory
+// (./replay-memory.ts) until shortly before it expires, and its replays are answered from there.
 import { canonicalJsonHash } from "../canonical-json.ts";
 import { ApiError } from "./errors.ts";
+import type { Services } from "../services.ts";
 import { findRemembered, type KeyedOutcome, type KeyedWrite, type RememberedResponse } from "../../db/idempotency.ts";
 
 export interface IdempotencyScope {
@@ -63,9 +64,10 @@ function replayOf<B>(remembered: StoredResponse & Pick<RememberedResponse, "fing
   return sentAsStored<B>(remembered, true);
 }
 
-/** What a one-statement keyed write needs to know of its key. */
+/** What a one-statement keyed write needs to know of its key. Made before the statement: `startedAt` bounds its expiry. */
 export function keyedWrite(scope: IdempotencyScope, fingerprint: string, ttlHours: number): KeyedWrite {
   return {
+    startedAt: Date.now(),
     tenant_id: scope.tenantId,
     subject: scope.subject,
     route: scope.route,
@@ -76,32 +78,80 @@ export function keyedWrite(scope: IdempotencyScope, fingerprint: string, ttlHour
   };
 }
 
+/** The memory's key of a keyed write: its tenant, subject, route and key, as its lock text names them. */
+const memoryKey = (key: KeyedWrite) => key.lockText;
+
+/** A finished call's replay answered from this process's memory (IDEMPOTENCY_KEY_MISMATCH for another body), or undefined. */
+export function replayFromMemory<B>(
+  services: Pick<Services, "replays">,
+  key: KeyedWrite,
+): IdempotentOutcome<B> | undefined {
+  const kept = services.replays.find(memoryKey(key));
+  if (kept === undefined) return undefined;
+  return replayOf<B>(
+    { fingerprint: kept.fingerprint, status_code: kept.status, response_body: kept.json },
+    key.fingerprint,
+  );
+}
+
+function keep(
+  services: Pick<Services, "replays">,
+  key: KeyedWrite,
+  stored: StoredResponse & { fingerprint: string },
+  expiresAt: number,
+): void {
+  services.replays.remember(key.tenant_id, memoryKey(key), {
+    fingerprint: stored.fingerprint,
+    status: stored.status_code,
+    json: stored.response_body,
+    expiresAt,
+  });
+}
+
 /**
  * The outcome of a write that takes the key, looks it up and writes in one statement (the database
  * does each step: integrator.claim_idempotency_key, migration 0017): a new response is sent as the
  * exact text remembered, so its replays are byte-identical; a remembered one is replayed for the same
  * fingerprint and IDEMPOTENCY_KEY_MISMATCH for another; another call holding the key is IN_PROGRESS.
+ * Either response is kept in memory: a new one until its TTL from when this call began (the database's
+ * expiry is no earlier), a remembered one until the expiry looked up with it.
  */
-export function settleKeyedWrite<B>(outcome: KeyedOutcome, fingerprint: string): IdempotentOutcome<B> {
+export async function settleKeyedWrite<B>(
+  services: Pick<Services, "db" | "replays">,
+  key: KeyedWrite,
+  outcome: KeyedOutcome,
+): Promise<IdempotentOutcome<B>> {
   switch (outcome.outcome) {
     case "in_progress":
       throw inProgress();
-    case "remembered":
-      return replayOf<B>(outcome, fingerprint);
+    case "remembered": {
+      const finished = await findRemembered(services.db, key);
+      if (finished && !finished.expired) keep(services, key, finished, finished.expires_at_ms);
+      return replayOf<B>(outcome, key.fingerprint);
+    }
     case "written":
+      keep(services, key, outcome, key.startedAt + key.ttlHours * 3_600_000);
       return sentAsStored<B>(outcome, false);
   }
 }
 
 /**
- * A finished first call's response, looked up without the key's lock (so concurrent replays never see
- * IN_PROGRESS): its replay for the same fingerprint, IDEMPOTENCY_KEY_MISMATCH for another, undefined
- * when the key has no unexpired response. For a keyed write that prepares costly work in the process
- * before its one statement (partner switch signs an assertion): a replay is answered without it.
+ * A finished first call's response, from memory or looked up without the key's lock (so concurrent
+ * replays never see IN_PROGRESS): its replay for the same fingerprint, IDEMPOTENCY_KEY_MISMATCH for
+ * another, undefined when the key has no unexpired response. For a keyed write that prepares costly
+ * work in the process before its one statement (partner switch signs an assertion): a replay is
+ * answered without it.
  */
-export async function finishedReplay<B>(db: Knex, key: KeyedWrite): Promise<IdempotentOutcome<B> | undefined> {
-  const finished = await findRemembered(db, key);
-  return finished && !finished.expired ? replayOf<B>(finished, key.fingerprint) : undefined;
+export async function finishedReplay<B>(
+  services: Pick<Services, "db" | "replays">,
+  key: KeyedWrite,
+): Promise<IdempotentOutcome<B> | undefined> {
+  const kept = replayFromMemory<B>(services, key);
+  if (kept) return kept;
+  const finished = await findRemembered(services.db, key);
+  if (!finished || finished.expired) return undefined;
+  keep(services, key, finished, finished.expires_at_ms);
+  return replayOf<B>(finished, key.fingerprint);
 }
 
 /** What a handler's reply carries for an outcome: on a replay, the remembered bytes to send as they are. */
