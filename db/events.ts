@@ -3,7 +3,7 @@
 // TypeScript entry to integrator.emit_event. Call it with the transaction that writes the change the
 // event reports: the deliveries and their jobs then exist exactly when that change does.
 import type { Knex } from "knex";
-import { preparedRaw } from "./prepared.ts";
+import { runPrepared } from "./prepared.ts";
 import type { components } from "../generated/openapi.ts";
 
 type Schemas = components["schemas"];
@@ -61,7 +61,7 @@ export async function emitEvent<K extends EventKind>(
   kind: K,
   data: EventDataByKind[K],
 ): Promise<number> {
-  const result = await preparedRaw<{ rows: { deliveries: number }[] }>(
+  const result = await runPrepared<{ deliveries: number }>(
     db,
     "emit_event",
     "select integrator.emit_event(?::uuid, ?, ?::jsonb) as deliveries",

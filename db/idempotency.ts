@@ -2,7 +2,7 @@
 // looks up and remembers in its own statement (integrator.claim_idempotency_key, migration 0017); the
 // rules live in server/http/idempotency.ts.
 import type { Knex } from "knex";
-import { preparedRaw } from "./prepared.ts";
+import { runPrepared } from "./prepared.ts";
 
 export interface IdempotencyRecordKey {
   tenant_id: string;
@@ -28,7 +28,7 @@ const FIND_REMEMBERED = `select fingerprint, status_code, response_body, expires
 
 export async function findRemembered(db: Knex, key: IdempotencyRecordKey): Promise<RememberedResponse | undefined> {
   // The key's own columns only: a KeyedWrite (the key with its lock text, fingerprint and TTL) is one too.
-  const { rows } = await preparedRaw<{ rows: RememberedResponse[] }>(db, "find_remembered", FIND_REMEMBERED, [
+  const { rows } = await runPrepared<RememberedResponse>(db, "find_remembered", FIND_REMEMBERED, [
     key.tenant_id,
     key.subject,
     key.route,

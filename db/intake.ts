@@ -3,7 +3,7 @@ import type { Knex } from "knex";
 import type { components } from "../generated/openapi.ts";
 import { uuidV7 } from "./ids.ts";
 import { rfc3339 } from "./timestamps.ts";
-import { preparedRaw } from "./prepared.ts";
+import { runPrepared } from "./prepared.ts";
 import { KEYED_WRITE_PARAMETERS, keyedWriteArguments, type KeyedOutcome, type KeyedWrite } from "./idempotency.ts";
 
 // Rows are read in exactly the shapes the contract answers with.
@@ -103,7 +103,7 @@ export async function insertSubmissionWithEvent(
   items: NewItem[],
   audit: SubmissionAudit,
 ): Promise<SubmissionRow> {
-  const { rows } = await preparedRaw<{ rows: StoredSubmission[] }>(
+  const { rows } = await runPrepared<StoredSubmission>(
     db,
     "submit_intake",
     SUBMIT_INTAKE,
@@ -126,7 +126,7 @@ export async function insertSubmissionOnce(
   audit: SubmissionAudit,
 ): Promise<KeyedOutcome> {
   const id = uuidV7();
-  const { rows } = await preparedRaw<{ rows: KeyedOutcome[] }>(db, "submit_intake_once", SUBMIT_INTAKE_ONCE, [
+  const { rows } = await runPrepared<KeyedOutcome>(db, "submit_intake_once", SUBMIT_INTAKE_ONCE, [
     ...keyedWriteArguments(key),
     responsePrefix(id, submission, items.length),
     ...submitIntakeArguments(id, submission, items, audit),

@@ -1,7 +1,7 @@
 // Queries of the partner registry, tenant entitlements, routing decisions and partner callbacks.
 // Tenant-owned rows are always addressed by tenant_id first (their keys lead with it).
 import type { Knex } from "knex";
-import { preparedRaw } from "./prepared.ts";
+import { runPrepared } from "./prepared.ts";
 import { rfc3339 } from "./timestamps.ts";
 import { KEYED_WRITE_PARAMETERS, keyedWriteArguments, type KeyedOutcome, type KeyedWrite } from "./idempotency.ts";
 
@@ -150,7 +150,7 @@ export async function recordRoutingDecision(
   decision: NewRoutingDecision,
   audit: DecisionAudit,
 ): Promise<void> {
-  await preparedRaw(db, "record_routing_decision", RECORD_DECISION, recordDecisionArguments(decision, audit));
+  await runPrepared(db, "record_routing_decision", RECORD_DECISION, recordDecisionArguments(decision, audit));
 }
 
 /**
@@ -165,12 +165,11 @@ export async function recordRoutingDecisionOnce(
   decision: NewRoutingDecision,
   audit: DecisionAudit,
 ): Promise<KeyedOutcome> {
-  const { rows } = await preparedRaw<{ rows: KeyedOutcome[] }>(
-    db,
-    "record_routing_decision_once",
-    RECORD_DECISION_ONCE,
-    [...keyedWriteArguments(key), body, ...recordDecisionArguments(decision, audit)],
-  );
+  const { rows } = await runPrepared<KeyedOutcome>(db, "record_routing_decision_once", RECORD_DECISION_ONCE, [
+    ...keyedWriteArguments(key),
+    body,
+    ...recordDecisionArguments(decision, audit),
+  ]);
   return rows[0] as KeyedOutcome;
 }
 

@@ -1,23 +1,75 @@
 // Named prepared statements for the statements every request or delivery runs (the intake and partner
-// writes, a replay's look-up, emit_event, a delivery's read and record). knex passes a raw query's
-// options to pg, and pg parses a statement that has a name once per connection: later calls send only
-// Bind and Execute, and PostgreSQL keeps the statement's plan for the connection instead of parsing and
-// planning the text on every call (BENCHMARKS.md, fifth session). A name stands for one text; pg refuses
-// a second text under a name it has seen on a connection, so this module refuses it at once, on every
-// connection alike, rather than on whichever connection happens to meet both.
+// writes, a replay's look-up, emit_event, a delivery's read and record). pg parses a statement that has a
+// name once per connection: later calls send only Bind and Execute, and PostgreSQL keeps the statement's
+// plan for the connection instead of parsing and planning the text on every call (BENCHMARKS.md, fifth
+// session). A name stands for one text; pg refuses a second text under a name it has seen on a
+// connection, so this module refuses it at once, on every connection alike, rather than on whichever
+// connection happens to meet both.
+//
+// The statement runs on a connection of knex's pool (or the transaction's own connection, inside one),
+// handed straight to pg: knex's query builder has nothing to add to a fixed text, and its per-call
+// work (rewriting the placeholders, copying the bindings, wrapping the promise) cost more Node CPU
+// than the rest of a replay's database call (BENCHMARKS.md, sixth session). Its `?` placeholders
+// become `$1…$n` once per name.
 import type { Knex } from "knex";
+import type pg from "pg";
 
-const textOf = new Map<string, string>();
+/** What this module uses of knex's client: a pooled pg connection out and back (a transaction's own inside one). */
+interface ConnectionSource {
+  acquireConnection(): Promise<pg.ClientBase>;
+  releaseConnection(connection: pg.ClientBase): Promise<void>;
+}
 
-/** `sql` with its bindings, run as the named prepared statement `name`. */
-export function preparedRaw<T>(
+interface Statement {
+  /** The text as written, with `?` placeholders. */
+  sql: string;
+  /** The text sent, with `$1…$n`. */
+  text: string;
+  parameters: number;
+}
+
+const statements = new Map<string, Statement>();
+
+function statementOf(name: string, sql: string): Statement {
+  const known = statements.get(name);
+  if (known !== undefined) {
+    if (known.sql !== sql) throw new Error(`The prepared statement ${name} was given a second text`);
+    return known;
+  }
+  let parameters = 0;
+  const text = sql.replace(/\?/g, () => `$${++parameters}`);
+  const statement = { sql, text, parameters };
+  statements.set(name, statement);
+  return statement;
+}
+
+/**
+ * `sql` (its parameters written `?`) with its bindings, run as the named prepared statement `name` on a
+ * connection of `db`. A second text for a name, or a binding count that does not match, is refused
+ * before anything is sent.
+ */
+export function runPrepared<Row>(
   db: Knex | Knex.Transaction,
   name: string,
   sql: string,
-  bindings: readonly Knex.RawBinding[],
-): Knex.Raw<T> {
-  const known = textOf.get(name);
-  if (known === undefined) textOf.set(name, sql);
-  else if (known !== sql) throw new Error(`The prepared statement ${name} was given a second text`);
-  return db.raw<T>(sql, bindings as Knex.RawBinding[]).options({ name });
+  bindings: readonly unknown[],
+): Promise<pg.QueryResult<Row & pg.QueryResultRow>> {
+  const statement = statementOf(name, sql);
+  if (bindings.length !== statement.parameters || bindings.includes(undefined))
+    throw new Error(`The prepared statement ${name} takes ${statement.parameters} defined bindings`);
+  return run<Row & pg.QueryResultRow>(db.client as ConnectionSource, name, statement.text, bindings);
+}
+
+async function run<Row extends pg.QueryResultRow>(
+  source: ConnectionSource,
+  name: string,
+  text: string,
+  values: readonly unknown[],
+): Promise<pg.QueryResult<Row>> {
+  const connection = await source.acquireConnection();
+  try {
+    return await connection.query<Row>({ name, text, values: values as unknown[] });
+  } finally {
+    await source.releaseConnection(connection);
+  }
 }

@@ -1,7 +1,7 @@
 // Webhook subscriptions and deliveries: the queries of the webhook operations, of the deliver_webhook
 // task and of the retention purge. Every query is scoped by tenant_id, which leads every key (decisions §10).
 import type { Knex } from "knex";
-import { preparedRaw } from "./prepared.ts";
+import { runPrepared } from "./prepared.ts";
 import type { components } from "../generated/openapi.ts";
 import type { EventSelector } from "./events.ts";
 import { isUuid } from "./ids.ts";
@@ -491,7 +491,7 @@ export async function findDeliveryToSend(
   deliveryId: string,
 ): Promise<DeliveryToSend | undefined> {
   // integrator.delivery_to_send (migration 0018): the delivery joined to its subscription, planned once per connection.
-  const { rows } = await preparedRaw<{ rows: DeliveryToSend[] }>(
+  const { rows } = await runPrepared<DeliveryToSend>(
     db,
     "delivery_to_send",
     "select * from integrator.delivery_to_send(?::uuid, ?::uuid)",
@@ -537,7 +537,7 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<b
   // integrator.record_delivery_attempt (migration 0018) does all of it in one call, planned once per
   // connection. The running job holds the delivery's key; add_jobs moves the key to the retry's job and
   // the running one simply completes, so graphile-worker's own backoff never drives the schedule.
-  const { rows } = await preparedRaw<{ rows: { recorded: boolean }[] }>(
+  const { rows } = await runPrepared<{ recorded: boolean }>(
     db,
     "record_delivery_attempt",
     "select integrator.record_delivery_attempt(?::uuid, ?::uuid, ?, ?, ?::timestamptz, ?, ?, ?, ?, ?::timestamptz, ?, ?::float8) as recorded",

@@ -4,7 +4,7 @@ import t from "tap";
 import { createDatabase } from "../db/database.ts";
 import { emitEvent } from "../db/events.ts";
 import { insertSubmissionWithEvent } from "../db/intake.ts";
-import { preparedRaw } from "../db/prepared.ts";
+import { runPrepared } from "../db/prepared.ts";
 import { createTenant } from "../db/principals.ts";
 import { createTestDatabase } from "./helpers/database.ts";
 
@@ -57,7 +57,7 @@ t.test("a submit and an event are prepared statements of their connection, parse
     "both are prepared on the connection",
   );
   const submitStatement = rows.find((row) => row.name === "submit_intake");
-  t.match(submitStatement?.statement, /integrator\.submit_intake\(\$1, /, "with the text knex wrote");
+  t.match(submitStatement?.statement, /integrator\.submit_intake\(\$1, /, "sent with its placeholders numbered");
   t.equal(
     Number(submitStatement?.generic_plans) + Number(submitStatement?.custom_plans),
     2,
@@ -68,14 +68,37 @@ t.test("a submit and an event are prepared statements of their connection, parse
 t.test("a name given a second text is refused before anything is sent", async (t) => {
   const db = createDatabase(await createTestDatabase(t), 1, "integrator-test");
   t.teardown(() => db.destroy());
-  t.same((await preparedRaw<{ rows: { n: number }[] }>(db, "test_one_text", "select ?::int as n", [1])).rows, [
-    { n: 1 },
-  ]);
+  t.same((await runPrepared<{ n: number }>(db, "test_one_text", "select ?::int as n", [1])).rows, [{ n: 1 }]);
   t.throws(
-    () => preparedRaw(db, "test_one_text", "select ?::int + 1 as n", [1]),
+    () => runPrepared(db, "test_one_text", "select ?::int + 1 as n", [1]),
     /test_one_text was given a second text/,
   );
-  t.same((await preparedRaw<{ rows: { n: number }[] }>(db, "test_one_text", "select ?::int as n", [2])).rows, [
-    { n: 2 },
-  ]);
+  t.same((await runPrepared<{ n: number }>(db, "test_one_text", "select ?::int as n", [2])).rows, [{ n: 2 }]);
 });
+
+t.test("a binding count that does not match the text is refused before anything is sent", async (t) => {
+  const db = createDatabase(await createTestDatabase(t), 1, "integrator-test");
+  t.teardown(() => db.destroy());
+  t.throws(() => runPrepared(db, "test_two", "select ?::int + ?::int as n", [1]), /takes 2 defined bindings/);
+  t.throws(
+    () => runPrepared(db, "test_two", "select ?::int + ?::int as n", [1, undefined]),
+    /takes 2 defined bindings/,
+  );
+  t.same((await runPrepared<{ n: number }>(db, "test_two", "select ?::int + ?::int as n", [1, 2])).rows, [{ n: 3 }]);
+});
+
+t.test(
+  "inside a transaction it runs on the transaction's connection; a failure gives the connection back",
+  async (t) => {
+    // One connection: a statement that kept it would leave the next one waiting for the pool.
+    const db = createDatabase(await createTestDatabase(t), 1, "integrator-test");
+    t.teardown(() => db.destroy());
+    await db.transaction(async (trx) => {
+      const viaKnex = await trx.raw<{ rows: { xid: string }[] }>("select txid_current()::text as xid");
+      const prepared = await runPrepared<{ xid: string }>(trx, "test_xid", "select txid_current()::text as xid", []);
+      t.equal(prepared.rows[0]?.xid, viaKnex.rows[0]?.xid, "the same transaction");
+    });
+    await t.rejects(runPrepared(db, "test_fails", "select 1 / ?::int as n", [0]), { code: "22012" });
+    t.same((await runPrepared<{ n: number }>(db, "test_fails", "select 1 / ?::int as n", [1])).rows, [{ n: 1 }]);
+  },
+);
