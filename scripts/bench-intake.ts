@@ -21,6 +21,7 @@ import { pino } from "pino";
 import { createApp } from "../server/http/app.ts";
 import { buildServices, migrateAll } from "../server/lifecycle.ts";
 import { createLogger } from "../server/logger.ts";
+import { ReplayMemory } from "../server/http/replay-memory.ts";
 import { loadConfig, type Config } from "../server/config.ts";
 import { createDatabase, createDatabaseOnServer, dropDatabaseOnServer } from "../db/database.ts";
 import { createTenant } from "../db/principals.ts";
@@ -87,6 +88,8 @@ const partnerSwitch = JSON.stringify({ target_partner_key: BENCH_PARTNER, contex
 
 interface Api {
   url: string;
+  /** The same service with no replay memory (API_IDEMPOTENCY_MEMORY_MB=0): every replay is a database look-up. */
+  urlWithoutMemory: string;
   auth: Record<string, string>;
   config: Config;
   tenantId: string;
@@ -137,8 +140,12 @@ async function startApi(databaseUrl: string): Promise<Api> {
     expiresInSeconds: 3600,
   });
   const server: Listening = await listen(await createApp(services, { handlers }));
+  const withoutMemory: Listening = await listen(
+    await createApp({ ...services, replays: new ReplayMemory(0) }, { handlers }),
+  );
   return {
     url: server.url,
+    urlWithoutMemory: withoutMemory.url,
     auth: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
     config,
     tenantId: tenant.id,
@@ -146,6 +153,7 @@ async function startApi(databaseUrl: string): Promise<Api> {
     db,
     async close() {
       await server.close();
+      await withoutMemory.close();
       await db.destroy();
     },
   };
@@ -321,6 +329,16 @@ async function ratiosAgainstFloor(adminUrl: string): Promise<string[]> {
           body: single,
         },
       ],
+      // No goal of its own: a replay another replica has not seen yet (or with the memory off) reads the key.
+      [
+        "submit, replay from the database (no replay memory)",
+        {
+          url: `${api.urlWithoutMemory}/v1/intake/submit`,
+          method: "POST",
+          headers: { ...api.auth, "Idempotency-Key": "bench-replay" },
+          body: single,
+        },
+      ],
       ["batch of 100", { url: `${api.url}/v1/intake/batch`, method: "POST", headers: api.auth, body: batch }],
       // No goal of their own: partner switch writes a decision and its audit action like a submit does.
       [
@@ -395,10 +413,11 @@ async function flatCost(adminUrl: string, rows: number): Promise<string[]> {
           "get-submission",
           { url: `${api.url}/v1/intake/submissions/${submissionId}`, method: "GET", headers: api.auth },
         ],
+        // From the database, which is what grows (a replay from memory does not look at the rows at all).
         [
-          "submit, replay",
+          "submit, replay from the database",
           {
-            url: `${api.url}/v1/intake/submit`,
+            url: `${api.urlWithoutMemory}/v1/intake/submit`,
             method: "POST",
             headers: { ...api.auth, "Idempotency-Key": "bench-replay" },
             body: single,
