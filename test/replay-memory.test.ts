@@ -30,7 +30,11 @@ t.test("a response already within the margin, or larger than the whole memory, i
   memory.remember("tenant-a", "soon", response("{}", now + EXPIRY_MARGIN_MS));
   memory.remember("tenant-a", "large", response("x".repeat(2_000), now + 3_600_000));
   t.equal(memory.size, 0);
-  t.equal(new ReplayMemory(0, () => now).find("anything"), undefined, "a memory of 0 bytes keeps nothing");
+  const none = new ReplayMemory(0, () => now);
+  none.remember("tenant-a", "small", response("{}", now + 3_600_000));
+  t.equal(none.find("small"), undefined, "a memory of 0 bytes keeps nothing");
+  t.notOk(none.keeps, "and says so");
+  t.ok(memory.keeps);
 });
 
 t.test("remembering a key again replaces its entry and its bytes", async (t) => {

@@ -125,7 +125,8 @@ export async function settleKeyedWrite<B>(
     case "in_progress":
       throw inProgress();
     case "remembered": {
-      const finished = await findRemembered(services.db, key);
+      // The statement does not say when the response expires; the key's row does, once per process.
+      const finished = services.replays.keeps ? await findRemembered(services.db, key) : undefined;
       if (finished && !finished.expired) keep(services, key, finished, finished.expires_at_ms);
       return replayOf<B>(outcome, key.fingerprint);
     }

@@ -49,6 +49,11 @@ export class ReplayMemory {
     this.marginMs = marginMs;
   }
 
+  /** Whether anything can be kept at all (API_IDEMPOTENCY_MEMORY_MB above 0). */
+  get keeps(): boolean {
+    return this.maxBytes > 0;
+  }
+
   /** Bytes held now (for tests and metrics). */
   get bytes(): number {
     return this.total;
