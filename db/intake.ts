@@ -88,7 +88,8 @@ function submitIntakeArguments(id: string, submission: NewSubmission, items: New
   ];
 }
 const SUBMIT_INTAKE_PARAMETERS = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?::jsonb";
-const SUBMIT_INTAKE = `select * from integrator.submit_intake(${SUBMIT_INTAKE_PARAMETERS})`;
+// The function returns the row it wrote, all of it its arguments but created_at: only that is read back.
+const SUBMIT_INTAKE = `select created_at from integrator.submit_intake(${SUBMIT_INTAKE_PARAMETERS})`;
 const SUBMIT_INTAKE_ONCE = `select * from integrator.submit_intake_once(${KEYED_WRITE_PARAMETERS}, ?, ${SUBMIT_INTAKE_PARAMETERS})`;
 
 /**
@@ -103,13 +104,14 @@ export async function insertSubmissionWithEvent(
   items: NewItem[],
   audit: SubmissionAudit,
 ): Promise<SubmissionRow> {
-  const { rows } = await runPrepared<StoredSubmission>(
+  const id = uuidV7();
+  const { rows } = await runPrepared<{ created_at: Date }>(
     db,
     "submit_intake",
     SUBMIT_INTAKE,
-    submitIntakeArguments(uuidV7(), submission, items, audit),
+    submitIntakeArguments(id, submission, items, audit),
   );
-  return toSubmission(rows[0] as StoredSubmission);
+  return newSubmissionRow(id, submission, items.length, rfc3339((rows[0] as { created_at: Date }).created_at));
 }
 
 /**
@@ -134,12 +136,9 @@ export async function insertSubmissionOnce(
   return rows[0] as KeyedOutcome;
 }
 
-/**
- * The 201 body of a new submission as JSON text up to its last member's value: the same members in the
- * same order as a row read back (SUBMISSION_COLUMNS), `created_at` last, which the statement appends.
- */
-function responsePrefix(id: string, submission: NewSubmission, itemCount: number): string {
-  const body: Omit<SubmissionRow, "created_at"> & { created_at: "" } = {
+/** A submission just written, as a row read back would be: the same members in the same order (SUBMISSION_COLUMNS). */
+function newSubmissionRow(id: string, submission: NewSubmission, itemCount: number, createdAt: string): SubmissionRow {
+  return {
     id,
     tenant_id: submission.tenantId,
     external_reference: submission.externalReference,
@@ -150,9 +149,16 @@ function responsePrefix(id: string, submission: NewSubmission, itemCount: number
     failed_count: submission.failedCount,
     status: submission.status,
     created_by: submission.createdBy,
-    created_at: "",
+    created_at: createdAt,
   };
-  const json = JSON.stringify(body);
+}
+
+/**
+ * The 201 body of a new submission as JSON text up to its last member's value, `created_at` last, which
+ * the statement appends.
+ */
+function responsePrefix(id: string, submission: NewSubmission, itemCount: number): string {
+  const json = JSON.stringify(newSubmissionRow(id, submission, itemCount, ""));
   const last = ',"created_at":""}';
   if (!json.endsWith(last)) throw new Error("responsePrefix: created_at must be the last member");
   return json.slice(0, -'""}'.length);
