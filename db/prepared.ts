@@ -57,18 +57,51 @@ export function runPrepared<Row>(
   const statement = statementOf(name, sql);
   if (bindings.length !== statement.parameters || bindings.includes(undefined))
     throw new Error(`The prepared statement ${name} takes ${statement.parameters} defined bindings`);
-  return run<Row & pg.QueryResultRow>(db.client as ConnectionSource, name, statement.text, bindings);
+  return run<Row & pg.QueryResultRow>(
+    db.client as ConnectionSource,
+    db.isTransaction === true,
+    name,
+    statement.text,
+    bindings,
+  );
+}
+
+/**
+ * Per connection, the statements PostgreSQL will no longer run under their name, and the name used
+ * instead. A migration that changes what a statement returns (a function's result columns, say) while
+ * this process runs leaves the statement prepared on each open connection failing with "cached plan must
+ * not change result type" for as long as the connection lives; the statement is then prepared again
+ * under a fresh name on that connection, and the call retried once (outside a transaction, which the
+ * failure has already aborted).
+ */
+const renamed = new WeakMap<pg.ClientBase, Map<string, string>>();
+
+function planResultChanged(error: unknown): boolean {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  return code === "0A000" && typeof message === "string" && message.includes("cached plan must not change result type");
 }
 
 async function run<Row extends pg.QueryResultRow>(
   source: ConnectionSource,
+  inTransaction: boolean,
   name: string,
   text: string,
   values: readonly unknown[],
 ): Promise<pg.QueryResult<Row>> {
   const connection = await source.acquireConnection();
   try {
-    return await connection.query<Row>({ name, text, values: values as unknown[] });
+    const names = renamed.get(connection);
+    const current = names?.get(name) ?? name;
+    try {
+      return await connection.query<Row>({ name: current, text, values: values as unknown[] });
+    } catch (error) {
+      if (!planResultChanged(error)) throw error;
+      const fresh = `${name}~${(names?.size ?? 0) + 1}`;
+      if (names) names.set(name, fresh);
+      else renamed.set(connection, new Map([[name, fresh]]));
+      if (inTransaction) throw error;
+      return await connection.query<Row>({ name: fresh, text, values: values as unknown[] });
+    }
   } finally {
     await source.releaseConnection(connection);
   }

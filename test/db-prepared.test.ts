@@ -1,6 +1,7 @@
 // Named prepared statements (db/prepared.ts): the hot statements are prepared once per connection and
 // reused, and a name never stands for two texts.
 import t from "tap";
+import type { Knex } from "knex";
 import { createDatabase } from "../db/database.ts";
 import { emitEvent } from "../db/events.ts";
 import { insertSubmissionWithEvent } from "../db/intake.ts";
@@ -102,3 +103,34 @@ t.test(
     t.same((await runPrepared<{ n: number }>(db, "test_fails", "select 1 / ?::int as n", [1])).rows, [{ n: 1 }]);
   },
 );
+
+t.test("a statement whose result columns a migration changed is prepared again under a fresh name", async (t) => {
+  const url = await createTestDatabase(t);
+  // One connection, which keeps the statement it prepared; the migration comes from another process.
+  const db = createDatabase(url, 1, "integrator-test");
+  const migrator = createDatabase(url, 1, "integrator-test");
+  t.teardown(async () => {
+    await db.destroy();
+    await migrator.destroy();
+  });
+  const shape = (columns: string, values: string) =>
+    migrator.raw(
+      `drop function if exists public.test_shape(); create function public.test_shape() returns table (${columns}) language sql as 'select ${values}'`,
+    );
+  const call = (on: Knex | Knex.Transaction = db) =>
+    runPrepared<Record<string, number>>(on, "test_shape", "select * from public.test_shape()", []);
+  await shape("a int", "1");
+  t.same((await call()).rows, [{ a: 1 }]);
+
+  await shape("a int, b int", "1, 2");
+  t.same((await call()).rows, [{ a: 1, b: 2 }], "retried under a fresh name on the same connection");
+  t.same((await call()).rows, [{ a: 1, b: 2 }], "and run under it from then on");
+
+  await shape("a int, b int, c int", "1, 2, 3");
+  await t.rejects(
+    db.transaction((trx) => call(trx)),
+    { code: "0A000" },
+    "inside a transaction the failure has aborted it: the caller's error",
+  );
+  t.same((await call()).rows, [{ a: 1, b: 2, c: 3 }], "the next call, outside it, runs under the fresh name");
+});
