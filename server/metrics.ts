@@ -33,6 +33,14 @@ const rateLimitedRequests = new Counter({
   registers: [processRegistry],
 });
 
+const idempotentReplays = new Counter({
+  name: "integrator_idempotent_replays_total",
+  help: "Replays of a finished Idempotency-Key call, by where the response came from: memory (this process's replay memory) or database.",
+  labelNames: ["source"] as const,
+  registers: [processRegistry],
+});
+for (const source of ["memory", "database"] as const) idempotentReplays.inc({ source }, 0);
+
 export type DeliveryOutcome = "delivered" | "retrying" | "failed";
 
 const deliveryOutcomes = new Counter({
@@ -69,6 +77,10 @@ export function recordRateLimited(scope: (typeof RATE_LIMIT_SCOPES)[number]): vo
   rateLimitedRequests.inc({ scope });
 }
 
+export function recordIdempotentReplay(source: "memory" | "database"): void {
+  idempotentReplays.inc({ source });
+}
+
 /** For the webhook delivery task: call once per attempt with its outcome. */
 export function recordDeliveryOutcome(outcome: DeliveryOutcome): void {
   deliveryOutcomes.inc({ outcome });
@@ -101,6 +113,16 @@ function scrapeRegistry(services: Services): { registry: Registry; refresh(): Pr
     help: "Age of the oldest job that is due and not yet picked up (0 when none is waiting).",
     registers: [registry],
   });
+  const replayMemoryBytes = new Gauge({
+    name: "integrator_idempotency_memory_bytes",
+    help: "Bytes of finished Idempotency-Key responses this process keeps in memory (at most API_IDEMPOTENCY_MEMORY_MB).",
+    registers: [registry],
+  });
+  const replayMemoryResponses = new Gauge({
+    name: "integrator_idempotency_memory_responses",
+    help: "Finished Idempotency-Key responses this process keeps in memory.",
+    registers: [registry],
+  });
   const scrapeErrors = new Gauge({
     name: "integrator_job_queue_scrape_error",
     help: "1 when the job queue could not be read at this scrape (the queue gauges are then absent).",
@@ -116,6 +138,8 @@ function scrapeRegistry(services: Services): { registry: Registry; refresh(): Pr
         pool.set({ state: "free" }, stats.free);
         pending.set(stats.pendingAcquires);
       }
+      replayMemoryBytes.set(services.replays.bytes);
+      replayMemoryResponses.set(services.replays.size);
       queue.reset();
       oldestDue.reset();
       try {

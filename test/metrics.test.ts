@@ -126,3 +126,36 @@ t.test("GET /metrics on METRICS_PORT after some requests", async (t) => {
     t.type(sample(text, "integrator_db_pool_pending_acquires"), "number");
   });
 });
+
+t.test("replays are counted by where their response came from, and the replay memory is gauged", async (t) => {
+  const writer = await startTestServer(t);
+  const reader = await startTestServer(t, {
+    databaseUrl: writer.databaseUrl,
+    env: { ENCRYPTION_KEY: writer.env.ENCRYPTION_KEY as string },
+  });
+  const metrics = await startMetricsServer(reader.services, { port: 0, host: "127.0.0.1" });
+  t.teardown(() => metrics.close());
+  const tenant = await createTestTenant(writer.services);
+  const submit = (server: typeof writer) =>
+    server.request("/v1/intake/submit", {
+      method: "POST",
+      token: tenant.token,
+      json: { filename: "a.pdf", file_size: 1, mime_type: "application/pdf" },
+      headers: { "Idempotency-Key": "metrics-replay" },
+    });
+  const scrape = async () => (await fetch(`http://127.0.0.1:${metrics.port}/metrics`)).text();
+  const before = await scrape();
+  const counted = (text: string, source: string) =>
+    (sample(text, `integrator_idempotent_replays_total{source="${source}"}`) ?? Number.NaN) -
+    (sample(before, `integrator_idempotent_replays_total{source="${source}"}`) ?? Number.NaN);
+  t.equal(sample(before, "integrator_idempotency_memory_responses"), 0);
+
+  t.equal((await submit(writer)).status, 201);
+  t.equal((await submit(reader)).headers.get("idempotent-replayed"), "true", "the reader's first replay: the database");
+  t.equal((await submit(reader)).headers.get("idempotent-replayed"), "true", "its second: memory");
+  const text = await scrape();
+  t.equal(counted(text, "database"), 1);
+  t.equal(counted(text, "memory"), 1);
+  t.equal(sample(text, "integrator_idempotency_memory_responses"), 1, "the reader keeps the response");
+  t.ok((sample(text, "integrator_idempotency_memory_bytes") ?? 0) > 0);
+});

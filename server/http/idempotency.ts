@@ -7,6 +7,7 @@
 import { canonicalJsonHash } from "../canonical-json.ts";
 import { ApiError } from "./errors.ts";
 import type { Services } from "../services.ts";
+import { recordIdempotentReplay } from "../metrics.ts";
 import { findRemembered, type KeyedOutcome, type KeyedWrite, type RememberedResponse } from "../../db/idempotency.ts";
 
 export interface IdempotencyScope {
@@ -56,11 +57,19 @@ function sentAsStored<B>(stored: StoredResponse, replayed: boolean): IdempotentO
   return { status: stored.status_code, body: JSON.parse(json) as B, json, replayed };
 }
 
-/** A remembered response for this fingerprint is replayed as it was sent; for another one it is IDEMPOTENCY_KEY_MISMATCH. */
-function replayOf<B>(remembered: StoredResponse & Pick<RememberedResponse, "fingerprint">, fingerprint: string) {
+/**
+ * A remembered response for this fingerprint is replayed as it was sent (and counted by where it came
+ * from); for another one it is IDEMPOTENCY_KEY_MISMATCH.
+ */
+function replayOf<B>(
+  remembered: StoredResponse & Pick<RememberedResponse, "fingerprint">,
+  fingerprint: string,
+  source: "memory" | "database",
+) {
   if (remembered.fingerprint !== fingerprint) {
     throw new ApiError("IDEMPOTENCY_KEY_MISMATCH", "This Idempotency-Key was used with a different request body");
   }
+  recordIdempotentReplay(source);
   return sentAsStored<B>(remembered, true);
 }
 
@@ -91,6 +100,7 @@ export function replayFromMemory<B>(
   return replayOf<B>(
     { fingerprint: kept.fingerprint, status_code: kept.status, response_body: kept.json },
     key.fingerprint,
+    "memory",
   );
 }
 
@@ -128,7 +138,7 @@ export async function settleKeyedWrite<B>(
       // The statement does not say when the response expires; the key's row does, once per process.
       const finished = services.replays.keeps ? await findRemembered(services.db, key) : undefined;
       if (finished && !finished.expired) keep(services, key, finished, finished.expires_at_ms);
-      return replayOf<B>(outcome, key.fingerprint);
+      return replayOf<B>(outcome, key.fingerprint, "database");
     }
     case "written":
       keep(services, key, outcome, key.startedAt + key.ttlHours * 3_600_000);
@@ -152,7 +162,7 @@ export async function finishedReplay<B>(
   const finished = await findRemembered(services.db, key);
   if (!finished || finished.expired) return undefined;
   keep(services, key, finished, finished.expires_at_ms);
-  return replayOf<B>(finished, key.fingerprint);
+  return replayOf<B>(finished, key.fingerprint, "database");
 }
 
 /** What a handler's reply carries for an outcome: on a replay, the remembered bytes to send as they are. */
