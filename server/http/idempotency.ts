@@ -118,6 +118,17 @@ function keep(
   });
 }
 
+/** The key's unexpired response in the database, kept in memory until the expiry read with it; undefined when it has none. */
+async function lookUpAndKeep(
+  services: Pick<Services, "db" | "replays">,
+  key: KeyedWrite,
+): Promise<RememberedResponse | undefined> {
+  const finished = await findRemembered(services.db, key);
+  if (!finished || finished.expired) return undefined;
+  keep(services, key, finished, finished.expires_at_ms);
+  return finished;
+}
+
 /**
  * The outcome of a write that takes the key, looks it up and writes in one statement (the database
  * does each step: integrator.claim_idempotency_key, migration 0017): a new response is sent as the
@@ -134,12 +145,10 @@ export async function settleKeyedWrite<B>(
   switch (outcome.outcome) {
     case "in_progress":
       throw inProgress();
-    case "remembered": {
+    case "remembered":
       // The statement does not say when the response expires; the key's row does, once per process.
-      const finished = services.replays.keeps ? await findRemembered(services.db, key) : undefined;
-      if (finished && !finished.expired) keep(services, key, finished, finished.expires_at_ms);
+      if (services.replays.keeps) await lookUpAndKeep(services, key);
       return replayOf<B>(outcome, key.fingerprint, "database");
-    }
     case "written":
       keep(services, key, outcome, key.startedAt + key.ttlHours * 3_600_000);
       return sentAsStored<B>(outcome, false);
@@ -159,10 +168,8 @@ export async function finishedReplay<B>(
 ): Promise<IdempotentOutcome<B> | undefined> {
   const kept = replayFromMemory<B>(services, key);
   if (kept) return kept;
-  const finished = await findRemembered(services.db, key);
-  if (!finished || finished.expired) return undefined;
-  keep(services, key, finished, finished.expires_at_ms);
-  return replayOf<B>(finished, key.fingerprint, "database");
+  const finished = await lookUpAndKeep(services, key);
+  return finished === undefined ? undefined : replayOf<B>(finished, key.fingerprint, "database");
 }
 
 /** What a handler's reply carries for an outcome: on a replay, the remembered bytes to send as they are. */
