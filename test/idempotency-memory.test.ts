@@ -4,7 +4,7 @@
 // replay answered while the lock is held touched no key in the database.
 import t, { type Test } from "tap";
 import pg from "pg";
-import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "./helpers/server.ts";
+import { createTestTenant, startReplica, startTestServer, type TestServer, type TestTenant } from "./helpers/server.ts";
 import { createTestPartner } from "./helpers/partners.ts";
 import { waitFor } from "./helpers/wait.ts";
 
@@ -77,10 +77,7 @@ t.test("a replay is answered from memory: byte-identical, while the keys table i
 
 t.test("another process learns a finished response from the database once, then answers from memory", async (t) => {
   const writer = await startTestServer(t);
-  const reader = await startTestServer(t, {
-    databaseUrl: writer.databaseUrl,
-    env: { ENCRYPTION_KEY: writer.env.ENCRYPTION_KEY as string },
-  });
+  const reader = await startReplica(t, writer);
   const tenant = await createTestTenant(writer.services);
   const first = await submit(writer, tenant, "memory-2", pdf);
   t.equal(first.status, 201);

@@ -2,7 +2,7 @@
 // status, the database pool, the job queue and webhook delivery outcomes.
 import t from "tap";
 import { recordDeliveryOutcome, startMetricsServer } from "../server/metrics.ts";
-import { createTestTenant, startTestServer } from "./helpers/server.ts";
+import { createTestTenant, startReplica, startTestServer } from "./helpers/server.ts";
 
 /** The value of one sample line, e.g. sample(text, 'integrator_job_queue_depth{state="due"}'). */
 function sample(text: string, series: string): number | undefined {
@@ -129,10 +129,7 @@ t.test("GET /metrics on METRICS_PORT after some requests", async (t) => {
 
 t.test("replays are counted by where their response came from, and the replay memory is gauged", async (t) => {
   const writer = await startTestServer(t);
-  const reader = await startTestServer(t, {
-    databaseUrl: writer.databaseUrl,
-    env: { ENCRYPTION_KEY: writer.env.ENCRYPTION_KEY as string },
-  });
+  const reader = await startReplica(t, writer);
   const metrics = await startMetricsServer(reader.services, { port: 0, host: "127.0.0.1" });
   t.teardown(() => metrics.close());
   const tenant = await createTestTenant(writer.services);

@@ -3,7 +3,7 @@
 // spreading over addresses or replicas nor holds the CPU.
 import { randomUUID } from "node:crypto";
 import t from "tap";
-import { createTestTenant, createTestUser, startTestServer, type TestServer } from "./helpers/server.ts";
+import { createTestTenant, createTestUser, startReplica, startTestServer, type TestServer } from "./helpers/server.ts";
 
 const grant = (server: TestServer, username: string, password: string) =>
   server.request("/token", {
@@ -18,10 +18,7 @@ t.test(
   "after AUTH_LOGIN_FREE_FAILURES failures a username is locked on every replica, even for the right password",
   async (t) => {
     const first = await startTestServer(t, { env: BACKOFF });
-    const second = await startTestServer(t, {
-      databaseUrl: first.databaseUrl,
-      env: { ...BACKOFF, ENCRYPTION_KEY: first.env.ENCRYPTION_KEY ?? "" },
-    });
+    const second = await startReplica(t, first, BACKOFF);
     const tenant = await createTestTenant(first.services);
     const user = await createTestUser(first.services, tenant.tenantId);
     const bystander = await createTestUser(first.services, tenant.tenantId);

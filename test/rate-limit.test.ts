@@ -4,7 +4,14 @@
 import { randomUUID } from "node:crypto";
 import t, { type Test } from "tap";
 import { addressKey } from "../server/http/rate-limit.ts";
-import { createTestTenant, startTestServer, type TestServer, pollWithToken, tokenRequest } from "./helpers/server.ts";
+import {
+  createTestTenant,
+  startReplica,
+  startTestServer,
+  type TestServer,
+  pollWithToken,
+  tokenRequest,
+} from "./helpers/server.ts";
 
 const limits = (
   perMinute: number,
@@ -182,10 +189,7 @@ t.test(
 
 t.test("RATE_LIMIT_STORE=postgres shares one count between replicas", async (t) => {
   const first = await startTestServer(t, { env: limits(4, 100, 100, { RATE_LIMIT_STORE: "postgres" }) });
-  const second = await startTestServer(t, {
-    databaseUrl: first.databaseUrl,
-    env: limits(4, 100, 100, { RATE_LIMIT_STORE: "postgres", ENCRYPTION_KEY: first.env.ENCRYPTION_KEY ?? "" }),
-  });
+  const second = await startReplica(t, first, limits(4, 100, 100, { RATE_LIMIT_STORE: "postgres" }));
   const tenant = await createTestTenant(first.services);
   t.equal((await pollWithToken(first, tenant.token)).status, 404);
   t.equal((await pollWithToken(second, tenant.token)).status, 404);

@@ -104,6 +104,14 @@ export async function startTestServer(t: Test, options: TestServerOptions = {}):
   };
 }
 
+/** Another API process of the same deployment: `of`'s database and ENCRYPTION_KEY, with `env` for its other settings. */
+export function startReplica(t: Test, of: TestServer, env: Record<string, string> = {}): Promise<TestServer> {
+  return startTestServer(t, {
+    databaseUrl: of.databaseUrl,
+    env: { ...env, ENCRYPTION_KEY: of.env.ENCRYPTION_KEY ?? "" },
+  });
+}
+
 export interface TestTenant {
   tenantId: string;
   token: string;
