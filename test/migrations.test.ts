@@ -47,3 +47,19 @@ t.test("every migration rolls back and applies again, and the write path works a
     .count<{ count: string }[]>();
   t.equal(Number(deliveries[0]?.count), 1, "and its event fanned out to the subscription");
 });
+
+t.test(
+  "an intake item is indexed by its id once: the primary key (id) and its position in its submission",
+  async (t) => {
+    const db = createDatabase(await createTestDatabase(t), 2, "integrator-test");
+    t.teardown(() => db.destroy());
+    const { rows } = await db.raw<{ rows: { indexdef: string }[] }>(
+      "select indexdef from pg_indexes where schemaname = 'integrator' and tablename = 'intake_items' order by indexname",
+    );
+    t.same(
+      rows.map((row) => row.indexdef.replace(/^.* USING /, "")),
+      ["btree (id)", 'btree (tenant_id, submission_id, "position")'],
+      "two unique indexes, each item checked and stored twice, not three times (migration 0020)",
+    );
+  },
+);

@@ -7,6 +7,7 @@ import * as emitEventOneAddJobs from "./0016_emit_event_one_add_jobs.ts";
 import * as foundation from "./0001_foundation.ts";
 import * as idempotencyExactBytes from "./0009_idempotency_exact_bytes.ts";
 import * as intake from "./0002_intake.ts";
+import * as intakeItemsKeyedById from "./0020_intake_items_keyed_by_id.ts";
 import * as intakeWithKey from "./0014_intake_with_key.ts";
 import * as partners from "./0004_partners.ts";
 import * as routingDecisionInOneStatement from "./0017_routing_decision_in_one_statement.ts";
@@ -43,6 +44,7 @@ const migrations: [string, Migration][] = [
   ["0017_routing_decision_in_one_statement", routingDecisionInOneStatement],
   ["0018_delivery_attempt_functions", deliveryAttemptFunctions],
   ["0019_emit_event_cached_plans", emitEventCachedPlans],
+  ["0020_intake_items_keyed_by_id", intakeItemsKeyedById],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {
