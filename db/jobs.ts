@@ -7,6 +7,11 @@ import { isUuid } from "./ids.ts";
 export interface DeliverWebhookPayload {
   tenant_id: string;
   delivery_id: string;
+  /**
+   * The delivery's attempts when the job was queued (migration 0021): the job sends only while the
+   * delivery still has that many. Jobs queued before 0021 have none (and a job key instead).
+   */
+  attempts?: number;
 }
 
 /** Scheduled by the crontab; graphile-worker's cron adds `_cron` details, which the task ignores. */
@@ -36,9 +41,6 @@ export const JOB = {
   purgeWebhookDeliveries: "purge_webhook_deliveries",
 } as const satisfies Record<string, JobName>;
 
-/** One job key per delivery (integrator.queue_delivery_jobs builds the same form), so at most one job of a delivery waits. */
-export const deliveryJobKey = (deliveryId: string): string => `${JOB.deliverWebhook}:${deliveryId}`;
-
 /**
  * A deliver_webhook payload as it arrives: anything sharing the database can queue jobs, so the task
  * checks the declared shape before trusting it.
@@ -51,6 +53,7 @@ export function isDeliverWebhookPayload(value: unknown): value is DeliverWebhook
     typeof candidate.tenant_id === "string" &&
     typeof candidate.delivery_id === "string" &&
     isUuid(candidate.tenant_id) &&
-    isUuid(candidate.delivery_id)
+    isUuid(candidate.delivery_id) &&
+    (candidate.attempts === undefined || (Number.isSafeInteger(candidate.attempts) && candidate.attempts >= 0))
   );
 }

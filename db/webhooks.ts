@@ -535,8 +535,8 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<b
   const delivered = attempt.status === "delivered";
   const { disableAfterFailedDeliveries, disableAfterFailingDays } = attempt.health;
   // integrator.record_delivery_attempt (migration 0018) does all of it in one call, planned once per
-  // connection. The running job holds the delivery's key; add_jobs moves the key to the retry's job and
-  // the running one simply completes, so graphile-worker's own backoff never drives the schedule.
+  // connection. The retry's job carries the attempt it is for (migration 0021) and the running one simply
+  // completes, so graphile-worker's own backoff never drives the schedule.
   const { rows } = await runPrepared<{ recorded: boolean }>(
     db,
     "record_delivery_attempt",

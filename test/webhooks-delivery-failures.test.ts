@@ -5,8 +5,7 @@ import net from "node:net";
 import t from "tap";
 import { RECEIVER_HOST } from "./helpers/https-receiver.ts";
 import { retryDelaySeconds } from "../worker/tasks/deliver_webhook.ts";
-import { deliveryJobKey } from "../db/jobs.ts";
-import { startWebhookRig, testCa } from "./helpers/webhooks.ts";
+import { jobsOfDelivery, startWebhookRig, testCa } from "./helpers/webhooks.ts";
 import { startWorker } from "../worker/runner.ts";
 import { waitFor } from "./helpers/wait.ts";
 
@@ -151,20 +150,32 @@ t.test(
     t.match(delivery, { status: "pending", attempts: 1, response_code: 500, error_message: "HTTP status 500" });
     const attemptedAt = Date.parse(delivery?.last_attempt_at ?? "");
     t.ok(attemptedAt >= before - 1000 && attemptedAt <= Date.now(), "last_attempt_at is the attempt's time");
-    const job = await waitFor(
-      async () =>
-        rig.server.services
-          .db("graphile_worker.jobs")
-          .where({ key: deliveryJobKey(delivery?.id ?? "") })
-          .first("run_at", "attempts", "locked_at"),
-      (row) => row !== undefined && row.locked_at === null,
-    );
-    const delaySeconds = (new Date(job?.run_at).getTime() - attemptedAt) / 1000;
+    const deliveryId = delivery?.id ?? "";
+    // The first attempt's job completes; the retry's is the one job left.
+    const onlyRetry = (jobs: Awaited<ReturnType<typeof jobsOfDelivery>>) =>
+      jobs.length === 1 && jobs[0]?.locked_at === null;
+    const [job] = await waitFor(() => jobsOfDelivery(rig.server.services.db, deliveryId), onlyRetry);
+    const delaySeconds = (new Date(job?.run_at ?? 0).getTime() - attemptedAt) / 1000;
     t.ok(
       delaySeconds > 3590 && delaySeconds < 3610,
       `the retry is queued an hour after the attempt (${delaySeconds} s)`,
     );
     t.equal(job?.attempts, 0, "a fresh job, not graphile-worker's own retry of the first");
+    t.match(job?.payload, { delivery_id: deliveryId, attempts: 1 }, "for the delivery's second attempt");
     t.equal(rig.receiver.received.length, 1, "one attempt so far");
+
+    // What a worker killed after recording the attempt, before completing its job, leaves behind: the
+    // first attempt's job, released to run again. It finds the attempt recorded and does nothing.
+    await rig.server.services.db.raw("select graphile_worker.add_job('deliver_webhook', ?::json)", [
+      JSON.stringify({ tenant_id: rig.tenant.tenantId, delivery_id: deliveryId, attempts: 0 }),
+    ]);
+    const [left] = await waitFor(() => jobsOfDelivery(rig.server.services.db, deliveryId), onlyRetry);
+    t.equal(left?.id, job?.id, "the leftover job ran and completed; the retry still waits");
+    t.equal(rig.receiver.received.length, 1, "not sent again beside the scheduled retry");
+    t.match(
+      (await rig.deliveries()).find((row) => row.id === deliveryId),
+      { status: "pending", attempts: 1 },
+      "the delivery is as the attempt left it",
+    );
   },
 );

@@ -18,8 +18,8 @@ import type { Knex } from "knex";
 import { QUEUE_DELIVERY_JOB } from "./0006_webhook_engine.ts";
 import { up as emitEventOf0013 } from "./0013_webhook_engine_emit.ts";
 
-export async function up(knex: Knex): Promise<void> {
-  await knex.raw(`
+/** 0016's integrator.queue_delivery_jobs (0021's down puts it back). */
+export const QUEUE_DELIVERY_JOBS = `
     create function integrator.queue_delivery_jobs(
       tenant_id uuid, delivery_ids uuid[], first_rank integer, run_at timestamptz default null
     ) returns integer
@@ -61,7 +61,11 @@ export async function up(knex: Knex): Promise<void> {
       ));
       return cardinality(queue_delivery_jobs.delivery_ids);
     end;
-    $$;
+    $$;`;
+
+export async function up(knex: Knex): Promise<void> {
+  await knex.raw(`
+    ${QUEUE_DELIVERY_JOBS}
 
     create or replace function integrator.emit_event(tenant_id uuid, kind text, data jsonb) returns integer
     language plpgsql volatile

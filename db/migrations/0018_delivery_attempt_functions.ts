@@ -5,29 +5,13 @@
 // building the statement text each time. What each does is unchanged (db/webhooks.ts says what).
 import type { Knex } from "knex";
 
-export async function up(knex: Knex): Promise<void> {
-  await knex.raw(`
-    create function integrator.delivery_to_send(p_tenant_id uuid, p_delivery_id uuid)
-    returns table (
-      id uuid, tenant_id uuid, event_type text, payload jsonb, status text, attempts integer, url text,
-      subscription_active boolean, subscription_disabled boolean, subscription_disabled_by text,
-      secret_encrypted text, secrets_encrypted text[]
-    )
-    language plpgsql stable as $$
-    begin
-      return query
-      select d.id, d.tenant_id, d.event_type, d.payload, d.status, d.attempts, s.url,
-             s.is_active, s.disabled_at is not null, s.disabled_by, s.secret_encrypted,
-             array_remove(array[s.secret_encrypted,
-                                case when s.previous_secret_expires_at > now() then s.previous_secret_encrypted end],
-                          null)
-        from integrator.webhook_deliveries d
-        join integrator.webhook_subscriptions s on s.tenant_id = d.tenant_id and s.id = d.subscription_id
-       where d.tenant_id = p_tenant_id and d.id = p_delivery_id;
-    end;
-    $$;
+/** The statement that queues a retry's job, in 0018's version (0021 passes the attempt it is for). */
+export const RETRY_OF_0018 =
+  "        perform integrator.queue_delivery_jobs(p_tenant_id, array[p_delivery_id], integrator.delivery_backlog(p_tenant_id), p_retry_at);";
 
-    create function integrator.record_delivery_attempt(
+/** integrator.record_delivery_attempt, queueing a retry's job with `queueRetry` (a plpgsql statement). */
+export const recordDeliveryAttempt = (queueRetry: string): string => `
+    create or replace function integrator.record_delivery_attempt(
       p_tenant_id uuid, p_delivery_id uuid, p_attempts_before integer, p_status text, p_attempted_at timestamptz,
       p_duration_ms integer, p_response_code integer, p_error_message text, p_error_class text,
       p_retry_at timestamptz, p_failed_in_a_row integer, p_failing_days float8
@@ -79,11 +63,35 @@ export async function up(knex: Knex): Promise<void> {
       )
       select exists (select 1 from recorded) into was_recorded;
       if was_recorded and p_retry_at is not null then
-        perform integrator.queue_delivery_jobs(p_tenant_id, array[p_delivery_id], integrator.delivery_backlog(p_tenant_id), p_retry_at);
+${queueRetry}
       end if;
       return was_recorded;
     end;
+    $$;`;
+
+export async function up(knex: Knex): Promise<void> {
+  await knex.raw(`
+    create function integrator.delivery_to_send(p_tenant_id uuid, p_delivery_id uuid)
+    returns table (
+      id uuid, tenant_id uuid, event_type text, payload jsonb, status text, attempts integer, url text,
+      subscription_active boolean, subscription_disabled boolean, subscription_disabled_by text,
+      secret_encrypted text, secrets_encrypted text[]
+    )
+    language plpgsql stable as $$
+    begin
+      return query
+      select d.id, d.tenant_id, d.event_type, d.payload, d.status, d.attempts, s.url,
+             s.is_active, s.disabled_at is not null, s.disabled_by, s.secret_encrypted,
+             array_remove(array[s.secret_encrypted,
+                                case when s.previous_secret_expires_at > now() then s.previous_secret_encrypted end],
+                          null)
+        from integrator.webhook_deliveries d
+        join integrator.webhook_subscriptions s on s.tenant_id = d.tenant_id and s.id = d.subscription_id
+       where d.tenant_id = p_tenant_id and d.id = p_delivery_id;
+    end;
     $$;
+
+    ${recordDeliveryAttempt(RETRY_OF_0018)}
   `);
 }
 

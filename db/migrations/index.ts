@@ -3,6 +3,7 @@ import type { Knex } from "knex";
 import * as accountProtection from "./0008_account_protection.ts";
 import * as deliveryAttemptFunctions from "./0018_delivery_attempt_functions.ts";
 import * as emitEventCachedPlans from "./0019_emit_event_cached_plans.ts";
+import * as deliveryJobsCarryTheirAttempt from "./0021_delivery_jobs_carry_their_attempt.ts";
 import * as emitEventOneAddJobs from "./0016_emit_event_one_add_jobs.ts";
 import * as foundation from "./0001_foundation.ts";
 import * as idempotencyExactBytes from "./0009_idempotency_exact_bytes.ts";
@@ -45,6 +46,7 @@ const migrations: [string, Migration][] = [
   ["0018_delivery_attempt_functions", deliveryAttemptFunctions],
   ["0019_emit_event_cached_plans", emitEventCachedPlans],
   ["0020_intake_items_keyed_by_id", intakeItemsKeyedById],
+  ["0021_delivery_jobs_carry_their_attempt", deliveryJobsCarryTheirAttempt],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

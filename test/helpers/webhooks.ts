@@ -1,6 +1,7 @@
 // A test server with a real graphile-worker and a real HTTPS receiver on loopback (its certificate
 // signed by a test CA made at run time), wired together the way decisions §5 allows for tests:
 // WEBHOOK_RESOLVE points hooks.test.example at 127.0.0.1, WEBHOOK_CA_FILE trusts the test CA.
+import type { Knex } from "knex";
 import type { DestinationStream } from "pino";
 import type { Test } from "tap";
 import { startWorker } from "../../worker/runner.ts";
@@ -17,6 +18,21 @@ import {
 } from "./https-receiver.ts";
 import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "./server.ts";
 import { waitFor } from "./wait.ts";
+
+/** The deliver_webhook jobs queued for a delivery (graphile-worker's own table: its view hides payloads), oldest first. */
+export function jobsOfDelivery(
+  db: Knex,
+  deliveryId: string,
+): Promise<
+  { id: string; payload: unknown; run_at: Date; attempts: number; locked_at: Date | null; key: string | null }[]
+> {
+  return db("graphile_worker._private_jobs as j")
+    .join("graphile_worker._private_tasks as k", "k.id", "j.task_id")
+    .where("k.identifier", "deliver_webhook")
+    .whereRaw("j.payload->>'delivery_id' = ?", [deliveryId])
+    .orderBy("j.id")
+    .select("j.id", "j.payload", "j.run_at", "j.attempts", "j.locked_at", "j.key");
+}
 
 /** The data of an intake.submitted event: one accepted item of a new submission; `overrides` change fields. */
 export function intakeEventData(

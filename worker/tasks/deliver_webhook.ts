@@ -3,7 +3,8 @@
 // subscription's secret. After every attempt the delivery records it; a failure with attempts left
 // queues the next attempt itself (retry n waits base × 6^(n−1) s, at most 10 h) and this job
 // succeeds, so graphile-worker's own backoff never drives the schedule. A job whose delivery is
-// already final, or whose attempt another run already recorded, does nothing.
+// already final, or whose attempt another run already recorded (the job carries the attempt it is
+// for), does nothing.
 import type { Task } from "graphile-worker";
 import { canonicalJson } from "../../server/canonical-json.ts";
 import type { Services } from "../../server/services.ts";
@@ -56,6 +57,9 @@ export function deliverWebhook(
     const { db } = services;
     const delivery = await findDeliveryToSend(db, payload.tenant_id, payload.delivery_id);
     if (!delivery || delivery.status !== "pending") return;
+    // Queued for an attempt another run already recorded (its worker died before completing this job):
+    // the job that attempt queued carries the next one.
+    if (payload.attempts !== undefined && payload.attempts !== delivery.attempts) return;
     if (!delivery.subscription_active) {
       await failWithoutAttempt(db, delivery.tenant_id, delivery.id, DEACTIVATED_MESSAGE);
       return;
