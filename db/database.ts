@@ -224,6 +224,8 @@ export async function startEmbeddedPostgres(options: {
   port: number;
   database?: string;
   onLog?: (line: string) => void;
+  /** Server settings beyond ours, each passed as `-c name=value` (a benchmark's pg_stat_statements). */
+  settings?: Record<string, string>;
 }): Promise<EmbeddedServer> {
   const database = options.database ?? "integrator";
   const EmbeddedPostgres = await loadEmbeddedPostgres();
@@ -245,7 +247,15 @@ export async function startEmbeddedPostgres(options: {
     persistent: true,
     createPostgresUser: true,
     initdbFlags: ["--encoding=UTF8", "--no-sync"],
-    postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=", "-c", "max_connections=200"],
+    postgresFlags: [
+      "-c",
+      "listen_addresses=127.0.0.1",
+      "-c",
+      "unix_socket_directories=",
+      "-c",
+      "max_connections=200",
+      ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => ["-c", `${name}=${value}`]),
+    ],
     onLog: quiet,
     onError: quiet,
   });

@@ -11,6 +11,9 @@
 //   npm run bench:intake -- --only "no Idem" --profile /tmp/intake.cpuprofile
 //                                               also a CPU profile of this process during the service's
 //                                               segments only (read it with scripts/bench/profile-summary.ts)
+//   npm run bench:intake -- --only "no Idem" --statements
+//                                               also PostgreSQL's time per request, statement by statement
+//                                               (pg_stat_statements, the service's segments only)
 //   npm run bench:intake -- --rows 1000000      flat cost: the same reads and writes on a database of
 //                                               10 000 rows against one of N rows, alternating
 import { execFile } from "node:child_process";
@@ -32,6 +35,7 @@ import { fixed, flags, listFlag, log, machine, mean, median, met, numberFlag, up
 import { listen, startIntakeFloor, type Listening } from "./bench/floor.ts";
 import { seedTenantRows } from "./bench/seed.ts";
 import type { Scenario } from "./bench/load.ts";
+import { STATEMENT_SETTINGS, statementProfile, type StatementProfile } from "./bench/statements.ts";
 import { cpuProfiler } from "./bench/profile.ts";
 import { cpuMeter, cpuText, meanCpu, type CpuPerOperation } from "./bench/cpu.ts";
 
@@ -43,6 +47,7 @@ const ROWS = options.has("rows") ? numberFlag(options, "rows", 1_000_000) : unde
 const SMALL_ROWS = 10_000;
 const ONLY = options.get("only");
 const PROFILE = options.get("profile");
+const STATEMENTS = options.has("statements");
 const run = promisify(execFile);
 
 interface Figures {
@@ -204,6 +209,7 @@ async function alternate(
   floorLabel: string,
   connections: number[],
   rounds: number,
+  statements?: StatementProfile,
 ): Promise<Pairing[]> {
   const pairings: Pairing[] = [];
   const profiler = PROFILE === undefined ? undefined : await cpuProfiler();
@@ -216,9 +222,11 @@ async function alternate(
       for (const [index, contest] of contests.entries()) {
         const pairing = mine[index] as Pairing;
         const f = await load(contest.floor, conns, DURATION);
+        const since = await statements?.mark();
         await profiler?.resume();
         const s = await load(contest.service, conns, DURATION);
         await profiler?.pause();
+        if (since) await statements?.add(contest.name, since, s.total);
         pairing.floor.push(f);
         pairing.service.push(s);
         log(
@@ -303,6 +311,7 @@ const CPU_NOTE =
 async function ratiosAgainstFloor(adminUrl: string): Promise<string[]> {
   const api = await startApi(await createDatabaseNamed(adminUrl, "integrator_bench"));
   const floor = await startIntakeFloor(withDatabase(adminUrl, "integrator_bench"), api.config.dbPoolMax);
+  const statements = STATEMENTS ? await statementProfile(withDatabase(adminUrl, "integrator_bench")) : undefined;
   try {
     await firstCall(api, "bench-replay");
     const scenarios: [string, Scenario][] = [
@@ -368,6 +377,7 @@ async function ratiosAgainstFloor(adminUrl: string): Promise<string[]> {
       "floor",
       CONNECTIONS,
       ROUNDS,
+      statements,
     );
     const goals = pairings.flatMap((p) =>
       (GOALS[p.name] ?? []).map(
@@ -383,8 +393,10 @@ async function ratiosAgainstFloor(adminUrl: string): Promise<string[]> {
       "| Connections | Scenario | Goal | Measured | |",
       "|---:|---|---|---:|---|",
       ...goals,
+      ...(statements ? selected.flatMap(([name]) => ["", ...statements.table(name)]) : []),
     ];
   } finally {
+    await statements?.close();
     await floor.close();
     await api.close();
   }
@@ -464,7 +476,7 @@ async function flatCost(adminUrl: string, rows: number): Promise<string[]> {
 }
 
 const before = uptime();
-const postgres = await throwawayPostgres("integrator-bench");
+const postgres = await throwawayPostgres("integrator-bench", STATEMENTS ? STATEMENT_SETTINGS : undefined);
 let lines: string[];
 try {
   lines = ROWS === undefined ? await ratiosAgainstFloor(postgres.adminUrl) : await flatCost(postgres.adminUrl, ROWS);

@@ -12,8 +12,11 @@
 //   npm run bench:webhooks -- --profile /tmp/webhooks.cpuprofile
 //                                                also a CPU profile of the delivery segments only
 //                                                (read it with scripts/bench/profile-summary.ts)
+//   npm run bench:webhooks -- --statements       also PostgreSQL's time per delivery, statement by
+//                                                statement (pg_stat_statements, the delivery segments only)
 import { randomBytes, randomUUID } from "node:crypto";
 import { cpuProfiler } from "./bench/profile.ts";
+import { STATEMENT_SETTINGS, statementProfile } from "./bench/statements.ts";
 import { cpuMeter, cpuText, meanCpu, type CpuPerOperation } from "./bench/cpu.ts";
 import type { Knex } from "knex";
 import fs from "node:fs";
@@ -52,6 +55,7 @@ const ROUNDS = numberFlag(options, "rounds", 2);
 const JOBS = numberFlag(options, "jobs", 1000);
 const PACED_SECONDS = numberFlag(options, "paced-seconds", 5);
 const PROFILE = options.get("profile");
+const STATEMENTS = options.has("statements");
 
 /** A delivery that failed (the benchmark's receiver accepts everything, so none should): its message. */
 async function failedDelivery(db: Knex): Promise<string | undefined> {
@@ -87,12 +91,15 @@ async function main(): Promise<void> {
     dataDir: tempDir,
     port: await freePort(),
     database: "integrator_bench",
+    settings: STATEMENTS ? STATEMENT_SETTINGS : undefined,
   });
   const db = createDatabase(postgres.url, 20, "integrator-bench");
   let services: Services | undefined;
   const stops: (() => Promise<void>)[] = [];
   try {
     await migrateAll(db, postgres.url);
+    const statements = STATEMENTS ? await statementProfile(postgres.url) : undefined;
+    if (statements) stops.push(() => statements.close());
     const config = loadConfig({
       WORKER_CONCURRENCY: "5",
       ...process.env,
@@ -162,7 +169,7 @@ async function main(): Promise<void> {
       // A delivery segment: JOBS deliveries' worth of events emitted in one statement (queued at once,
       // like the no-op jobs), timed from the emission to the last receipt.
       // Also how long the emitting statement took.
-      const deliverySegment = async (): Promise<Segment & { emissionMs: number }> => {
+      const deliverySegment = async (): Promise<Segment & { emissionMs: number; deliveries: number }> => {
         const events = Math.max(1, Math.round(JOBS / fanOut));
         const target = received + events * fanOut;
         const cpuPer = cpuMeter(postgres.databaseDir);
@@ -179,7 +186,7 @@ async function main(): Promise<void> {
           failure: () => failedDelivery(db),
         });
         const rate = (events * fanOut) / ((performance.now() - started) / 1000);
-        return { rate, cpu: cpuPer(events * fanOut), emissionMs };
+        return { rate, cpu: cpuPer(events * fanOut), emissionMs, deliveries: events * fanOut };
       };
       const row: Row = {
         fanOut,
@@ -194,9 +201,11 @@ async function main(): Promise<void> {
       await deliverySegment(); // warm-up: TLS contexts, the JIT, the pools
       for (let round = 1; round <= ROUNDS; round++) {
         const noops = await noopSegment();
+        const since = await statements?.mark();
         await profiler?.resume();
         const deliveries = await deliverySegment();
         await profiler?.pause();
+        if (since) await statements?.add(`fan-out ${fanOut}`, since, deliveries.deliveries);
         row.noops.push(noops.rate);
         row.deliveries.push(deliveries.rate);
         row.noopCpu.push(noops.cpu);
@@ -269,6 +278,7 @@ async function main(): Promise<void> {
       "",
       "CPU ms per delivery or job: this process's (the worker, the receiver and the emitting connections), the embedded PostgreSQL's processes' and the whole machine's busy time over a segment (emission or queueing included), divided by its deliveries or jobs; means over rounds.",
       "",
+      ...rows.flatMap((row) => statements?.table(`fan-out ${row.fanOut}`).concat("") ?? []),
     ];
     process.stdout.write(lines.join("\n"));
   } finally {

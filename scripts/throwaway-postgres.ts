@@ -31,10 +31,11 @@ export function withDatabase(url: string, name: string): string {
   return parsed.toString();
 }
 
-export async function throwawayPostgres(prefix: string): Promise<ThrowawayPostgres> {
+/** `settings` apply to an embedded server only (DATABASE_URL's is as it is). */
+export async function throwawayPostgres(prefix: string, settings?: Record<string, string>): Promise<ThrowawayPostgres> {
   if (process.env.DATABASE_URL) return { adminUrl: process.env.DATABASE_URL, stop: async () => undefined };
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `${prefix}-`));
-  const server = await startEmbeddedPostgres({ dataDir, port: await freePort(), database: "postgres" });
+  const server = await startEmbeddedPostgres({ dataDir, port: await freePort(), database: "postgres", settings });
   return {
     adminUrl: server.url,
     databaseDir: server.databaseDir,
