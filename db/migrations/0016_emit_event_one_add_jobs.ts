@@ -18,10 +18,28 @@ import type { Knex } from "knex";
 import { QUEUE_DELIVERY_JOB } from "./0006_webhook_engine.ts";
 import { up as emitEventOf0013 } from "./0013_webhook_engine_emit.ts";
 
-/** 0016's integrator.queue_delivery_jobs (0021's down puts it back). */
-export const QUEUE_DELIVERY_JOBS = `
+/**
+ * How a version of integrator.queue_delivery_jobs tells one delivery's job from another: 0016 by a job
+ * key, 0021 by the attempt its payload is for (an extra parameter). Each maps the SQL expression of a
+ * delivery id to the job's payload and key.
+ */
+export interface DeliveryJobIdentity {
+  extraParameters: string;
+  payload: (deliveryId: string) => string;
+  key: (deliveryId: string) => string;
+}
+
+const KEYED: DeliveryJobIdentity = {
+  extraParameters: "",
+  payload: (deliveryId) =>
+    `json_build_object('tenant_id', queue_delivery_jobs.tenant_id, 'delivery_id', ${deliveryId})`,
+  key: (deliveryId) => `'deliver_webhook:' || ${deliveryId}`,
+};
+
+/** integrator.queue_delivery_jobs, its jobs told apart by `identity`. */
+export const queueDeliveryJobs = (identity: DeliveryJobIdentity): string => `
     create function integrator.queue_delivery_jobs(
-      tenant_id uuid, delivery_ids uuid[], first_rank integer, run_at timestamptz default null
+      tenant_id uuid, delivery_ids uuid[], first_rank integer, run_at timestamptz default null${identity.extraParameters}
     ) returns integer
     language plpgsql volatile
     set plan_cache_mode = force_custom_plan
@@ -36,10 +54,10 @@ export const QUEUE_DELIVERY_JOBS = `
       if cardinality(queue_delivery_jobs.delivery_ids) = 1 then
         perform graphile_worker.add_job(
           'deliver_webhook',
-          json_build_object('tenant_id', queue_delivery_jobs.tenant_id, 'delivery_id', queue_delivery_jobs.delivery_ids[1]),
+          ${identity.payload("queue_delivery_jobs.delivery_ids[1]")},
           run_at => queue_delivery_jobs.run_at,
           max_attempts => 10,
-          job_key => 'deliver_webhook:' || queue_delivery_jobs.delivery_ids[1],
+          job_key => ${identity.key("queue_delivery_jobs.delivery_ids[1]")},
           priority => least(greatest(queue_delivery_jobs.first_rank, 0), 1000),
           flags => array['tenant:' || queue_delivery_jobs.tenant_id::text]
         );
@@ -49,11 +67,11 @@ export const QUEUE_DELIVERY_JOBS = `
       perform graphile_worker.add_jobs((
         select array_agg(row(
                  'deliver_webhook',
-                 json_build_object('tenant_id', queue_delivery_jobs.tenant_id, 'delivery_id', d.id),
+                 ${identity.payload("d.id")},
                  null,
                  queue_delivery_jobs.run_at,
                  10::smallint,
-                 'deliver_webhook:' || d.id,
+                 ${identity.key("d.id")},
                  least(greatest(queue_delivery_jobs.first_rank + d.k::integer - 1, 0), 1000)::smallint,
                  array['tenant:' || queue_delivery_jobs.tenant_id::text]
                )::graphile_worker.job_spec order by d.k)
@@ -62,6 +80,9 @@ export const QUEUE_DELIVERY_JOBS = `
       return cardinality(queue_delivery_jobs.delivery_ids);
     end;
     $$;`;
+
+/** 0016's version (0021's down puts it back). */
+export const QUEUE_DELIVERY_JOBS = queueDeliveryJobs(KEYED);
 
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`

@@ -17,54 +17,22 @@
 // (for no key), and its generic plan scans the job table (pg_stat_statements: 420 ms against 67 ms over
 // 11 000 calls with a backlog of 2 000).
 import type { Knex } from "knex";
-import { QUEUE_DELIVERY_JOBS } from "./0016_emit_event_one_add_jobs.ts";
+import { QUEUE_DELIVERY_JOBS, queueDeliveryJobs, type DeliveryJobIdentity } from "./0016_emit_event_one_add_jobs.ts";
 import { RETRY_OF_0018, recordDeliveryAttempt } from "./0018_delivery_attempt_functions.ts";
+
+/** No key; the payload names the attempt, `attempts` (the delivery's attempts when queued, 0 by default). */
+const BY_ATTEMPT: DeliveryJobIdentity = {
+  extraParameters: ", attempts integer default 0",
+  payload: (deliveryId) =>
+    `json_build_object('tenant_id', queue_delivery_jobs.tenant_id, 'delivery_id', ${deliveryId}, 'attempts', queue_delivery_jobs.attempts)`,
+  key: () => "null",
+};
 
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`
     drop function integrator.queue_delivery_jobs(uuid, uuid[], integer, timestamptz);
 
-    create function integrator.queue_delivery_jobs(
-      tenant_id uuid, delivery_ids uuid[], first_rank integer, run_at timestamptz default null, attempts integer default 0
-    ) returns integer
-    language plpgsql volatile
-    set plan_cache_mode = force_custom_plan
-    as $$
-    begin
-      if coalesce(cardinality(queue_delivery_jobs.delivery_ids), 0) = 0 then
-        return 0;
-      end if;
-      -- One delivery (fan-out 1, a retry, a resend): add_job, whose arguments are plain expressions.
-      if cardinality(queue_delivery_jobs.delivery_ids) = 1 then
-        perform graphile_worker.add_job(
-          'deliver_webhook',
-          json_build_object('tenant_id', queue_delivery_jobs.tenant_id, 'delivery_id', queue_delivery_jobs.delivery_ids[1],
-                            'attempts', queue_delivery_jobs.attempts),
-          run_at => queue_delivery_jobs.run_at,
-          max_attempts => 10,
-          priority => least(greatest(queue_delivery_jobs.first_rank, 0), 1000),
-          flags => array['tenant:' || queue_delivery_jobs.tenant_id::text]
-        );
-        return 1;
-      end if;
-      -- Several: one insert and one notification for all of them.
-      perform graphile_worker.add_jobs((
-        select array_agg(row(
-                 'deliver_webhook',
-                 json_build_object('tenant_id', queue_delivery_jobs.tenant_id, 'delivery_id', d.id,
-                                   'attempts', queue_delivery_jobs.attempts),
-                 null,
-                 queue_delivery_jobs.run_at,
-                 10::smallint,
-                 null,
-                 least(greatest(queue_delivery_jobs.first_rank + d.k::integer - 1, 0), 1000)::smallint,
-                 array['tenant:' || queue_delivery_jobs.tenant_id::text]
-               )::graphile_worker.job_spec order by d.k)
-          from unnest(queue_delivery_jobs.delivery_ids) with ordinality as d(id, k)
-      ));
-      return cardinality(queue_delivery_jobs.delivery_ids);
-    end;
-    $$;
+    ${queueDeliveryJobs(BY_ATTEMPT)}
 
     ${recordDeliveryAttempt(
       "        perform integrator.queue_delivery_jobs(p_tenant_id, array[p_delivery_id], integrator.delivery_backlog(p_tenant_id), p_retry_at, p_attempts_before + 1);",
