@@ -5,7 +5,7 @@ import pg from "pg";
 import t from "tap";
 import { emitEvent } from "../db/events.ts";
 import { createTestTenant } from "./helpers/server.ts";
-import { startWebhookRig, testCa } from "./helpers/webhooks.ts";
+import { deliveryJobs, startWebhookRig, testCa } from "./helpers/webhooks.ts";
 import { waitFor } from "./helpers/wait.ts";
 
 const ca = testCa(t);
@@ -113,28 +113,7 @@ t.test(
     const subscriptions = [];
     for (let i = 0; i < 3; i++) subscriptions.push((await rig.subscribe(rig.receiver.url(`/ranked-${i}`))).id);
     await rig.subscribe(rig.receiver.url("/other-kind"), ["document.completed"]);
-    const jobsOf = async (deliveryIds: string[]) =>
-      (
-        await server.services.db.raw<{
-          rows: {
-            delivery_id: string;
-            priority: number;
-            key: string | null;
-            attempts: number;
-            flags: Record<string, boolean>;
-            max_attempts: number;
-            tenant_id: string;
-          }[];
-        }>(
-          `select j.payload->>'delivery_id' as delivery_id, j.payload->>'tenant_id' as tenant_id, (j.payload->>'attempts')::int as attempts,
-                  j.priority, j.key, j.flags, j.max_attempts
-             from graphile_worker._private_jobs j
-             join graphile_worker._private_tasks k on k.id = j.task_id
-            where k.identifier = 'deliver_webhook' and j.payload->>'delivery_id' = any (?)
-            order by j.priority`,
-          [deliveryIds],
-        )
-      ).rows;
+    const jobsOf = (deliveryIds: string[]) => deliveryJobs(server.services.db, deliveryIds);
     const emitAndFind = async () => {
       const before = new Date(Date.now() - 1000);
       const count = await emitEvent(server.services.db, rig.tenant.tenantId, "scorecard.created", {
@@ -157,11 +136,11 @@ t.test(
       "with no backlog, the event's deliveries rank 0, 1, 2",
     );
     for (const job of firstJobs) {
-      t.equal(job.attempts, 0, "for its first attempt");
+      t.equal(job.payload.attempts, 0, "for its first attempt");
       t.equal(job.key, null, "with no job key (migration 0021)");
       t.same(job.flags, { [`tenant:${rig.tenant.tenantId}`]: true }, "flagged with its tenant");
       t.equal(job.max_attempts, 10);
-      t.equal(job.tenant_id, rig.tenant.tenantId);
+      t.equal(job.payload.tenant_id, rig.tenant.tenantId);
     }
 
     const second = await emitAndFind();
@@ -215,7 +194,7 @@ t.test(
       "one delivery per event: ranks 0, then 1 behind the first",
     );
     for (const job of singleJobs) {
-      t.equal(job.attempts, 0);
+      t.equal(job.payload.attempts, 0);
       t.equal(job.key, null);
       t.same(job.flags, { [`tenant:${single.tenantId}`]: true });
       t.equal(job.max_attempts, 10);

@@ -19,20 +19,45 @@ import {
 import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "./server.ts";
 import { waitFor } from "./wait.ts";
 
-/** The deliver_webhook jobs queued for a delivery (graphile-worker's own table: its view hides payloads), oldest first. */
-export function jobsOfDelivery(
-  db: Knex,
-  deliveryId: string,
-): Promise<
-  { id: string; payload: unknown; run_at: Date; attempts: number; locked_at: Date | null; key: string | null }[]
-> {
+/** A queued deliver_webhook job as graphile-worker stores it (`attempts` is graphile-worker's count, the payload's is ours). */
+export interface QueuedDeliveryJob {
+  id: string;
+  payload: { tenant_id: string; delivery_id: string; attempts?: number };
+  run_at: Date;
+  attempts: number;
+  max_attempts: number;
+  locked_at: Date | null;
+  key: string | null;
+  priority: number;
+  flags: Record<string, boolean> | null;
+}
+
+/**
+ * The deliver_webhook jobs queued for these deliveries, in the order graphile-worker takes them (priority,
+ * then oldest), read from its own tables: its view hides payloads.
+ */
+export function deliveryJobs(db: Knex, deliveryIds: readonly string[]): Promise<QueuedDeliveryJob[]> {
   return db("graphile_worker._private_jobs as j")
     .join("graphile_worker._private_tasks as k", "k.id", "j.task_id")
     .where("k.identifier", "deliver_webhook")
-    .whereRaw("j.payload->>'delivery_id' = ?", [deliveryId])
-    .orderBy("j.id")
-    .select("j.id", "j.payload", "j.run_at", "j.attempts", "j.locked_at", "j.key");
+    .whereRaw("j.payload->>'delivery_id' = any (?)", [[...deliveryIds]])
+    .orderBy(["j.priority", "j.id"])
+    .select(
+      "j.id",
+      "j.payload",
+      "j.run_at",
+      "j.attempts",
+      "j.max_attempts",
+      "j.locked_at",
+      "j.key",
+      "j.priority",
+      "j.flags",
+    );
 }
+
+/** The deliver_webhook jobs queued for one delivery. */
+export const jobsOfDelivery = (db: Knex, deliveryId: string): Promise<QueuedDeliveryJob[]> =>
+  deliveryJobs(db, [deliveryId]);
 
 /** The data of an intake.submitted event: one accepted item of a new submission; `overrides` change fields. */
 export function intakeEventData(
