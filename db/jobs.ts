@@ -9,7 +9,8 @@ export interface DeliverWebhookPayload {
   delivery_id: string;
   /**
    * The delivery's attempts when the job was queued (migration 0021): the job sends only while the
-   * delivery still has that many. Jobs queued before 0021 have none (and a job key instead).
+   * delivery still has that many. Jobs queued before 0021 had none (and a job key instead); 0022 gave
+   * those still queued their delivery's attempts. One queued by hand without it is sent as before.
    */
   attempts?: number;
 }

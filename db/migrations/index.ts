@@ -4,6 +4,7 @@ import * as accountProtection from "./0008_account_protection.ts";
 import * as deliveryAttemptFunctions from "./0018_delivery_attempt_functions.ts";
 import * as emitEventCachedPlans from "./0019_emit_event_cached_plans.ts";
 import * as deliveryJobsCarryTheirAttempt from "./0021_delivery_jobs_carry_their_attempt.ts";
+import * as queuedJobsNameTheirAttempt from "./0022_queued_jobs_name_their_attempt.ts";
 import * as emitEventOneAddJobs from "./0016_emit_event_one_add_jobs.ts";
 import * as foundation from "./0001_foundation.ts";
 import * as idempotencyExactBytes from "./0009_idempotency_exact_bytes.ts";
@@ -47,6 +48,7 @@ const migrations: [string, Migration][] = [
   ["0019_emit_event_cached_plans", emitEventCachedPlans],
   ["0020_intake_items_keyed_by_id", intakeItemsKeyedById],
   ["0021_delivery_jobs_carry_their_attempt", deliveryJobsCarryTheirAttempt],
+  ["0022_queued_jobs_name_their_attempt", queuedJobsNameTheirAttempt],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {
