@@ -2,23 +2,30 @@
 // active URLs are resolved (the oldest stays), every tenant's delivery counter starts exact, and
 // emit_event keeps its signature and behaviour while also counting. 0022_queued_jobs_name_their_attempt:
 // the deliver_webhook jobs queued before 0021 name the attempt they are for; nothing else changes.
-import t from "tap";
+import t, { type Test } from "tap";
+import type { Knex } from "knex";
 import { createDatabase, migrate, pendingMigrations } from "../db/database.ts";
 import { migrationSource } from "../db/migrations/index.ts";
 import { createTenant } from "../db/principals.ts";
 import { createTestDatabase } from "./helpers/database.ts";
 import { deliveryJobs } from "./helpers/webhooks.ts";
 
+/**
+ * A database of its own, rolled back to the state before `migration` (the template is fully migrated);
+ * `migrate` re-applies it and every later one.
+ */
+async function databaseBefore(t: Test, migration: string): Promise<Knex> {
+  const db = createDatabase(await createTestDatabase(t), 5, "integrator-test");
+  t.teardown(() => db.destroy());
+  const config = { migrationSource, schemaName: "integrator", tableName: "knex_migrations" };
+  while (!(await pendingMigrations(db)).includes(migration)) await db.migrate.down(config);
+  return db;
+}
+
 t.test(
   "upgrading keeps the oldest of duplicate active URLs, counts existing deliveries exactly, and emit_event still fans out",
   async (t) => {
-    const db = createDatabase(await createTestDatabase(t), 5, "integrator-test");
-    t.teardown(() => db.destroy());
-    const config = { migrationSource, schemaName: "integrator", tableName: "knex_migrations" };
-    const applied = async () =>
-      ((await db.migrate.list(config)) as [{ name: string }[], unknown])[0].map((entry) => entry.name);
-    // Back to the state before this migration (the template is fully migrated); later ones are re-applied below.
-    while ((await applied()).includes("0007_webhook_operations")) await db.migrate.down(config);
+    const db = await databaseBefore(t, "0007_webhook_operations");
     const tenant = await createTenant(db, "before");
     const subscription = (url: string, createdAt: string) =>
       db("integrator.webhook_subscriptions")
@@ -68,10 +75,7 @@ t.test(
 t.test(
   "upgrading gives each queued deliver_webhook job from before 0021 its delivery's attempts, and leaves every other job as it was",
   async (t) => {
-    const db = createDatabase(await createTestDatabase(t), 5, "integrator-test");
-    t.teardown(() => db.destroy());
-    const config = { migrationSource, schemaName: "integrator", tableName: "knex_migrations" };
-    await db.migrate.down(config);
+    const db = await databaseBefore(t, "0022_queued_jobs_name_their_attempt");
     t.same(await pendingMigrations(db), ["0022_queued_jobs_name_their_attempt"], "back to the state before 0022");
     const tenant = await createTenant(db, "jobs before 0021");
     const [subscription] = await db("integrator.webhook_subscriptions")
