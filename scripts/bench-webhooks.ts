@@ -3,7 +3,10 @@
 // with openssl). Its floor is graphile-worker itself on the same runner: jobs that do nothing. Rounds
 // alternate a floor segment (N no-op jobs queued at once) and a delivery segment (N deliveries' worth of
 // intake.submitted events queued at once, at fan-out 1 or 100), so the figure that counts is the ratio
-// deliveries/s ÷ no-op jobs/s in the same run. Then, per fan-out, events are emitted one transaction
+// deliveries/s ÷ no-op jobs/s in the same run. Between them a third segment bounds that ratio: N jobs
+// that each only send one signed request of a delivery's size through the same sender (pooled HTTPS) to
+// the same receiver, with no database work of their own; sends/s ÷ no-op jobs/s is what a delivery could
+// reach if reading and recording it cost nothing. Then, per fan-out, events are emitted one transaction
 // each at half the measured delivery rate, and the event-to-receipt latency is taken.
 //
 //   npm run bench:webhooks                       quick: fan-out 1 and 100, 2 rounds of 1000 jobs
@@ -31,6 +34,9 @@ import type { Services } from "../server/services.ts";
 import { createTenant } from "../db/principals.ts";
 import { createSubscription } from "../db/webhooks.ts";
 import { startWorker } from "../worker/runner.ts";
+import { sendSettings, sendWebhook } from "../worker/sender.ts";
+import { signatureHeaders } from "../worker/signatures.ts";
+import { canonicalJson } from "../server/canonical-json.ts";
 import { taskList } from "../worker/tasks/index.ts";
 import { makeTestCa, startReceiver } from "../test/helpers/https-receiver.ts";
 import { intakeEventData, webhookEnv } from "../test/helpers/webhooks.ts";
@@ -75,9 +81,12 @@ interface Row {
   fanOut: number;
   deliveries: number[];
   noops: number[];
+  /** Send-only jobs/s (the bound), each round. */
+  sends: number[];
   /** CPU per delivery and per no-op job, each segment (scripts/bench/cpu.ts). */
   deliveryCpu: CpuPerOperation[];
   noopCpu: CpuPerOperation[];
+  sendCpu: CpuPerOperation[];
   pacedRate: number;
   latencies: number[];
   undelivered: number;
@@ -118,12 +127,14 @@ async function main(): Promise<void> {
     const emittedAt = new Map<string, number>();
     const latencies: number[] = [];
     let received = 0;
+    /** Requests of the send-only segments: not deliveries, so not counted in `received`. */
+    const SEND_ONLY_PATH = "/send-only";
     // Keep-alive as Node's own default (5 s): a receiver that lets connections be reused.
     const receiver = await startReceiver(ca, () => ({ status: 204 }), {
       keepRecords: false,
       keepAliveTimeoutMs: 5000,
       onRequest: (request) => {
-        received++;
+        if (request.path !== SEND_ONLY_PATH) received++;
         const event = JSON.parse(request.rawBody.toString("utf8")) as { data: { submission_id: string } };
         const sentAt = emittedAt.get(event.data.submission_id);
         if (sentAt !== undefined) latencies.push(request.receivedAt - sentAt);
@@ -132,25 +143,60 @@ async function main(): Promise<void> {
     stops.push(() => receiver.close());
 
     let noopsDone = 0;
+    let sendsDone = 0;
+    // What a delivery sends, without the database: a signed body of an intake.submitted delivery's size,
+    // through a sender like the worker's own (its connection pool and URL memo).
+    const send = sendSettings(config.webhooks);
+    const sendSecret = `whsec_${randomBytes(32).toString("base64url")}`;
+    const sendBody = canonicalJson({
+      event: "intake.submitted",
+      id: randomUUID(),
+      occurred_at: new Date().toISOString(),
+      tenant_id: randomUUID(),
+      data: intakeEventData({ submission_id: randomUUID(), module: "bench" }),
+    });
     const worker = await startWorker(services, postgres.url, {
       tasks: {
         ...taskList(services),
         bench_noop: async () => {
           noopsDone++;
         },
+        bench_send: async (_payload, helpers) => {
+          const id = randomUUID();
+          const outcome = await sendWebhook(
+            {
+              url: receiver.url(SEND_ONLY_PATH),
+              body: sendBody,
+              headers: {
+                "Content-Type": "application/json",
+                "User-Agent": "integrator-api-webhooks/bench",
+                "X-Service-Review-Event": "intake.submitted",
+                "X-Service-Review-Delivery": id,
+                ...signatureHeaders([sendSecret], { id, timestamp: Math.floor(Date.now() / 1000), body: sendBody }),
+              },
+            },
+            send,
+            helpers.abortSignal,
+          );
+          if (!outcome.delivered) throw new Error(`a send-only request failed: ${outcome.errorMessage}`);
+          sendsDone++;
+        },
       },
     });
     stops.push(() => worker.stop());
 
     // The floor: graphile-worker's own throughput on this runner, jobs that do nothing, queued at once.
-    const noopSegment = async (): Promise<Segment> => {
-      const target = noopsDone + JOBS;
+    // Its bound: the same number of jobs that each send one request and touch no table of ours.
+    const jobSegment = async (task: "bench_noop" | "bench_send", done: () => number): Promise<Segment> => {
+      const target = done() + JOBS;
       const cpuPer = cpuMeter(postgres.databaseDir);
       const started = performance.now();
-      await db.raw("select graphile_worker.add_job('bench_noop', '{}'::json) from generate_series(1, ?)", [JOBS]);
-      await until(() => noopsDone >= target, "the no-op jobs");
+      await db.raw("select graphile_worker.add_job(?, '{}'::json) from generate_series(1, ?)", [task, JOBS]);
+      await until(() => done() >= target, `the ${task} jobs`);
       return { rate: JOBS / ((performance.now() - started) / 1000), cpu: cpuPer(JOBS) };
     };
+    const noopSegment = () => jobSegment("bench_noop", () => noopsDone);
+    const sendSegment = () => jobSegment("bench_send", () => sendsDone);
 
     const profiler = PROFILE === undefined ? undefined : await cpuProfiler();
     const rows: Row[] = [];
@@ -192,15 +238,19 @@ async function main(): Promise<void> {
         fanOut,
         deliveries: [],
         noops: [],
+        sends: [],
         deliveryCpu: [],
         noopCpu: [],
+        sendCpu: [],
         pacedRate: 0,
         latencies: [],
         undelivered: 0,
       };
       await deliverySegment(); // warm-up: TLS contexts, the JIT, the pools
+      await sendSegment();
       for (let round = 1; round <= ROUNDS; round++) {
         const noops = await noopSegment();
+        const sends = await sendSegment();
         const since = await statements?.mark();
         await profiler?.resume();
         const deliveries = await deliverySegment();
@@ -209,9 +259,11 @@ async function main(): Promise<void> {
         row.noops.push(noops.rate);
         row.deliveries.push(deliveries.rate);
         row.noopCpu.push(noops.cpu);
+        row.sends.push(sends.rate);
+        row.sendCpu.push(sends.cpu);
         row.deliveryCpu.push(deliveries.cpu);
         log(
-          `fan-out ${fanOut}, round ${round}: ${fixed(deliveries.rate)} deliveries/s (CPU ms each ${cpuText(deliveries.cpu)}) against ${fixed(noops.rate)} no-op jobs/s (${cpuText(noops.cpu)}): ${fixed(deliveries.rate / noops.rate, 2)} (the emission statement took ${fixed(deliveries.emissionMs)} ms of the segment)`,
+          `fan-out ${fanOut}, round ${round}: ${fixed(deliveries.rate)} deliveries/s (CPU ms each ${cpuText(deliveries.cpu)}) against ${fixed(noops.rate)} no-op jobs/s (${cpuText(noops.cpu)}): ${fixed(deliveries.rate / noops.rate, 2)}; send-only ${fixed(sends.rate)} jobs/s (${cpuText(sends.cpu)}): ${fixed(sends.rate / noops.rate, 2)} (the emission statement took ${fixed(deliveries.emissionMs)} ms of the segment)`,
         );
       }
 
@@ -265,18 +317,21 @@ async function main(): Promise<void> {
       `Load before: ${before}`,
       `Load after:  ${uptime()}`,
       "",
-      `${ROUNDS} round(s) per fan-out, each a segment of ${JOBS} no-op jobs then one of ${JOBS} deliveries, both queued at once; then events one transaction each at half the delivery rate for ${PACED_SECONDS} s.`,
+      `${ROUNDS} round(s) per fan-out, each a segment of ${JOBS} no-op jobs, one of ${JOBS} send-only jobs and one of ${JOBS} deliveries, each queued at once; then events one transaction each at half the delivery rate for ${PACED_SECONDS} s.`,
       "",
-      "| Fan-out | Deliveries/s | No-op jobs/s | ratio (goal ≥ 0.5) | | Paced at deliveries/s | Event-to-receipt p50 | p99 | p50 goal ≤ 20 ms | not delivered | CPU ms per delivery: Node / PostgreSQL / machine | per no-op job |",
-      "|---:|---:|---:|---:|---|---:|---:|---:|---|---:|---:|---:|",
+      "| Fan-out | Deliveries/s | No-op jobs/s | ratio (goal ≥ 0.5) | | Send-only jobs/s | its ratio (the bound) | Paced at deliveries/s | Event-to-receipt p50 | p99 | p50 goal ≤ 20 ms | not delivered | CPU ms per delivery: Node / PostgreSQL / machine | per no-op job | per send-only job |",
+      "|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|",
       ...rows.map((row) => {
-        // The median over rounds of each delivery segment against the no-op segment just before it.
-        const ratio = median(row.deliveries.map((value, index) => value / (row.noops[index] ?? Number.NaN)));
+        // The median over rounds of each delivery (and send-only) segment against the no-op segment of its round.
+        const against = (rates: number[]) =>
+          median(rates.map((value, index) => value / (row.noops[index] ?? Number.NaN)));
+        const ratio = against(row.deliveries);
         const p50 = percentile(row.latencies, 50);
-        return `| ${row.fanOut} | ${fixed(mean(row.deliveries))} | ${fixed(mean(row.noops))} | ${fixed(ratio, 2)} | ${met(ratio >= 0.5)} | ${fixed(row.pacedRate)} | ${fixed(p50, 1)} ms | ${fixed(percentile(row.latencies, 99), 1)} ms | ${met(p50 <= 20)} | ${row.undelivered} | ${cpuText(meanCpu(row.deliveryCpu))} | ${cpuText(meanCpu(row.noopCpu))} |`;
+        return `| ${row.fanOut} | ${fixed(mean(row.deliveries))} | ${fixed(mean(row.noops))} | ${fixed(ratio, 2)} | ${met(ratio >= 0.5)} | ${fixed(mean(row.sends))} | ${fixed(against(row.sends), 2)} | ${fixed(row.pacedRate)} | ${fixed(p50, 1)} ms | ${fixed(percentile(row.latencies, 99), 1)} ms | ${met(p50 <= 20)} | ${row.undelivered} | ${cpuText(meanCpu(row.deliveryCpu))} | ${cpuText(meanCpu(row.noopCpu))} | ${cpuText(meanCpu(row.sendCpu))} |`;
       }),
       "",
       "CPU ms per delivery or job: this process's (the worker, the receiver and the emitting connections), the embedded PostgreSQL's processes' and the whole machine's busy time over a segment (emission or queueing included), divided by its deliveries or jobs; means over rounds.",
+      "Send-only: a job that sends one signed request of a delivery's size through a sender like the worker's (pooled HTTPS) to the same receiver and writes nothing of ours; its ratio to the no-op jobs is what deliveries could reach if reading the delivery and recording the attempt cost nothing.",
       "",
       ...rows.flatMap((row) => statements?.table(`fan-out ${row.fanOut}`).concat("") ?? []),
     ];
