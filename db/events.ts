@@ -50,10 +50,11 @@ export function isEventKind(value: unknown): value is EventKind {
 }
 
 /**
- * Queues one pending delivery (and its deliver_webhook job) for every active subscription of the
- * tenant that matches `kind`, inside `db` — pass the caller's transaction. Returns the number of
- * deliveries. The database rejects an unknown kind and data that does not match the kind's fields
- * (unknown, missing or mistyped fields) with an error, which rolls the caller's transaction back.
+ * Queues one pending delivery for every active subscription of the tenant that matches `kind`, and their job
+ * (a deliver_webhook job for one, one deliver_webhooks job for several), inside `db` — pass the caller's
+ * transaction. Returns the number of deliveries. The database rejects an unknown kind and data that does not
+ * match the kind's fields (unknown, missing or mistyped fields) with an error, which rolls the caller's
+ * transaction back.
  */
 export async function emitEvent<K extends EventKind>(
   db: Knex | Knex.Transaction,

@@ -15,6 +15,16 @@ export interface DeliverWebhookPayload {
   attempts?: number;
 }
 
+/**
+ * An event's deliveries, sent by one job (migration 0023): each is sent as a deliver_webhook job would
+ * send it, while it still has `attempts` attempts (0: none yet).
+ */
+export interface DeliverWebhooksPayload {
+  tenant_id: string;
+  delivery_ids: string[];
+  attempts: number;
+}
+
 /** Scheduled by the crontab; graphile-worker's cron adds `_cron` details, which the task ignores. */
 export type PurgeIdempotencyKeysPayload = Record<string, unknown>;
 
@@ -27,6 +37,7 @@ declare global {
   namespace GraphileWorker {
     interface Tasks {
       deliver_webhook: DeliverWebhookPayload;
+      deliver_webhooks: DeliverWebhooksPayload;
       purge_idempotency_keys: PurgeIdempotencyKeysPayload;
       purge_webhook_deliveries: PurgeWebhookDeliveriesPayload;
     }
@@ -38,6 +49,7 @@ export type JobName = keyof GraphileWorker.Tasks;
 /** The identifiers, for code that names a job (the migration that defines queue_delivery_jobs, 0016, uses the same text). */
 export const JOB = {
   deliverWebhook: "deliver_webhook",
+  deliverWebhooks: "deliver_webhooks",
   purgeIdempotencyKeys: "purge_idempotency_keys",
   purgeWebhookDeliveries: "purge_webhook_deliveries",
 } as const satisfies Record<string, JobName>;
@@ -56,5 +68,21 @@ export function isDeliverWebhookPayload(value: unknown): value is DeliverWebhook
     isUuid(candidate.tenant_id) &&
     isUuid(candidate.delivery_id) &&
     (candidate.attempts === undefined || (Number.isSafeInteger(candidate.attempts) && candidate.attempts >= 0))
+  );
+}
+
+/** A deliver_webhooks payload as it arrives, checked like a deliver_webhook one. */
+export function isDeliverWebhooksPayload(value: unknown): value is DeliverWebhooksPayload {
+  const candidate = value as Partial<DeliverWebhooksPayload> | null;
+  return (
+    typeof candidate === "object" &&
+    candidate !== null &&
+    typeof candidate.tenant_id === "string" &&
+    isUuid(candidate.tenant_id) &&
+    Array.isArray(candidate.delivery_ids) &&
+    candidate.delivery_ids.length > 0 &&
+    candidate.delivery_ids.every((id) => typeof id === "string" && isUuid(id)) &&
+    Number.isSafeInteger(candidate.attempts) &&
+    (candidate.attempts as number) >= 0
   );
 }

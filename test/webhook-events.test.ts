@@ -123,17 +123,37 @@ t.test(
   },
 );
 
-t.test("each delivery's deliver_webhook job is queued with it, for its first attempt", async (t) => {
-  const tenant = await createTestTenant(server.services);
-  await subscription(tenant, ["*"]);
-  await subscription(tenant, ["*"]);
-  await emitEvent(server.services.db, tenant.tenantId, "scorecard.created", { scorecard_id: crypto.randomUUID() });
-  for (const delivery of await deliveriesOf(tenant.tenantId)) {
-    const jobs = await jobsOfDelivery(server.services.db, delivery.id);
-    t.equal(jobs.length, 1, "one job");
-    t.same(jobs[0]?.payload, { tenant_id: tenant.tenantId, delivery_id: delivery.id, attempts: 0 });
-  }
-});
+t.test(
+  "an event's deliveries are queued with it, for their first attempt: one deliver_webhooks job for several, a deliver_webhook job for one",
+  async (t) => {
+    const tenant = await createTestTenant(server.services);
+    await subscription(tenant, ["*"]);
+    await subscription(tenant, ["*"]);
+    await emitEvent(server.services.db, tenant.tenantId, "scorecard.created", { scorecard_id: crypto.randomUUID() });
+    const deliveries = (await deliveriesOf(tenant.tenantId)).map((delivery) => delivery.id);
+    t.equal(deliveries.length, 2);
+    for (const id of deliveries) {
+      const jobs = await jobsOfDelivery(server.services.db, id);
+      t.equal(jobs.length, 1, "one job");
+      t.equal(jobs[0]?.task, "deliver_webhooks");
+      t.same(
+        { ...jobs[0]?.payload, delivery_ids: [...(jobs[0]?.payload.delivery_ids ?? [])].sort() },
+        { tenant_id: tenant.tenantId, delivery_ids: [...deliveries].sort(), attempts: 0 },
+        "naming both deliveries",
+      );
+    }
+
+    const single = await createTestTenant(server.services);
+    await subscription(single, ["*"]);
+    await emitEvent(server.services.db, single.tenantId, "scorecard.created", { scorecard_id: crypto.randomUUID() });
+    const [only] = await deliveriesOf(single.tenantId);
+    const jobs = await jobsOfDelivery(server.services.db, only?.id ?? "");
+    t.same(
+      jobs.map((job) => [job.task, job.payload]),
+      [["deliver_webhook", { tenant_id: single.tenantId, delivery_id: only?.id, attempts: 0 }]],
+    );
+  },
+);
 
 t.test("emit_event runs in the caller's transaction: a rollback leaves neither deliveries nor jobs", async (t) => {
   const tenant = await createTestTenant(server.services);

@@ -106,7 +106,7 @@ t.test(
 );
 
 t.test(
-  "an event's deliveries are queued together, ranked after the tenant's backlog: the k-th of an event at backlog + k, each for its first attempt, with its tenant flag and 10 attempts",
+  "an event's deliveries are queued together, ranked after the tenant's backlog: one job for the event's deliveries at the backlog's rank, for their first attempt, with its tenant flag and 10 attempts",
   async (t) => {
     const rig = await startWebhookRig(t, ca, { worker: false });
     const { server } = rig;
@@ -131,12 +131,12 @@ t.test(
     t.equal(first.count, 3, "one delivery per matching subscription (not the one for another kind)");
     const firstJobs = await jobsOf(first.ids);
     t.same(
-      firstJobs.map((job) => job.priority),
-      [0, 1, 2],
-      "with no backlog, the event's deliveries rank 0, 1, 2",
+      firstJobs.map((job) => [job.task, job.priority, [...(job.payload.delivery_ids ?? [])].sort()]),
+      [["deliver_webhooks", 0, [...first.ids].sort()]],
+      "with no backlog, one job for the event's three deliveries, at rank 0 (migration 0023)",
     );
     for (const job of firstJobs) {
-      t.equal(job.payload.attempts, 0, "for its first attempt");
+      t.equal(job.payload.attempts, 0, "for their first attempt");
       t.equal(job.key, null, "with no job key (migration 0021)");
       t.same(job.flags, { [`tenant:${rig.tenant.tenantId}`]: true }, "flagged with its tenant");
       t.equal(job.max_attempts, 10);
@@ -147,8 +147,8 @@ t.test(
     const secondIds = second.ids.filter((id) => !first.ids.includes(id));
     t.same(
       (await jobsOf(secondIds)).map((job) => job.priority),
-      [3, 4, 5],
-      "with 3 pending, the next event's deliveries rank 3, 4, 5",
+      [3],
+      "with 3 pending, the next event's job ranks 3",
     );
 
     const jobCount = async () =>

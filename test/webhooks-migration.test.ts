@@ -76,7 +76,7 @@ t.test(
   "upgrading gives each queued deliver_webhook job from before 0021 its delivery's attempts, and leaves every other job as it was",
   async (t) => {
     const db = await databaseBefore(t, "0022_queued_jobs_name_their_attempt");
-    t.same(await pendingMigrations(db), ["0022_queued_jobs_name_their_attempt"], "back to the state before 0022");
+    t.equal((await pendingMigrations(db))[0], "0022_queued_jobs_name_their_attempt", "back to the state before 0022");
     const tenant = await createTenant(db, "jobs before 0021");
     const [subscription] = await db("integrator.webhook_subscriptions")
       .insert({

@@ -1,7 +1,7 @@
 // Fair sharing of the worker's slots between tenants, on graphile-worker's own means (README, Webhooks →
-// Fairness). Every deliver_webhook job carries the flag `tenant:<id>` (integrator.queue_delivery_jobs) and
-// graphile-worker asks `forbiddenFlags()` before each job it takes; the answer names the tenants this
-// worker must not take a job of right now:
+// Fairness). Every delivery job (deliver_webhook, and deliver_webhooks for an event's deliveries) carries the
+// flag `tenant:<id>` (integrator.queue_delivery_jobs) and graphile-worker asks `forbiddenFlags()` before each
+// job it takes; the answer names the tenants this worker must not take a job of right now:
 //
 // - the worker runs `slots + 1` jobs at once: any tenant may hold up to `slots` of them (a tenant alone
 //   gets the worker's whole WORKER_CONCURRENCY, as before), and the last, spare slot only goes to a
@@ -88,5 +88,55 @@ export class TenantSlots {
     const waiters = this.#waiters;
     this.#waiters = [];
     for (const wake of waiters) wake();
+  }
+}
+
+/**
+ * At most `limit` of one tenant's deliveries sending at once in this worker, across the deliver_webhooks
+ * jobs (an event's deliveries in one job) that hold its slots: a tenant's share is WORKER_CONCURRENCY
+ * sends, as when every delivery was a job of its own. Waiters go in arrival order.
+ */
+export class TenantSends {
+  readonly #limit: number;
+  readonly #sending = new Map<string, number>();
+  readonly #waiting = new Map<string, (() => void)[]>();
+
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+
+  async run<T>(tenant: string, send: () => Promise<T>): Promise<T> {
+    if ((this.#sending.get(tenant) ?? 0) >= this.#limit) {
+      // The sender that leaves hands its place over (the count stays), so no newcomer can overtake.
+      await new Promise<void>((resolve) => {
+        const queue = this.#waiting.get(tenant) ?? [];
+        queue.push(resolve);
+        this.#waiting.set(tenant, queue);
+      });
+    } else {
+      this.#sending.set(tenant, (this.#sending.get(tenant) ?? 0) + 1);
+    }
+    try {
+      return await send();
+    } finally {
+      this.#leave(tenant);
+    }
+  }
+
+  /** What is sending, by tenant (for tests). */
+  snapshot(): Record<string, number> {
+    return Object.fromEntries(this.#sending);
+  }
+
+  #leave(tenant: string): void {
+    const next = this.#waiting.get(tenant)?.shift();
+    if (next) {
+      next();
+      return;
+    }
+    if (this.#waiting.get(tenant)?.length === 0) this.#waiting.delete(tenant);
+    const left = (this.#sending.get(tenant) ?? 1) - 1;
+    if (left > 0) this.#sending.set(tenant, left);
+    else this.#sending.delete(tenant);
   }
 }

@@ -78,15 +78,19 @@ export async function startWorker(
       pollInterval: options.pollInterval ?? 1000,
       taskList: options.tasks ?? taskList(services),
       // Completions that finish in the same tick are written in one statement (graphile-worker 0.17
-      // batching). Its localQueue (batched fetching) is not used: it ignores forbiddenFlags, and a slot
-      // that passes flags bypasses it, so the jobs it had locked waited unserved (worker/fairness.ts
-      // needs the flags); with it, a new-job notification also stops waking an idle slot (it only pulses
-      // the local queue), so the spare slot would wait for its poll (BENCHMARKS.md). A job whose
-      // completion was not written when the process died is released by the dead-worker sweep and runs
-      // again: deliver_webhook finds its delivery final and does nothing.
+      // batching). Its localQueue (batched fetching) is not used: it ignores forbiddenFlags, and a slot that
+      // passes flags bypasses it, so the jobs it had locked waited unserved (worker/fairness.ts needs the
+      // flags); with it, a new-job notification also stops waking an idle slot (it only pulses the local
+      // queue), so the spare slot would wait for its poll (BENCHMARKS.md). A job whose completion was not
+      // written when the process died is released by the dead-worker sweep and runs again: deliver_webhook
+      // (and deliver_webhooks, delivery by delivery) finds its delivery final and does nothing.
       preset: {
         worker: {
           completeJobBatchDelay: 0,
+          // Failures the same way: batched, they are flushed when the worker stops. Unbatched, a job failing
+          // as the worker stops (a deliver_webhooks job leaving its unstarted deliveries for its next run)
+          // was written after the pool had ended, or not at all, and stayed locked until the dead-worker sweep.
+          failJobBatchDelay: 0,
         },
       },
       crontab,

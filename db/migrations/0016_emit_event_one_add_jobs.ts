@@ -27,6 +27,8 @@ export interface DeliveryJobIdentity {
   extraParameters: string;
   payload: (deliveryId: string) => string;
   key: (deliveryId: string) => string;
+  /** How several deliveries (an event's) are queued, a plpgsql statement; one job each by default. 0023 queues one job for all. */
+  several?: string;
 }
 
 const KEYED: DeliveryJobIdentity = {
@@ -35,6 +37,24 @@ const KEYED: DeliveryJobIdentity = {
     `json_build_object('tenant_id', queue_delivery_jobs.tenant_id, 'delivery_id', ${deliveryId})`,
   key: (deliveryId) => `'deliver_webhook:' || ${deliveryId}`,
 };
+
+/** Several deliveries, a job each: one insert and one notification for all of them. */
+const oneJobEach = (
+  identity: DeliveryJobIdentity,
+): string => `      -- Several: one insert and one notification for all of them (add_job itself is add_jobs of one spec).
+      perform graphile_worker.add_jobs((
+        select array_agg(row(
+                 'deliver_webhook',
+                 ${identity.payload("d.id")},
+                 null,
+                 queue_delivery_jobs.run_at,
+                 10::smallint,
+                 ${identity.key("d.id")},
+                 least(greatest(queue_delivery_jobs.first_rank + d.k::integer - 1, 0), 1000)::smallint,
+                 array['tenant:' || queue_delivery_jobs.tenant_id::text]
+               )::graphile_worker.job_spec order by d.k)
+          from unnest(queue_delivery_jobs.delivery_ids) with ordinality as d(id, k)
+      ));`;
 
 /** integrator.queue_delivery_jobs, its jobs told apart by `identity`. */
 export const queueDeliveryJobs = (identity: DeliveryJobIdentity): string => `
@@ -63,20 +83,7 @@ export const queueDeliveryJobs = (identity: DeliveryJobIdentity): string => `
         );
         return 1;
       end if;
-      -- Several: one insert and one notification for all of them (add_job itself is add_jobs of one spec).
-      perform graphile_worker.add_jobs((
-        select array_agg(row(
-                 'deliver_webhook',
-                 ${identity.payload("d.id")},
-                 null,
-                 queue_delivery_jobs.run_at,
-                 10::smallint,
-                 ${identity.key("d.id")},
-                 least(greatest(queue_delivery_jobs.first_rank + d.k::integer - 1, 0), 1000)::smallint,
-                 array['tenant:' || queue_delivery_jobs.tenant_id::text]
-               )::graphile_worker.job_spec order by d.k)
-          from unnest(queue_delivery_jobs.delivery_ids) with ordinality as d(id, k)
-      ));
+${identity.several ?? oneJobEach(identity)}
       return cardinality(queue_delivery_jobs.delivery_ids);
     end;
     $$;`;

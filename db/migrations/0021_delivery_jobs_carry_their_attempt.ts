@@ -21,7 +21,7 @@ import { QUEUE_DELIVERY_JOBS, queueDeliveryJobs, type DeliveryJobIdentity } from
 import { RETRY_OF_0018, recordDeliveryAttempt } from "./0018_delivery_attempt_functions.ts";
 
 /** No key; the payload names the attempt, `attempts` (the delivery's attempts when queued, 0 by default). */
-const BY_ATTEMPT: DeliveryJobIdentity = {
+export const BY_ATTEMPT: DeliveryJobIdentity = {
   extraParameters: ", attempts integer default 0",
   payload: (deliveryId) =>
     `json_build_object('tenant_id', queue_delivery_jobs.tenant_id, 'delivery_id', ${deliveryId}, 'attempts', queue_delivery_jobs.attempts)`,

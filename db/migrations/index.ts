@@ -5,6 +5,7 @@ import * as deliveryAttemptFunctions from "./0018_delivery_attempt_functions.ts"
 import * as emitEventCachedPlans from "./0019_emit_event_cached_plans.ts";
 import * as deliveryJobsCarryTheirAttempt from "./0021_delivery_jobs_carry_their_attempt.ts";
 import * as queuedJobsNameTheirAttempt from "./0022_queued_jobs_name_their_attempt.ts";
+import * as anEventsDeliveriesInOneJob from "./0023_an_event_s_deliveries_in_one_job.ts";
 import * as emitEventOneAddJobs from "./0016_emit_event_one_add_jobs.ts";
 import * as foundation from "./0001_foundation.ts";
 import * as idempotencyExactBytes from "./0009_idempotency_exact_bytes.ts";
@@ -49,6 +50,7 @@ const migrations: [string, Migration][] = [
   ["0020_intake_items_keyed_by_id", intakeItemsKeyedById],
   ["0021_delivery_jobs_carry_their_attempt", deliveryJobsCarryTheirAttempt],
   ["0022_queued_jobs_name_their_attempt", queuedJobsNameTheirAttempt],
+  ["0023_an_event_s_deliveries_in_one_job", anEventsDeliveriesInOneJob],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

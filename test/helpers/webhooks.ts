@@ -19,10 +19,14 @@ import {
 import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "./server.ts";
 import { waitFor } from "./wait.ts";
 
-/** A queued deliver_webhook job as graphile-worker stores it (`attempts` is graphile-worker's count, the payload's is ours). */
+/**
+ * A queued delivery job as graphile-worker stores it (`attempts` is graphile-worker's count, the payload's
+ * is ours): a deliver_webhook job names one delivery, a deliver_webhooks job an event's (migration 0023).
+ */
 export interface QueuedDeliveryJob {
   id: string;
-  payload: { tenant_id: string; delivery_id: string; attempts?: number };
+  task: "deliver_webhook" | "deliver_webhooks";
+  payload: { tenant_id: string; delivery_id?: string; delivery_ids?: string[]; attempts?: number };
   run_at: Date;
   attempts: number;
   max_attempts: number;
@@ -33,17 +37,25 @@ export interface QueuedDeliveryJob {
 }
 
 /**
- * The deliver_webhook jobs queued for these deliveries, in the order graphile-worker takes them (priority,
+ * The delivery jobs queued for any of these deliveries, in the order graphile-worker takes them (priority,
  * then oldest), read from its own tables: its view hides payloads.
  */
 export function deliveryJobs(db: Knex, deliveryIds: readonly string[]): Promise<QueuedDeliveryJob[]> {
+  const ids = [...deliveryIds];
   return db("graphile_worker._private_jobs as j")
     .join("graphile_worker._private_tasks as k", "k.id", "j.task_id")
-    .where("k.identifier", "deliver_webhook")
-    .whereRaw("j.payload->>'delivery_id' = any (?)", [[...deliveryIds]])
+    .whereIn("k.identifier", ["deliver_webhook", "deliver_webhooks"])
+    .whereRaw(
+      `(j.payload->>'delivery_id' = any (?)
+        or case when json_typeof(j.payload->'delivery_ids') = 'array'
+                then exists (select 1 from json_array_elements_text(j.payload->'delivery_ids') e(id) where e.id = any (?))
+                else false end)`,
+      [ids, ids],
+    )
     .orderBy(["j.priority", "j.id"])
     .select(
       "j.id",
+      "k.identifier as task",
       "j.payload",
       "j.run_at",
       "j.attempts",
@@ -55,7 +67,7 @@ export function deliveryJobs(db: Knex, deliveryIds: readonly string[]): Promise<
     );
 }
 
-/** The deliver_webhook jobs queued for one delivery. */
+/** The delivery jobs queued for one delivery. */
 export const jobsOfDelivery = (db: Knex, deliveryId: string): Promise<QueuedDeliveryJob[]> =>
   deliveryJobs(db, [deliveryId]);
 
@@ -92,7 +104,7 @@ export interface WebhookRig {
   deliveries(): Promise<DeliveryView[]>;
   /** Polls the API until the subscription's delivery is final (or the deadline passes). */
   finalDelivery(subscriptionId: string, seconds?: number): Promise<DeliveryView | undefined>;
-  /** Waits until no deliver_webhook job is left (queued or running). */
+  /** Waits until no delivery job (deliver_webhook or deliver_webhooks) is left, queued or running. */
   jobsDrained(seconds?: number): Promise<number>;
 }
 
@@ -183,7 +195,7 @@ export async function startWebhookRig(
           (
             await server.services
               .db("graphile_worker.jobs")
-              .where({ task_identifier: "deliver_webhook" })
+              .whereIn("task_identifier", ["deliver_webhook", "deliver_webhooks"])
               .count<{ count: number }[]>("* as count")
           )[0]?.count ?? 0,
         );

@@ -4,14 +4,18 @@ import type { Task } from "graphile-worker";
 import type { JobName } from "../../db/jobs.ts";
 import type { Services } from "../../server/services.ts";
 import { deliverWebhook } from "./deliver_webhook.ts";
+import { deliverWebhooks } from "./deliver_webhooks.ts";
+import { TenantSends } from "../fairness.ts";
 import { purgeIdempotencyKeys } from "./purge_idempotency_keys.ts";
 import { purgeWebhookDeliveries } from "./purge_webhook_deliveries.ts";
 
 export type Tasks = { [N in JobName]: Task<N> };
 
 export function taskList(services: Services): Tasks {
+  const deliverOne = deliverWebhook(services);
   return {
-    deliver_webhook: deliverWebhook(services),
+    deliver_webhook: deliverOne,
+    deliver_webhooks: deliverWebhooks(deliverOne, new TenantSends(services.config.workerConcurrency)),
     purge_idempotency_keys: purgeIdempotencyKeys(services),
     purge_webhook_deliveries: purgeWebhookDeliveries(services),
   };

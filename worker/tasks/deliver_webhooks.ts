@@ -1,0 +1,49 @@
+// deliver_webhooks: an event's deliveries in one job (queued by integrator.emit_event when an event
+// matches several subscriptions; migration 0023). Each delivery is handled exactly as a deliver_webhook
+// job for its attempt would handle it (`deliverOne`): sent, recorded, its retry queued as a job of its
+// own; a delivery no longer at the job's attempt (sent by an earlier run of this job) is left alone.
+// At most WORKER_CONCURRENCY of one tenant's deliveries send at once in this worker, across all such
+// jobs (worker/fairness.ts TenantSends). The job fails, and graphile-worker runs it again later, when
+// the handling of one of its deliveries failed or the worker stopped before starting some; the rerun
+// sends only what is still at the job's attempt.
+import type { JobHelpers, Task } from "graphile-worker";
+import { isDeliverWebhooksPayload } from "../../db/jobs.ts";
+import { errorMessage } from "../../server/error-message.ts";
+import type { TenantSends } from "../fairness.ts";
+
+export function deliverWebhooks(deliverOne: Task<"deliver_webhook">, sends: TenantSends): Task<"deliver_webhooks"> {
+  return async (payload, helpers: JobHelpers) => {
+    if (!isDeliverWebhooksPayload(payload)) {
+      helpers.logger.error(`deliver_webhooks job ${helpers.job.id} has a malformed payload; dropped`);
+      return;
+    }
+    const { tenant_id, attempts } = payload;
+    let notStarted = 0;
+    const failures: string[] = [];
+    await Promise.all(
+      [...new Set(payload.delivery_ids)].map((delivery_id) =>
+        sends.run(tenant_id, async () => {
+          // Stopping: what has not started waits for the job's next run, with its attempt unspent.
+          if (helpers.abortSignal?.aborted) {
+            notStarted++;
+            return;
+          }
+          try {
+            await deliverOne({ tenant_id, delivery_id, attempts }, helpers);
+          } catch (error) {
+            failures.push(`${delivery_id}: ${errorMessage(error)}`);
+          }
+        }),
+      ),
+    );
+    if (failures.length > 0 || notStarted > 0)
+      throw new Error(
+        [
+          failures.length > 0 ? `${failures.length} deliveries failed to be handled (${failures.join("; ")})` : "",
+          notStarted > 0 ? `${notStarted} not started before the worker stopped` : "",
+        ]
+          .filter(Boolean)
+          .join("; "),
+      );
+  };
+}
