@@ -33,3 +33,16 @@ export async function jobQueueStatistics(db: Knex): Promise<JobQueueStatistics> 
   if (!row) throw new Error("job queue query returned no row");
   return row;
 }
+
+/**
+ * Renews the lock of a running job that its worker still holds (`locked_by`): a deliver_webhooks job
+ * does so as its deliveries end, so that "locked for 5 minutes" keeps meaning a job without progress
+ * (the health check's overdue_locked_jobs), however many deliveries it carries. Nothing happens to a
+ * job another worker holds or that is no longer locked.
+ */
+export async function renewJobLock(db: Knex, jobId: string, lockedBy: string): Promise<void> {
+  await db.raw(
+    "update graphile_worker._private_jobs set locked_at = now() where id = ?::bigint and locked_by = ? and locked_at is not null",
+    [jobId, lockedBy],
+  );
+}

@@ -6,6 +6,7 @@
 import t from "tap";
 import { startWorker } from "../worker/runner.ts";
 import { TenantSends } from "../worker/fairness.ts";
+import { taskList } from "../worker/tasks/index.ts";
 import { deliveryJobs, startWebhookRig, testCa } from "./helpers/webhooks.ts";
 import { waitFor } from "./helpers/wait.ts";
 
@@ -92,33 +93,81 @@ t.test(
 );
 
 t.test(
-  "TenantSends: at most the limit of one tenant's sends at once, in arrival order; other tenants unaffected",
+  "TenantSends: at most the limit of one tenant's sends at once; a freed place goes to the job with the fewest under way, then the first to ask; other tenants unaffected",
   async (t) => {
     const sends = new TenantSends(2);
     const started: string[] = [];
     const finish = new Map<string, () => void>();
-    const send = (tenant: string, name: string) =>
-      sends.run(tenant, async () => {
+    const send = (tenant: string, job: string, name: string) =>
+      sends.run(tenant, job, async () => {
         started.push(name);
         await new Promise<void>((resolve) => finish.set(name, resolve));
         return name;
       });
     const tick = () => new Promise((resolve) => setImmediate(resolve));
-    const results = ["a1", "a2", "a3", "a4"].map((name) => send("a", name));
-    const other = send("b", "b1");
+    // Job 1 of tenant a asks for four places, then job 2 for two; tenant b for one.
+    const results = [send("a", "1", "a1"), send("a", "1", "a2"), send("a", "1", "a3"), send("a", "1", "a4")];
+    results.push(send("a", "2", "b1"), send("a", "2", "b2"));
+    const other = send("b", "3", "c1");
     await tick();
-    t.same(started, ["a1", "a2", "b1"], "two of a's, and b's at once");
+    t.same(started, ["a1", "a2", "c1"], "two of a's, and b's at once");
     t.same(sends.snapshot(), { a: 2, b: 1 });
+    finish.get("a1")?.();
+    await tick();
+    t.same(started, ["a1", "a2", "c1", "b1"], "job 2 has none under way: it goes before job 1's third");
     finish.get("a2")?.();
     await tick();
-    t.same(started, ["a1", "a2", "b1", "a3"], "a3 takes a2's place");
-    finish.get("a1")?.();
+    t.same(started, ["a1", "a2", "c1", "b1", "a3"], "one each under way: the first to ask");
     finish.get("b1")?.();
     await tick();
-    t.same(started, ["a1", "a2", "b1", "a3", "a4"]);
-    finish.get("a3")?.();
+    t.same(started.at(-1), "b2", "job 2 has none under way again");
+    for (const name of ["a3", "b2", "c1"]) finish.get(name)?.();
+    await tick();
+    t.same(started.at(-1), "a4");
     finish.get("a4")?.();
-    t.same(await Promise.all([...results, other]), ["a1", "a2", "a3", "a4", "b1"]);
+    t.same(await Promise.all([...results, other]), ["a1", "a2", "a3", "a4", "b1", "b2", "c1"]);
     t.same(sends.snapshot(), {}, "nothing left counted");
+  },
+);
+
+t.test(
+  "a deliver_webhooks job renews its lock as its deliveries end, so a long job with progress is not reported overdue",
+  async (t) => {
+    const rig = await startWebhookRig(t, ca, {
+      worker: false,
+      env: { WORKER_CONCURRENCY: "1" },
+      answer: () => ({ status: 204, delayMs: 400 }),
+    });
+    const { server } = rig;
+    for (let i = 0; i < 3; i++) await rig.subscribe(rig.receiver.url(`/slow-${i}`));
+    await rig.emitIntake();
+    const worker = await startWorker(server.services, server.databaseUrl, {
+      pollInterval: 200,
+      tasks: taskList(server.services, { lockRenewalMs: 0 }),
+    });
+    t.teardown(() => worker.stop());
+    const lockedAt = async () =>
+      (
+        await server.services
+          .db("graphile_worker._private_jobs as j")
+          .join("graphile_worker._private_tasks as k", "k.id", "j.task_id")
+          .where("k.identifier", "deliver_webhooks")
+          .first<{ locked_at: Date | null } | undefined>("j.locked_at")
+      )?.locked_at ?? null;
+    await waitFor(
+      async () => rig.receiver.received.length,
+      (count) => count >= 1,
+      { seconds: 20 },
+    );
+    const first = await lockedAt();
+    t.ok(first, "locked while its first delivery is sent");
+    await waitFor(
+      async () => rig.receiver.received.length,
+      (count) => count >= 3,
+      { seconds: 20 },
+    );
+    const later = await lockedAt();
+    t.ok(later && first && later.getTime() > first.getTime(), "renewed after its first deliveries ended");
+    t.equal(await rig.jobsDrained(), 0, "and completed");
   },
 );

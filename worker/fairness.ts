@@ -94,31 +94,41 @@ export class TenantSlots {
 /**
  * At most `limit` of one tenant's deliveries sending at once in this worker, across the deliver_webhooks
  * jobs (an event's deliveries in one job) that hold its slots: a tenant's share is WORKER_CONCURRENCY
- * sends, as when every delivery was a job of its own. Waiters go in arrival order.
+ * sends, as when every delivery was a job of its own. A place that frees goes to the waiting job with the
+ * fewest sends of its own under way (then the one that asked first), so every job of a tenant keeps
+ * making progress, an attempt at a time at least, however many deliveries the others hold: a job's
+ * lock is renewed as its deliveries end, and a job without progress for 5 minutes is reported stuck.
  */
 export class TenantSends {
   readonly #limit: number;
   readonly #sending = new Map<string, number>();
-  readonly #waiting = new Map<string, (() => void)[]>();
+  /** Sends under way by job (the owner). */
+  readonly #byOwner = new Map<string, number>();
+  readonly #waiting = new Map<string, { owner: string; start: () => void }[]>();
 
   constructor(limit: number) {
     this.#limit = limit;
   }
 
-  async run<T>(tenant: string, send: () => Promise<T>): Promise<T> {
+  /** Runs `send` for `owner` (a job) of `tenant` once a place is free. */
+  async run<T>(tenant: string, owner: string, send: () => Promise<T>): Promise<T> {
     if ((this.#sending.get(tenant) ?? 0) >= this.#limit) {
-      // The sender that leaves hands its place over (the count stays), so no newcomer can overtake.
-      await new Promise<void>((resolve) => {
+      // The send that ends hands its place over (the tenant's count stays), so no newcomer overtakes.
+      await new Promise<void>((start) => {
         const queue = this.#waiting.get(tenant) ?? [];
-        queue.push(resolve);
+        queue.push({ owner, start });
         this.#waiting.set(tenant, queue);
       });
     } else {
       this.#sending.set(tenant, (this.#sending.get(tenant) ?? 0) + 1);
+      this.#countFor(owner);
     }
     try {
       return await send();
     } finally {
+      const own = (this.#byOwner.get(owner) ?? 1) - 1;
+      if (own > 0) this.#byOwner.set(owner, own);
+      else this.#byOwner.delete(owner);
       this.#leave(tenant);
     }
   }
@@ -128,13 +138,27 @@ export class TenantSends {
     return Object.fromEntries(this.#sending);
   }
 
+  #countFor(owner: string): void {
+    this.#byOwner.set(owner, (this.#byOwner.get(owner) ?? 0) + 1);
+  }
+
   #leave(tenant: string): void {
-    const next = this.#waiting.get(tenant)?.shift();
-    if (next) {
-      next();
+    const queue = this.#waiting.get(tenant) ?? [];
+    if (queue.length > 0) {
+      let next = 0;
+      queue.forEach((waiter, index) => {
+        const candidate = queue[next];
+        if (candidate && (this.#byOwner.get(waiter.owner) ?? 0) < (this.#byOwner.get(candidate.owner) ?? 0))
+          next = index;
+      });
+      const [chosen] = queue.splice(next, 1);
+      if (queue.length === 0) this.#waiting.delete(tenant);
+      if (chosen) {
+        this.#countFor(chosen.owner);
+        chosen.start();
+      }
       return;
     }
-    if (this.#waiting.get(tenant)?.length === 0) this.#waiting.delete(tenant);
     const left = (this.#sending.get(tenant) ?? 1) - 1;
     if (left > 0) this.#sending.set(tenant, left);
     else this.#sending.delete(tenant);

@@ -28,7 +28,10 @@ export interface HealthReport {
 
 const CHECK_TIMEOUT_MS = 2000;
 
-/** A job locked this long is overdue: an attempt lasts at most WEBHOOK_TIMEOUT_MS (at most 2 minutes). */
+/**
+ * A job locked this long is overdue: an attempt lasts at most WEBHOOK_TIMEOUT_MS (at most 2 minutes), and
+ * a deliver_webhooks job, which may carry many, renews its lock as they end (worker/tasks/deliver_webhooks.ts).
+ */
 export const OVERDUE_LOCK_SECONDS = 300;
 
 const WORKER_UNKNOWN = {

@@ -3,26 +3,44 @@
 // job for its attempt would handle it (`deliverOne`): sent, recorded, its retry queued as a job of its
 // own; a delivery no longer at the job's attempt (sent by an earlier run of this job) is left alone.
 // At most WORKER_CONCURRENCY of one tenant's deliveries send at once in this worker, across all such
-// jobs (worker/fairness.ts TenantSends). The job fails, and graphile-worker runs it again later, when
-// the handling of one of its deliveries failed or the worker stopped before starting some; the rerun
-// sends only what is still at the job's attempt.
-import type { JobHelpers, Task } from "graphile-worker";
+// jobs (worker/fairness.ts TenantSends), and the job's lock is renewed as its deliveries end (at most
+// every LOCK_RENEWAL_MS), so the health check tells a job making progress from a stuck one. The job
+// fails, and graphile-worker runs it again later, when the handling of one of its deliveries failed or
+// the worker stopped before starting some; the rerun sends only what is still at the job's attempt.
+import type { Task } from "graphile-worker";
 import { isDeliverWebhooksPayload } from "../../db/jobs.ts";
+import { renewJobLock } from "../../db/job-queue.ts";
+import type { Services } from "../../server/services.ts";
 import { errorMessage } from "../../server/error-message.ts";
 import type { TenantSends } from "../fairness.ts";
 
-export function deliverWebhooks(deliverOne: Task<"deliver_webhook">, sends: TenantSends): Task<"deliver_webhooks"> {
-  return async (payload, helpers: JobHelpers) => {
+/** How often, at most, a running deliver_webhooks job renews its lock (well inside the 5 minutes that make a job overdue). */
+export const LOCK_RENEWAL_MS = 30_000;
+
+export function deliverWebhooks(
+  services: Services,
+  deliverOne: Task<"deliver_webhook">,
+  sends: TenantSends,
+  lockRenewalMs = LOCK_RENEWAL_MS,
+): Task<"deliver_webhooks"> {
+  return async (payload, helpers) => {
     if (!isDeliverWebhooksPayload(payload)) {
       helpers.logger.error(`deliver_webhooks job ${helpers.job.id} has a malformed payload; dropped`);
       return;
     }
     const { tenant_id, attempts } = payload;
+    const { id: jobId, locked_by: lockedBy } = helpers.job;
+    let renewedAt = performance.now();
+    const progressed = async () => {
+      if (lockedBy === null || performance.now() - renewedAt < lockRenewalMs) return;
+      renewedAt = performance.now();
+      await renewJobLock(services.db, jobId, lockedBy).catch(() => undefined);
+    };
     let notStarted = 0;
     const failures: string[] = [];
     await Promise.all(
-      [...new Set(payload.delivery_ids)].map((delivery_id) =>
-        sends.run(tenant_id, async () => {
+      [...new Set(payload.delivery_ids)].map(async (delivery_id) => {
+        await sends.run(tenant_id, jobId, async () => {
           // Stopping: what has not started waits for the job's next run, with its attempt unspent.
           if (helpers.abortSignal?.aborted) {
             notStarted++;
@@ -33,8 +51,9 @@ export function deliverWebhooks(deliverOne: Task<"deliver_webhook">, sends: Tena
           } catch (error) {
             failures.push(`${delivery_id}: ${errorMessage(error)}`);
           }
-        }),
-      ),
+        });
+        await progressed();
+      }),
     );
     if (failures.length > 0 || notStarted > 0)
       throw new Error(

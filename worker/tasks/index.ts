@@ -11,11 +11,17 @@ import { purgeWebhookDeliveries } from "./purge_webhook_deliveries.ts";
 
 export type Tasks = { [N in JobName]: Task<N> };
 
-export function taskList(services: Services): Tasks {
+/** `lockRenewalMs`: how often a running deliver_webhooks job renews its lock, at most (tests shorten it). */
+export function taskList(services: Services, options: { lockRenewalMs?: number } = {}): Tasks {
   const deliverOne = deliverWebhook(services);
   return {
     deliver_webhook: deliverOne,
-    deliver_webhooks: deliverWebhooks(deliverOne, new TenantSends(services.config.workerConcurrency)),
+    deliver_webhooks: deliverWebhooks(
+      services,
+      deliverOne,
+      new TenantSends(services.config.workerConcurrency),
+      options.lockRenewalMs,
+    ),
     purge_idempotency_keys: purgeIdempotencyKeys(services),
     purge_webhook_deliveries: purgeWebhookDeliveries(services),
   };
