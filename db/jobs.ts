@@ -54,35 +54,39 @@ export const JOB = {
   purgeWebhookDeliveries: "purge_webhook_deliveries",
 } as const satisfies Record<string, JobName>;
 
+/** An object naming a tenant by uuid: what every delivery job's payload is first of all. */
+function namesTenant(value: unknown): value is { tenant_id: string } & Record<string, unknown> {
+  const candidate = value as { tenant_id?: unknown } | null;
+  return (
+    typeof candidate === "object" &&
+    candidate !== null &&
+    typeof candidate.tenant_id === "string" &&
+    isUuid(candidate.tenant_id)
+  );
+}
+
+const isUuidText = (value: unknown): boolean => typeof value === "string" && isUuid(value);
+const isAttemptCount = (value: unknown): boolean => Number.isSafeInteger(value) && (value as number) >= 0;
+
 /**
  * A deliver_webhook payload as it arrives: anything sharing the database can queue jobs, so the task
  * checks the declared shape before trusting it.
  */
 export function isDeliverWebhookPayload(value: unknown): value is DeliverWebhookPayload {
-  const candidate = value as Partial<DeliverWebhookPayload> | null;
   return (
-    typeof candidate === "object" &&
-    candidate !== null &&
-    typeof candidate.tenant_id === "string" &&
-    typeof candidate.delivery_id === "string" &&
-    isUuid(candidate.tenant_id) &&
-    isUuid(candidate.delivery_id) &&
-    (candidate.attempts === undefined || (Number.isSafeInteger(candidate.attempts) && candidate.attempts >= 0))
+    namesTenant(value) &&
+    isUuidText(value.delivery_id) &&
+    (value.attempts === undefined || isAttemptCount(value.attempts))
   );
 }
 
 /** A deliver_webhooks payload as it arrives, checked like a deliver_webhook one. */
 export function isDeliverWebhooksPayload(value: unknown): value is DeliverWebhooksPayload {
-  const candidate = value as Partial<DeliverWebhooksPayload> | null;
   return (
-    typeof candidate === "object" &&
-    candidate !== null &&
-    typeof candidate.tenant_id === "string" &&
-    isUuid(candidate.tenant_id) &&
-    Array.isArray(candidate.delivery_ids) &&
-    candidate.delivery_ids.length > 0 &&
-    candidate.delivery_ids.every((id) => typeof id === "string" && isUuid(id)) &&
-    Number.isSafeInteger(candidate.attempts) &&
-    (candidate.attempts as number) >= 0
+    namesTenant(value) &&
+    Array.isArray(value.delivery_ids) &&
+    value.delivery_ids.length > 0 &&
+    value.delivery_ids.every(isUuidText) &&
+    isAttemptCount(value.attempts)
   );
 }
