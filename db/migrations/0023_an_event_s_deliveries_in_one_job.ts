@@ -33,6 +33,10 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw(`${DROP}\n${queueDeliveryJobs(ONE_JOB_FOR_ALL)}`);
 }
 
+/**
+ * Back to a job per delivery for what is queued from now on. deliver_webhooks jobs already queued need a
+ * worker of this version to run them (the previous one has no such task), so roll back once they are done.
+ */
 export async function down(knex: Knex): Promise<void> {
   await knex.raw(`${DROP}\n${queueDeliveryJobs(BY_ATTEMPT)}`);
 }
