@@ -35,9 +35,9 @@ import { createTenant } from "../db/principals.ts";
 import { createSubscription } from "../db/webhooks.ts";
 import { startWorker } from "../worker/runner.ts";
 import { sendSettings, sendWebhook } from "../worker/sender.ts";
-import { signatureHeaders } from "../worker/signatures.ts";
 import { canonicalJson } from "../server/canonical-json.ts";
 import { taskList } from "../worker/tasks/index.ts";
+import { deliveryHeaders } from "../worker/tasks/deliver_webhook.ts";
 import { makeTestCa, startReceiver } from "../test/helpers/https-receiver.ts";
 import { intakeEventData, webhookEnv } from "../test/helpers/webhooks.ts";
 import {
@@ -150,9 +150,8 @@ async function main(): Promise<void> {
     const sendSecret = `whsec_${randomBytes(32).toString("base64url")}`;
     const sendBody = canonicalJson({
       event: "intake.submitted",
-      id: randomUUID(),
-      occurred_at: new Date().toISOString(),
       tenant_id: randomUUID(),
+      timestamp: new Date().toISOString(),
       data: intakeEventData({ submission_id: randomUUID(), module: "bench" }),
     });
     const worker = await startWorker(services, postgres.url, {
@@ -167,13 +166,14 @@ async function main(): Promise<void> {
             {
               url: receiver.url(SEND_ONLY_PATH),
               body: sendBody,
-              headers: {
-                "Content-Type": "application/json",
-                "User-Agent": "integrator-api-webhooks/bench",
-                "X-Service-Review-Event": "intake.submitted",
-                "X-Service-Review-Delivery": id,
-                ...signatureHeaders([sendSecret], { id, timestamp: Math.floor(Date.now() / 1000), body: sendBody }),
-              },
+              headers: deliveryHeaders({
+                userAgent: "integrator-api-webhooks/bench",
+                eventType: "intake.submitted",
+                deliveryId: id,
+                secrets: [sendSecret],
+                attemptedAt: new Date(),
+                body: sendBody,
+              }),
             },
             send,
             helpers.abortSignal,

@@ -5,6 +5,7 @@ import type { Knex } from "knex";
 import type { DestinationStream } from "pino";
 import type { Test } from "tap";
 import { startWorker } from "../../worker/runner.ts";
+import { JOB } from "../../db/jobs.ts";
 import { emitEvent, type EventDataByKind } from "../../db/events.ts";
 import type { DeliveryView, SubscriptionView } from "../../db/webhooks.ts";
 import {
@@ -19,13 +20,16 @@ import {
 import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "./server.ts";
 import { waitFor } from "./wait.ts";
 
+/** The tasks that send deliveries: one delivery each, or an event's (migration 0023). */
+const DELIVERY_TASKS = [JOB.deliverWebhook, JOB.deliverWebhooks];
+
 /**
  * A queued delivery job as graphile-worker stores it (`attempts` is graphile-worker's count, the payload's
  * is ours): a deliver_webhook job names one delivery, a deliver_webhooks job an event's (migration 0023).
  */
 export interface QueuedDeliveryJob {
   id: string;
-  task: "deliver_webhook" | "deliver_webhooks";
+  task: (typeof DELIVERY_TASKS)[number];
   payload: { tenant_id: string; delivery_id?: string; delivery_ids?: string[]; attempts?: number };
   run_at: Date;
   attempts: number;
@@ -44,7 +48,7 @@ export function deliveryJobs(db: Knex, deliveryIds: readonly string[]): Promise<
   const ids = [...deliveryIds];
   return db("graphile_worker._private_jobs as j")
     .join("graphile_worker._private_tasks as k", "k.id", "j.task_id")
-    .whereIn("k.identifier", ["deliver_webhook", "deliver_webhooks"])
+    .whereIn("k.identifier", DELIVERY_TASKS)
     .whereRaw(
       `(j.payload->>'delivery_id' = any (?)
         or case when json_typeof(j.payload->'delivery_ids') = 'array'
@@ -195,7 +199,7 @@ export async function startWebhookRig(
           (
             await server.services
               .db("graphile_worker.jobs")
-              .whereIn("task_identifier", ["deliver_webhook", "deliver_webhooks"])
+              .whereIn("task_identifier", DELIVERY_TASKS)
               .count<{ count: number }[]>("* as count")
           )[0]?.count ?? 0,
         );

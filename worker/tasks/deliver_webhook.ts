@@ -30,6 +30,29 @@ export function retryDelaySeconds(retry: number, baseSeconds: number): number {
   return Math.min(baseSeconds * 6 ** (retry - 1), MAX_RETRY_DELAY_SECONDS);
 }
 
+/** The headers of one attempt: content type, user agent, the event kind and delivery id, and its signatures. */
+export function deliveryHeaders(attempt: {
+  userAgent: string;
+  eventType: string;
+  deliveryId: string;
+  /** Every secret that signs now, newest first. */
+  secrets: readonly string[];
+  attemptedAt: Date;
+  body: string;
+}): Record<string, string> {
+  return {
+    "Content-Type": "application/json",
+    "User-Agent": attempt.userAgent,
+    "X-Service-Review-Event": attempt.eventType,
+    "X-Service-Review-Delivery": attempt.deliveryId,
+    ...signatureHeaders(attempt.secrets, {
+      id: attempt.deliveryId,
+      timestamp: Math.floor(attempt.attemptedAt.getTime() / 1000),
+      body: attempt.body,
+    }),
+  };
+}
+
 export function deliverWebhook(
   services: Services,
   settings: SendSettings = sendSettings(services.config.webhooks),
@@ -105,17 +128,14 @@ export function deliverWebhook(
       {
         url: delivery.url,
         body,
-        headers: {
-          "Content-Type": "application/json",
-          "User-Agent": userAgent,
-          "X-Service-Review-Event": delivery.event_type,
-          "X-Service-Review-Delivery": delivery.id,
-          ...signatureHeaders(secrets, {
-            id: delivery.id,
-            timestamp: Math.floor(attemptedAt.getTime() / 1000),
-            body,
-          }),
-        },
+        headers: deliveryHeaders({
+          userAgent,
+          eventType: delivery.event_type,
+          deliveryId: delivery.id,
+          secrets,
+          attemptedAt,
+          body,
+        }),
       },
       settings,
       helpers.abortSignal,
