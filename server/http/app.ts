@@ -3,6 +3,7 @@
 // validation by express-openapi-validator, and dispatch by operationId through openapi-backend. Every
 // failure leaves through one error handler as a documented shape.
 import { randomUUID } from "node:crypto";
+import { parse as parseLegacyUrl } from "node:url";
 import express, { type NextFunction, type Request, type Response } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
 import { OpenAPIBackend, type Context } from "openapi-backend";
@@ -239,6 +240,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
   app.use(express.json({ limit: BODY_LIMIT, strict: false, type: ["application/json", "application/*+json"] }));
   app.use(express.urlencoded({ limit: "64kb", extended: false, type: "application/x-www-form-urlencoded" }));
 
+  settleLegacyUrlParseDeprecation();
   app.use(
     reuseRouteMatch(
       OpenApiValidator.middleware({
@@ -311,6 +313,23 @@ function contextOf(route: RouteMatch): Context {
 }
 
 type Middleware = (req: Request, res: Response, next: NextFunction) => void;
+
+/**
+ * express-openapi-validator parses every request's URL with Node's legacy `url.parse()`. Until Node has
+ * reported that function's deprecation (DEP0169) once, each call walks the stack for a caller outside
+ * node_modules, and a caller inside node_modules never gets it reported: 7.5 µs a call instead of 0.6,
+ * 3–4 % of a submit's Node CPU (BENCHMARKS.md, ninth session). One call from here, with deprecation
+ * warnings silenced for its duration only, reports it; the service itself never calls `url.parse()`.
+ */
+function settleLegacyUrlParseDeprecation(): void {
+  const silenced = process.noDeprecation;
+  process.noDeprecation = true;
+  try {
+    parseLegacyUrl("/");
+  } finally {
+    process.noDeprecation = silenced;
+  }
+}
 
 /**
  * express-openapi-validator's middleware with its route lookup (which compiles every path of the document
