@@ -3,6 +3,7 @@
 // outside node_modules, and a caller inside node_modules never gets it reported: 7.5 µs a call instead of
 // 0.6, 3–4 % of a submit's Node CPU (BENCHMARKS.md, ninth session). The service reports it, silenced, when
 // it builds its app. What that leaves is checked here: nothing printed, and no later call warns.
+// eslint-disable-next-line no-restricted-imports -- the later call whose silence is checked
 import { parse } from "node:url";
 import t from "tap";
 import { startApiService } from "./helpers/service.ts";

@@ -3,6 +3,7 @@
 // validation by express-openapi-validator, and dispatch by operationId through openapi-backend. Every
 // failure leaves through one error handler as a documented shape.
 import { randomUUID } from "node:crypto";
+// eslint-disable-next-line no-restricted-imports -- the one call, see settleLegacyUrlParseDeprecation
 import { parse as parseLegacyUrl } from "node:url";
 import express, { type NextFunction, type Request, type Response } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
