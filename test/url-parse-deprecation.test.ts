@@ -1,8 +1,6 @@
-// express-openapi-validator parses every request's URL with Node's legacy url.parse(). Until Node has
-// reported that function's deprecation (DEP0169) once, every call walks the stack in search of a caller
-// outside node_modules, and a caller inside node_modules never gets it reported: 7.5 µs a call instead of
-// 0.6, 3–4 % of a submit's Node CPU (BENCHMARKS.md, ninth session). The service reports it, silenced, when
-// it builds its app. What that leaves is checked here: nothing printed, and no later call warns.
+// The service settles url.parse()'s deprecation check (DEP0169) when it builds its app; why is told at
+// settleLegacyUrlParseDeprecation in server/http/app.ts. What that leaves is checked here: nothing
+// printed, and no later call warns.
 // eslint-disable-next-line no-restricted-imports -- the later call whose silence is checked
 import { parse } from "node:url";
 import t from "tap";
