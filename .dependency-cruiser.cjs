@@ -1,6 +1,8 @@
-// The layer rules (README, "Architecture"): every import runs downward.
-//   db/  <  server/  <  handlers/<area>/ and worker/  <  server/main.ts + server/lifecycle.ts (the composition root)  <  scripts/
-// generated/ holds types and the bundled document, importable from every layer.
+// The layer rules (docs/architecture.md, "The house"): every import runs downward, with no exceptions.
+//   db/  <  server/  <  http/  <  handlers/<area>/        <  app/ (the composition root)  <  scripts/
+//               server/  <  worker/ (beside http/ and handlers/, never importing them)
+// generated/ holds types and the bundled document, importable from every floor. portal/ is a browser app
+// of its own: it imports the contract package's client and nothing of the service.
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -16,46 +18,60 @@ module.exports = {
       severity: "error",
       comment: "db/ holds every statement and knows nothing above it (types from generated/ only).",
       from: { path: "^db/" },
-      to: { path: "^(server|handlers|worker|scripts|test)/" },
+      to: { path: "^(app|server|http|handlers|worker|portal|scripts|test)/" },
     },
     {
-      name: "server-foundation-stays-below",
+      name: "server-is-the-foundation",
       severity: "error",
-      comment:
-        "server/ is the foundation handlers and the worker stand on; only the composition root (main.ts, lifecycle.ts) wires them in.",
-      from: { path: "^server/", pathNot: "^server/(main|lifecycle)\\.ts$" },
-      to: { path: "^(handlers|worker|scripts|test)/" },
+      comment: "server/ (config, logs, metrics, secrets) stands on db/ alone.",
+      from: { path: "^server/" },
+      to: { path: "^(app|http|handlers|worker|portal|scripts|test)/" },
     },
     {
-      name: "handlers-and-worker-are-siblings",
+      name: "http-is-the-pipeline",
       severity: "error",
-      comment: "The worker knows no routes, and handlers queue jobs through db/, never by calling the worker.",
-      from: { path: "^(handlers|worker)/" },
-      to: { path: "^(scripts|test)/" },
+      comment: "http/ is the floor handlers stand on: it receives the handler table, it never imports it.",
+      from: { path: "^http/" },
+      to: { path: "^(app|handlers|worker|portal|scripts|test)/" },
     },
     {
       name: "handlers-do-not-reach-into-the-worker",
       severity: "error",
+      comment: "Handlers queue jobs through db/, never by calling the worker.",
       from: { path: "^handlers/" },
-      to: { path: "^worker/" },
+      to: { path: "^(app|worker|portal|scripts|test)/" },
     },
     {
       name: "worker-knows-no-routes",
       severity: "error",
       from: { path: "^worker/" },
-      to: { path: "^(handlers|server/http)/" },
+      to: { path: "^(app|http|handlers|portal|scripts|test)/" },
     },
     {
       name: "areas-keep-their-internals",
       severity: "error",
-      comment: "One API area does not import another area's modules; shared rules live in server/ or db/.",
+      comment: "One API area does not import another area's modules; shared rules live in http/, server/ or db/.",
       from: { path: "^handlers/([^/]+)/" },
       to: { path: "^handlers/[^/]+/", pathNot: "^handlers/$1/" },
     },
     {
+      name: "the-composition-root-is-used-by-tools-only",
+      severity: "error",
+      comment: "app/ wires the floors together; only scripts/ and tests start it.",
+      from: { path: "^app/" },
+      to: { path: "^(portal|scripts|test)/" },
+    },
+    {
+      name: "the-portal-is-a-front-end-of-its-own",
+      severity: "error",
+      comment: "The browser portal talks to the service over HTTP through the contract package, nothing else.",
+      from: { path: "^portal/" },
+      to: { path: "^(app|server|http|handlers|db|worker|scripts|test)/" },
+    },
+    {
       name: "no-test-code-in-the-service",
       severity: "error",
-      from: { path: "^(db|server|handlers|worker)/" },
+      from: { path: "^(app|db|server|http|handlers|worker|portal)/" },
       to: { path: "^test/" },
     },
   ],

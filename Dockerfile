@@ -17,11 +17,14 @@ COPY --from=dependencies --chown=root:root /app/node_modules ./node_modules
 COPY --chown=root:root package.json package-lock.json ./
 COPY --chown=root:root generated ./generated
 COPY --chown=root:root openapi ./openapi
+COPY --chown=root:root app ./app
 COPY --chown=root:root server ./server
+COPY --chown=root:root http ./http
 COPY --chown=root:root handlers ./handlers
 COPY --chown=root:root db ./db
 COPY --chown=root:root worker ./worker
 COPY --chown=root:root scripts/admin.ts ./scripts/admin.ts
+COPY --chown=root:root scripts/admin ./scripts/admin
 # The code is owned by root and read-only to the service; the service runs as node (uid 1000).
 USER node
 EXPOSE 8080 9464
@@ -30,4 +33,4 @@ EXPOSE 8080 9464
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/v1/readyz?scope=api').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # Exec form: node is the process that receives SIGTERM and shuts down gracefully.
-CMD ["node", "server/main.ts", "--role=api"]
+CMD ["node", "app/main.ts", "--role=api"]

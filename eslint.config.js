@@ -27,7 +27,7 @@ export default tseslint.config(
       "@typescript-eslint/require-await": "off",
       // Input rules refuse control characters on purpose, so regular expressions name them.
       "no-control-regex": "off",
-      // The WHATWG URL parses URLs here. server/http/app.ts makes the one legacy url.parse() call, which
+      // The WHATWG URL parses URLs here. http/app.ts makes the one legacy url.parse() call, which
       // settles Node's DEP0169 check for the validator's calls; after it, a call of ours would not warn.
       "no-restricted-imports": [
         "error",

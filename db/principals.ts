@@ -33,7 +33,7 @@ export async function countTenants(db: Knex): Promise<number> {
   return Number(row?.count ?? 0);
 }
 
-/** Stores a user; the caller hashes the password (server/auth/principals.ts). */
+/** Stores a user; the caller hashes the password (handlers/auth/principals.ts). */
 export async function insertUser(
   db: Knex,
   input: { tenantId: string; username: string; passwordHash: string; roles: string[] },
@@ -92,7 +92,7 @@ export async function disabledPrincipals(db: Knex): Promise<{ tenant_id: string;
   return result.rows;
 }
 
-/** Stores an API client; the caller generates and hashes the secret (server/auth/principals.ts). */
+/** Stores an API client; the caller generates and hashes the secret (handlers/auth/principals.ts). */
 export async function insertClient(
   db: Knex,
   input: { tenantId: string; clientId: string; secretHash: string; roles: string[] },

@@ -3,7 +3,7 @@
 // server is running, started for the duration of the command when it is not).
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig } from "../server/config.ts";
-import { buildServices, migrateAll, openDatabase } from "../server/lifecycle.ts";
+import { buildServices, migrateAll, openDatabase } from "../app/lifecycle.ts";
 import type { Services } from "../server/services.ts";
 import { pino } from "pino";
 import { createLogger } from "../server/logger.ts";

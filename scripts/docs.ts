@@ -4,7 +4,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { REFERENCE_INIT_SCRIPT, REFERENCE_SCRIPT, referencePageHtml } from "../server/http/api-docs.ts";
+import { REFERENCE_INIT_SCRIPT, REFERENCE_SCRIPT, referencePageHtml } from "../http/api-docs.ts";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 

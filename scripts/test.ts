@@ -5,7 +5,7 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { createDatabase, createDatabaseOnServer, dropDatabaseOnServer } from "../db/database.ts";
-import { migrateAll } from "../server/lifecycle.ts";
+import { migrateAll } from "../app/lifecycle.ts";
 import { throwawayPostgres, withDatabase } from "./throwaway-postgres.ts";
 
 const TEMPLATE = "integrator_test_template";

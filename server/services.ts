@@ -5,7 +5,7 @@ import type { SecretBox } from "./secrets.ts";
 import type { TokenService } from "./auth/tokens.ts";
 import type { Logger } from "./logger.ts";
 import type { HashGate } from "./auth/passwords.ts";
-import type { ReplayMemory } from "./http/replay-memory.ts";
+import type { ReplayMemory } from "./replay-memory.ts";
 
 /** Where this process is in its life, shared with the handlers (readiness turns 503 once a shutdown starts). */
 export interface ProcessState {
@@ -24,6 +24,6 @@ export interface Services {
   replays: ReplayMemory;
   version: string;
   logger: Logger;
-  /** Set by the process that serves the API (server/lifecycle.ts); absent in tools and some tests. */
+  /** Set by the process that serves the API (app/lifecycle.ts); absent in tools and some tests. */
   state?: ProcessState;
 }

@@ -8,7 +8,7 @@ import t from "tap";
 import { tempDir } from "./helpers/temp-dir.ts";
 import { startTestServer } from "./helpers/server.ts";
 import { launchChromium } from "./helpers/browser.ts";
-import { loadDocument } from "../server/http/openapi-document.ts";
+import { loadDocument } from "../http/openapi-document.ts";
 
 const METHODS = ["get", "put", "post", "delete", "patch"] as const;
 

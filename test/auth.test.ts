@@ -2,7 +2,7 @@
 import t from "tap";
 import { createRemoteJWKSet, generateKeyPair, jwtVerify, SignJWT } from "jose";
 import { createTestTenant, createTestUser, startTestServer, tokenRequest } from "./helpers/server.ts";
-import { registerClient } from "../server/auth/principals.ts";
+import { registerClient } from "../handlers/auth/principals.ts";
 import { startIdentityProvider } from "./helpers/identity-provider.ts";
 
 // A protected operation that exists in every build: the subscriptions list.

@@ -133,7 +133,7 @@ t.test("operations settings: defaults and accepted forms", async (t) => {
 });
 
 t.test("the service refuses to start with a bad setting: exit code 1 and a message naming the variable", async (t) => {
-  const main = path.join(import.meta.dirname, "..", "server", "main.ts");
+  const main = path.join(import.meta.dirname, "..", "app", "main.ts");
   const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
     (resolve, reject) => {
       const child = spawn(process.execPath, [main], {

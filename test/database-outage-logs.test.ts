@@ -8,10 +8,10 @@ import path from "node:path";
 import t from "tap";
 import { freePort } from "../scripts/throwaway-postgres.ts";
 import { createDatabase, startEmbeddedPostgres } from "../db/database.ts";
-import { migrateAll } from "../server/lifecycle.ts";
+import { migrateAll } from "../app/lifecycle.ts";
 import { waitFor } from "./helpers/wait.ts";
 
-const MAIN = path.join(import.meta.dirname, "..", "server", "main.ts");
+const MAIN = path.join(import.meta.dirname, "..", "app", "main.ts");
 
 t.test("every stdout line is JSON while the database is down", async (t) => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "integrator-outage-"));

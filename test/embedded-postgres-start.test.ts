@@ -12,7 +12,7 @@ import { createTestDatabase } from "./helpers/database.ts";
 import { waitFor } from "./helpers/wait.ts";
 
 const ROOT = path.join(import.meta.dirname, "..");
-const SOURCES = ["package.json", "server", "db", "handlers", "worker", "generated", "openapi"];
+const SOURCES = ["package.json", "app", "server", "http", "db", "handlers", "worker", "generated", "openapi"];
 
 /**
  * A copy of the service's sources in `parent`, with a node_modules of links to the installed packages,
@@ -32,7 +32,7 @@ function cloneInto(parent: string, without: string[] = []): string {
 }
 
 function run(cwd: string, env: Record<string, string>) {
-  const child = spawn(process.execPath, ["server/main.ts"], {
+  const child = spawn(process.execPath, ["app/main.ts"], {
     cwd,
     env: { PATH: process.env.PATH ?? "", HOME: os.tmpdir(), NODE_ENV: "development", PORT: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],

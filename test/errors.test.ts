@@ -2,7 +2,7 @@
 // with pydantic type names, and 404/405/413/415/500/501 mapped. Never a stack trace.
 import t from "tap";
 import { createTestTenant, startTestServer } from "./helpers/server.ts";
-import type { HandlerTable } from "../server/http/operations.ts";
+import type { HandlerTable } from "../http/operations.ts";
 import { handlers } from "../handlers/index.ts";
 
 interface Issue {

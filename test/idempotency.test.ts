@@ -4,7 +4,7 @@ import pg from "pg";
 import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "./helpers/server.ts";
 import { startWorker } from "../worker/runner.ts";
 import { purgeExpiredKeys } from "../db/idempotency.ts";
-import { idempotencyLockKey } from "../server/http/idempotency.ts";
+import { idempotencyLockKey } from "../http/idempotency.ts";
 import { waitFor } from "./helpers/wait.ts";
 
 const pdf = { filename: "contract.pdf", file_size: 48213, mime_type: "application/pdf" };

@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import t from "tap";
 import { createLogger, REDACTED, safeUrl } from "../server/logger.ts";
-import type { HandlerTable } from "../server/http/operations.ts";
+import type { HandlerTable } from "../http/operations.ts";
 import { handlers } from "../handlers/index.ts";
 import { createTestTenant, createTestUser, startTestServer } from "./helpers/server.ts";
 

@@ -5,7 +5,7 @@ import t from "tap";
 import { freePort } from "../scripts/throwaway-postgres.ts";
 import { waitFor } from "./helpers/wait.ts";
 import { mediaCases, schemaValidator } from "./helpers/openapi-media.ts";
-import { loadDocument, resolveRef } from "../server/http/openapi-document.ts";
+import { loadDocument, resolveRef } from "../http/openapi-document.ts";
 
 /** A value for each path parameter, as the examples use them. */
 const PATH_VALUES: Record<string, string> = {

@@ -8,7 +8,7 @@ import { createTestTenant, startTestServer, type TestServer, type TestTenant } f
 import { createTestPartner } from "./helpers/partners.ts";
 import { changePartnerStatus, entitlePartner } from "../handlers/partners/registry.ts";
 import { SWITCH_ROUTE } from "../handlers/partners/routing.ts";
-import { idempotencyLockKey } from "../server/http/idempotency.ts";
+import { idempotencyLockKey } from "../http/idempotency.ts";
 import { listAudit } from "../db/audit.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

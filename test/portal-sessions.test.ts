@@ -2,7 +2,7 @@
 // operations declaring PortalSession, for one tenant only, never logged, and the /portal page's headers.
 import { decodeJwt } from "jose";
 import t from "tap";
-import { loadDocument } from "../server/http/openapi-document.ts";
+import { loadDocument } from "../http/openapi-document.ts";
 import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "./helpers/server.ts";
 import { emitEvent } from "../db/events.ts";
 import { loadConfig, ConfigError } from "../server/config.ts";

@@ -5,7 +5,7 @@ import t from "tap";
 import { runAdminCli } from "./helpers/admin-cli.ts";
 import { createTestTenant, startTestServer, pollWithToken, tokenRequest } from "./helpers/server.ts";
 import { waitFor } from "./helpers/wait.ts";
-import { registerClient } from "../server/auth/principals.ts";
+import { registerClient } from "../handlers/auth/principals.ts";
 
 t.test("user:disable: the user's existing tokens stop working and the password grant refuses it", async (t) => {
   const server = await startTestServer(t, { env: { AUTH_REFRESH_SECONDS: "1" } });

@@ -16,7 +16,7 @@ const productionEnv = async (t: Parameters<typeof createTestDatabase>[0]) => ({
 });
 
 function runMainToExit(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
-  const main = path.join(import.meta.dirname, "..", "server", "main.ts");
+  const main = path.join(import.meta.dirname, "..", "app", "main.ts");
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [main, "--role=api"], {
       env: { PATH: process.env.PATH ?? "", ...env },

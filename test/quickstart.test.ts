@@ -59,7 +59,9 @@ t.test("the README's quickstart, pasted in order, ends with a verified delivery"
   for (const entry of [
     "package.json",
     "node_modules",
+    "app",
     "server",
+    "http",
     "handlers",
     "db",
     "worker",

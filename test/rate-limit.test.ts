@@ -3,7 +3,7 @@
 // RateLimit-*; counters in memory or shared through PostgreSQL.
 import { randomUUID } from "node:crypto";
 import t, { type Test } from "tap";
-import { addressKey } from "../server/http/rate-limit.ts";
+import { addressKey } from "../http/rate-limit.ts";
 import {
   createTestTenant,
   startReplica,

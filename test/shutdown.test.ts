@@ -9,7 +9,7 @@ import path from "node:path";
 import t, { type Test } from "tap";
 import { freePort } from "../scripts/throwaway-postgres.ts";
 import { createTenant } from "../db/principals.ts";
-import { registerUser } from "../server/auth/principals.ts";
+import { registerUser } from "../handlers/auth/principals.ts";
 import { createDatabase } from "../db/database.ts";
 import { createTestDatabase } from "./helpers/database.ts";
 import { startApiService } from "./helpers/service.ts";
@@ -32,7 +32,7 @@ async function waitFor<T>(
   return value;
 }
 
-/** `node server/main.ts` with every role (the worker too); a process still running when a test ends is killed. */
+/** `node app/main.ts` with every role (the worker too); a process still running when a test ends is killed. */
 const startMain = (t: Test, env: Record<string, string>, seconds = 60) =>
   startMainProcess(t, env, { seconds, args: [], teardownSignal: "SIGKILL" });
 

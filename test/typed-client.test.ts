@@ -4,7 +4,7 @@ import t from "tap";
 import { createIntegratorClient, withIdempotencyKey } from "../openapi/package/src/index.ts";
 import { createTestTenant, createTestUser, startTestServer } from "./helpers/server.ts";
 import { createTestPartner } from "./helpers/partners.ts";
-import { loadDocument } from "../server/http/openapi-document.ts";
+import { loadDocument } from "../http/openapi-document.ts";
 
 t.test("the typed client calls at least one operation of every tag", async (t) => {
   const server = await startTestServer(t);

@@ -1,5 +1,5 @@
 // The service settles url.parse()'s deprecation check (DEP0169) when it builds its app; why is told at
-// settleLegacyUrlParseDeprecation in server/http/app.ts. What that leaves is checked here: nothing
+// settleLegacyUrlParseDeprecation in http/app.ts. What that leaves is checked here: nothing
 // printed, and no later call warns.
 // eslint-disable-next-line no-restricted-imports -- the later call whose silence is checked
 import { parse } from "node:url";

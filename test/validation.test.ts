@@ -1,7 +1,7 @@
 // The mapping from validator errors to pydantic-style issues, for rules no request schema exercises yet.
 import t from "tap";
 import type { Request } from "express";
-import { locFromPath, toValidationIssues } from "../server/http/validation.ts";
+import { locFromPath, toValidationIssues } from "../http/validation.ts";
 
 const request = (body: unknown) => ({ body, query: {}, params: {}, headers: {} }) as unknown as Request;
 

@@ -13,7 +13,7 @@ import { checkHealth } from "../handlers/probes/health-checks.ts";
 import { startWebhookRig, testCa } from "./helpers/webhooks.ts";
 import { waitFor } from "./helpers/wait.ts";
 
-const MAIN = path.join(import.meta.dirname, "..", "server", "main.ts");
+const MAIN = path.join(import.meta.dirname, "..", "app", "main.ts");
 const ca = testCa(t);
 
 interface WorkerCheck {

@@ -1,6 +1,6 @@
 // The token endpoint and the published signing keys.
 import { issueTokenFor } from "./token-grants.ts";
-import { principalOf, type OperationHandler } from "../../server/http/operations.ts";
+import { principalOf, type OperationHandler } from "../../http/operations.ts";
 import { rfc3339 } from "../../db/timestamps.ts";
 
 export const issueToken: OperationHandler<"issueToken"> = async ({ services, body, headers }) => ({

@@ -5,7 +5,7 @@
 // wait, 503 at once. Disabled users and clients get no token.
 import type { components } from "../../generated/openapi.ts";
 import { createHash } from "node:crypto";
-import { ApiError, OAuthError } from "../../server/http/errors.ts";
+import { ApiError, OAuthError } from "../../http/errors.ts";
 import type { Services } from "../../server/services.ts";
 import { findClient, findUserByUsername } from "../../db/principals.ts";
 import { DUMMY_HASH, HashingBusy } from "../../server/auth/passwords.ts";

@@ -1,9 +1,9 @@
 // Intake: register one document or a batch, and poll a submission.
-import { principalOf, type Call, type OperationHandler } from "../../server/http/operations.ts";
-import { replayBody, replayHeaders } from "../../server/http/idempotency.ts";
+import { principalOf, type Call, type OperationHandler } from "../../http/operations.ts";
+import { replayBody, replayHeaders } from "../../http/idempotency.ts";
 import { getSubmission, submitIntake as submit } from "./submissions.ts";
 import type { IntakeItemInput } from "./item-rules.ts";
-import { effectiveTenant } from "../../server/auth/tenancy.ts";
+import { effectiveTenant } from "../../http/tenancy.ts";
 
 async function register(
   call: Call<"submitIntake"> | Call<"submitIntakeBatch">,

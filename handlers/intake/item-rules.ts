@@ -1,7 +1,7 @@
 // The item rules checked after the schema (contract decisions §4): item_metadata's size and depth
 // limits (a 422 for the whole request) and the service rules that reject one item only.
 import type { Config } from "../../server/config.ts";
-import { valueError, type ValidationIssue } from "../../server/http/validation.ts";
+import { valueError, type ValidationIssue } from "../../http/validation.ts";
 import { depthOf } from "../../server/json-limits.ts";
 
 export const METADATA_MAX_BYTES = 16 * 1024;

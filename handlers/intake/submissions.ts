@@ -1,16 +1,16 @@
 // Registering review work: the one-statement write (submission, items, audit action, webhook event;
 // with an Idempotency-Key also the remembered response, in one transaction) and reading a submission back.
 import type { Principal } from "../../server/auth/tokens.ts";
-import { ApiError, notFound } from "../../server/http/errors.ts";
+import { ApiError, notFound } from "../../http/errors.ts";
 import {
   keyedWrite,
   replayFromMemory,
   requestFingerprint,
   settleKeyedWrite,
   type IdempotentOutcome,
-} from "../../server/http/idempotency.ts";
+} from "../../http/idempotency.ts";
 import type { Services } from "../../server/services.ts";
-import { RequestValidationError } from "../../server/http/validation.ts";
+import { RequestValidationError } from "../../http/validation.ts";
 import { isUuid } from "../../db/ids.ts";
 import {
   findSubmission,

@@ -2,12 +2,12 @@
 // checked over both canonical serialisations in constant time, then the event stored exactly once.
 import { createHash, randomBytes } from "node:crypto";
 import { canonicalJson } from "../../server/canonical-json.ts";
-import { ApiError } from "../../server/http/errors.ts";
+import { ApiError } from "../../http/errors.ts";
 import { isUuid } from "../../db/ids.ts";
 import { depthOf } from "../../server/json-limits.ts";
 import type { Services } from "../../server/services.ts";
 import { hmacSha256Hex, signaturesEqual } from "../../server/signing.ts";
-import { RequestValidationError, valueError } from "../../server/http/validation.ts";
+import { RequestValidationError, valueError } from "../../http/validation.ts";
 import { recordAudit } from "../../db/audit.ts";
 import { findPartnerAccess, insertCallbackOnce } from "../../db/partners.ts";
 

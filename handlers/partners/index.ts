@@ -1,7 +1,7 @@
 // Partners: governed launch, partner switch and signed partner callbacks.
 import type { IncomingHttpHeaders } from "node:http";
-import { principalOf, type Call, type OperationHandler } from "../../server/http/operations.ts";
-import { replayBody, replayHeaders } from "../../server/http/idempotency.ts";
+import { principalOf, type Call, type OperationHandler } from "../../http/operations.ts";
+import { replayBody, replayHeaders } from "../../http/idempotency.ts";
 import { receiveCallback } from "./callbacks.ts";
 import { routeToPartner, type RoutingRequest } from "./routing.ts";
 

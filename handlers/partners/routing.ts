@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import type { components } from "../../generated/openapi.ts";
 import type { Principal } from "../../server/auth/tokens.ts";
-import { ApiError } from "../../server/http/errors.ts";
+import { ApiError } from "../../http/errors.ts";
 import { uuidV7 } from "../../db/ids.ts";
 import {
   finishedReplay,
@@ -12,9 +12,9 @@ import {
   settleKeyedWrite,
   type IdempotencyScope,
   type IdempotentOutcome,
-} from "../../server/http/idempotency.ts";
+} from "../../http/idempotency.ts";
 import type { Services } from "../../server/services.ts";
-import { RequestValidationError, valueError, type ValidationIssue } from "../../server/http/validation.ts";
+import { RequestValidationError, valueError, type ValidationIssue } from "../../http/validation.ts";
 import {
   findPartnerAccess,
   recordRoutingDecision,

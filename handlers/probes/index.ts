@@ -2,7 +2,7 @@
 // scope=api, this API instance) is healthy, and from the start of a shutdown. Both say statuses only.
 import { checkHealth } from "./health-checks.ts";
 import { publicReport } from "./public-report.ts";
-import type { OperationHandler } from "../../server/http/operations.ts";
+import type { OperationHandler } from "../../http/operations.ts";
 
 const NO_STORE = { "Cache-Control": "no-store" };
 

@@ -3,7 +3,7 @@
 // keyset this list could have handed out is a 422 value_error at ["query", "cursor"].
 import { isUuid } from "../../db/ids.ts";
 import { KEYSET_TIMESTAMP, type DeliveryKeyset } from "../../db/webhooks.ts";
-import { RequestValidationError, valueError } from "../../server/http/validation.ts";
+import { RequestValidationError, valueError } from "../../http/validation.ts";
 
 export function encodeDeliveryCursor(keyset: DeliveryKeyset): string {
   return Buffer.from(JSON.stringify({ c: keyset.createdAt, i: keyset.id }), "utf8").toString("base64url");

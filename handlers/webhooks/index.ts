@@ -1,9 +1,9 @@
 // Webhook subscriptions, their health and secrets, manual sends, and the delivery log of the token's tenant.
 import { randomBytes } from "node:crypto";
-import { ApiError, notFound } from "../../server/http/errors.ts";
-import { principalOf, type OperationHandler } from "../../server/http/operations.ts";
+import { ApiError, notFound } from "../../http/errors.ts";
+import { principalOf, type OperationHandler } from "../../http/operations.ts";
 import { checkWebhookUrl } from "../../server/url-safety.ts";
-import { RequestValidationError, valueError } from "../../server/http/validation.ts";
+import { RequestValidationError, valueError } from "../../http/validation.ts";
 import {
   createSubscription,
   deactivateSubscription,

@@ -1,8 +1,8 @@
 // Webhook portal links: a short-lived credential for one tenant's webhook operations, in the fragment
 // of a link to the /portal page (browsers never send a fragment to a server, so it reaches no log).
-import { effectiveTenant } from "../../server/auth/tenancy.ts";
-import { notFound } from "../../server/http/errors.ts";
-import { principalOf, type OperationHandler } from "../../server/http/operations.ts";
+import { effectiveTenant } from "../../http/tenancy.ts";
+import { notFound } from "../../http/errors.ts";
+import { principalOf, type OperationHandler } from "../../http/operations.ts";
 import { recordAudit } from "../../db/audit.ts";
 import { tenantExists } from "../../db/principals.ts";
 import { rfc3339 } from "../../db/timestamps.ts";

@@ -2,7 +2,7 @@
 import type { Services } from "../../server/services.ts";
 import { createTenant, disableClient, disableUser, tenantExists } from "../../db/principals.ts";
 import { rotateSigningKeys } from "../../server/auth/tokens.ts";
-import { registerClient, registerUser } from "../../server/auth/principals.ts";
+import { registerClient, registerUser } from "../../handlers/auth/principals.ts";
 import { listAudit } from "../../db/audit.ts";
 import { linkItem, setItemStatus, type ItemChange } from "../../handlers/intake/item-changes.ts";
 import { changePartnerStatus, entitlePartner, registerPartner } from "../../handlers/partners/registry.ts";

@@ -1,11 +1,11 @@
-// Starts the real `node server/main.ts` as a child process and waits for its "listening" log line.
+// Starts the real `node app/main.ts` as a child process and waits for its "listening" log line.
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
 import type { Test } from "tap";
 import { waitFor } from "./wait.ts";
 
-const MAIN = path.join(import.meta.dirname, "..", "..", "server", "main.ts");
+const MAIN = path.join(import.meta.dirname, "..", "..", "app", "main.ts");
 
 export interface MainProcess {
   child: ChildProcessWithoutNullStreams;

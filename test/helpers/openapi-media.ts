@@ -2,7 +2,7 @@
 // schema and examples, and a validator of any schema of the document (ajv, JSON Schema 2020-12).
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
-import { loadDocument, resolveRef } from "../../server/http/openapi-document.ts";
+import { loadDocument, resolveRef } from "../../http/openapi-document.ts";
 
 type Node = Record<string, unknown>;
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;

@@ -6,16 +6,16 @@ import path from "node:path";
 import { randomBytes, randomUUID } from "node:crypto";
 import type { DestinationStream } from "pino";
 import type { Test } from "tap";
-import { createApp, logUnexpectedError } from "../../server/http/app.ts";
-import { buildServices } from "../../server/lifecycle.ts";
+import { createApp, logUnexpectedError } from "../../http/app.ts";
+import { buildServices } from "../../app/lifecycle.ts";
 import { loadConfig } from "../../server/config.ts";
 import { createDatabase } from "../../db/database.ts";
 import { createLogger } from "../../server/logger.ts";
 import type { Services } from "../../server/services.ts";
 import { createTenant } from "../../db/principals.ts";
-import { registerUser } from "../../server/auth/principals.ts";
+import { registerUser } from "../../handlers/auth/principals.ts";
 import { handlers as allHandlers } from "../../handlers/index.ts";
-import type { HandlerTable } from "../../server/http/operations.ts";
+import type { HandlerTable } from "../../http/operations.ts";
 import { createTestDatabase } from "./database.ts";
 
 export interface TestServer {

@@ -1,9 +1,9 @@
-// The real service in this process (server/lifecycle.ts startService, role api): its own test database
+// The real service in this process (app/lifecycle.ts startService, role api): its own test database
 // and data directory, listening on a free port, stopped when the test ends.
 import { randomBytes } from "node:crypto";
 import type { Test } from "tap";
 import { loadConfig } from "../../server/config.ts";
-import { startService, type RunningService } from "../../server/lifecycle.ts";
+import { startService, type RunningService } from "../../app/lifecycle.ts";
 import { createLogger } from "../../server/logger.ts";
 import { createTestDatabase } from "./database.ts";
 import { tempDir } from "./temp-dir.ts";

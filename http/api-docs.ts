@@ -5,11 +5,11 @@
 import fs from "node:fs";
 import express, { type Router } from "express";
 
-const DOCUMENT_JSON = new URL("../../generated/openapi.json", import.meta.url);
-const DOCUMENT_YAML = new URL("../../openapi/openapi.yaml", import.meta.url);
+const DOCUMENT_JSON = new URL("../generated/openapi.json", import.meta.url);
+const DOCUMENT_YAML = new URL("../openapi/openapi.yaml", import.meta.url);
 /** Scalar's self-contained browser build (one file, no chunks). */
 export const REFERENCE_SCRIPT = new URL(
-  "../../node_modules/@scalar/api-reference/dist/browser/standalone.js",
+  "../node_modules/@scalar/api-reference/dist/browser/standalone.js",
   import.meta.url,
 );
 

@@ -16,22 +16,22 @@ import {
   type DatabaseLog,
   type EmbeddedServer,
 } from "../db/database.ts";
-import { databaseLog } from "./database-log.ts";
-import { createSecretBox, loadEncryptionKey } from "./secrets.ts";
-import { createTokenService } from "./auth/tokens.ts";
-import { createHashGate } from "./auth/passwords.ts";
-import { ReplayMemory } from "./http/replay-memory.ts";
-import { createLogger, type Logger } from "./logger.ts";
+import { databaseLog } from "../server/database-log.ts";
+import { createSecretBox, loadEncryptionKey } from "../server/secrets.ts";
+import { createTokenService } from "../server/auth/tokens.ts";
+import { createHashGate } from "../server/auth/passwords.ts";
+import { ReplayMemory } from "../server/replay-memory.ts";
+import { createLogger, type Logger } from "../server/logger.ts";
 import { migrateWorkerSchema, startWorker, type WorkerHandle } from "../worker/runner.ts";
 import { handlers } from "../handlers/index.ts";
-import { createApp } from "./http/app.ts";
-import type { Config } from "./config.ts";
-import { stopEventLoopMonitor } from "./http/load-shedding.ts";
-import { startMetricsServer, type MetricsServer } from "./metrics.ts";
-import type { ProcessState, Services } from "./services.ts";
+import { createApp } from "../http/app.ts";
+import type { Config } from "../server/config.ts";
+import { stopEventLoopMonitor } from "../http/load-shedding.ts";
+import { startMetricsServer, type MetricsServer } from "../server/metrics.ts";
+import type { ProcessState, Services } from "../server/services.ts";
 import { checkHealth } from "../handlers/probes/health-checks.ts";
-import { TimeoutError, withTimeout } from "./timeouts.ts";
-import { errorMessage } from "./error-message.ts";
+import { TimeoutError, withTimeout } from "../server/timeouts.ts";
+import { errorMessage } from "../server/error-message.ts";
 
 export const VERSION: string = (
   JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }

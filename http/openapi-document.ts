@@ -2,7 +2,7 @@
 import fs from "node:fs";
 import type { OpenAPIV3_1 } from "openapi-types";
 
-const DOCUMENT_PATH = new URL("../../generated/openapi.json", import.meta.url);
+const DOCUMENT_PATH = new URL("../generated/openapi.json", import.meta.url);
 
 let cached: string | undefined;
 

@@ -1,9 +1,9 @@
 // Types that tie handlers to the generated contract: a handler for operation O reads O's declared
 // input and can only return a status and body that O declares.
 import type { IncomingHttpHeaders } from "node:http";
-import type { operations } from "../../generated/openapi.ts";
-import type { Principal } from "../auth/tokens.ts";
-import type { Services } from "../services.ts";
+import type { operations } from "../generated/openapi.ts";
+import type { Principal } from "../server/auth/tokens.ts";
+import type { Services } from "../server/services.ts";
 
 /** Operations the service serves: the document's path operations (webhook operations' ids start with `webhook`). */
 export type OperationId = Exclude<keyof operations, `webhook${string}`>;

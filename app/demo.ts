@@ -2,8 +2,8 @@
 // with a fresh token so the service can be tried at once. Never in production (config.seedDemo).
 import { randomBytes } from "node:crypto";
 import { countTenants, createTenant, findUserByUsername } from "../db/principals.ts";
-import { registerUser } from "./auth/principals.ts";
-import type { Services } from "./services.ts";
+import { registerUser } from "../handlers/auth/principals.ts";
+import type { Services } from "../server/services.ts";
 
 export const DEMO_USERNAME = "demo-admin";
 

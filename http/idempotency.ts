@@ -4,11 +4,11 @@
 // duplicate sees IDEMPOTENCY_IN_PROGRESS, a crash releases the key, and the remembered response exists
 // exactly when the work it describes does. A finished response is also kept in this process's memory
 // (./replay-memory.ts) until shortly before it expires, and its replays are answered from there.
-import { canonicalJsonHash } from "../canonical-json.ts";
+import { canonicalJsonHash } from "../server/canonical-json.ts";
 import { ApiError } from "./errors.ts";
-import type { Services } from "../services.ts";
-import { recordIdempotentReplay } from "../metrics.ts";
-import { findRemembered, type KeyedOutcome, type KeyedWrite, type RememberedResponse } from "../../db/idempotency.ts";
+import type { Services } from "../server/services.ts";
+import { recordIdempotentReplay } from "../server/metrics.ts";
+import { findRemembered, type KeyedOutcome, type KeyedWrite, type RememberedResponse } from "../db/idempotency.ts";
 
 export interface IdempotencyScope {
   tenantId: string;

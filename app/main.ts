@@ -1,12 +1,12 @@
 // npm start (API and worker), npm run start:api, npm run start:worker.
 // Logs are JSON lines on stdout; a bad setting stops the start with a plain message on stderr naming
-// the variable. SIGTERM and SIGINT stop the process gracefully (server/lifecycle.ts), exit code 0.
-import { ConfigError, loadConfig, type Config } from "./config.ts";
+// the variable. SIGTERM and SIGINT stop the process gracefully (app/lifecycle.ts), exit code 0.
+import { ConfigError, loadConfig, type Config } from "../server/config.ts";
 import { EmbeddedPostgresUnavailable, loadEmbeddedPostgres } from "../db/database.ts";
 import { demoCurlLine, seedDemoTenant } from "./demo.ts";
 import { startService, type Role, type RunningService } from "./lifecycle.ts";
-import { createLogger } from "./logger.ts";
-import { errorMessage } from "./error-message.ts";
+import { createLogger } from "../server/logger.ts";
+import { errorMessage } from "../server/error-message.ts";
 
 function parseRole(argv: string[]): Role {
   const flag = argv.find((arg) => arg.startsWith("--role="));

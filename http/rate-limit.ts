@@ -26,11 +26,11 @@ import {
   RateLimiterRes,
   type RateLimiterAbstract,
 } from "rate-limiter-flexible";
-import type { Principal } from "../auth/tokens.ts";
+import type { Principal } from "../server/auth/tokens.ts";
 import { ApiError } from "./errors.ts";
-import type { Logger } from "../logger.ts";
-import { recordRateLimited } from "../metrics.ts";
-import type { Services } from "../services.ts";
+import type { Logger } from "../server/logger.ts";
+import { recordRateLimited } from "../server/metrics.ts";
+import type { Services } from "../server/services.ts";
 
 export type RateLimitScope =
   "principal" | "forbidden" | "unauthenticated" | "token" | "callback" | "unmatched" | "address" | "probe";

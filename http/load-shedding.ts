@@ -7,7 +7,7 @@
 import { monitorEventLoopDelay, performance, type ELDHistogram } from "node:perf_hooks";
 import type { NextFunction, Request, Response } from "express";
 import { ApiError } from "./errors.ts";
-import { recordShedRequest } from "../metrics.ts";
+import { recordShedRequest } from "../server/metrics.ts";
 
 const SAMPLE_INTERVAL_MS = 500;
 const HISTOGRAM_RESOLUTION_MS = 10;

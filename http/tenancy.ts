@@ -1,7 +1,7 @@
 // The tenant an operation acts on: the token's own, or (for platform_admin only) the one named by
 // the tenant_id query parameter (contract decisions §2).
-import type { Principal } from "./tokens.ts";
-import { ApiError } from "../http/errors.ts";
+import type { Principal } from "../server/auth/tokens.ts";
+import { ApiError } from "./errors.ts";
 
 export function effectiveTenant(principal: Principal, requested: string | undefined): string {
   if (requested === undefined) return principal.tenantId;

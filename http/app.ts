@@ -10,22 +10,22 @@ import * as OpenApiValidator from "express-openapi-validator";
 import { OpenAPIBackend, type Context } from "openapi-backend";
 import type { OpenAPIV3_1 } from "openapi-types";
 import { requireBearer } from "./authentication.ts";
-import { isDatabaseUnavailable } from "../../db/database.ts";
-import type { Principal } from "../auth/tokens.ts";
+import { isDatabaseUnavailable } from "../db/database.ts";
+import type { Principal } from "../server/auth/tokens.ts";
 import { ApiError, envelope, OAuthError, sendApiError, sendOAuthError } from "./errors.ts";
 import type { Call, HandlerTable, OperationId } from "./operations.ts";
 import { loadDocument, resolveRef } from "./openapi-document.ts";
 import { compileRoutes, type RouteMatch } from "./routes.ts";
-import { poolStatistics } from "../../db/database.ts";
+import { poolStatistics } from "../db/database.ts";
 import { loadShedding } from "./load-shedding.ts";
 import { portalPage } from "./portal-page.ts";
 import { apiDocsRouter } from "./api-docs.ts";
 import { cors } from "./cors.ts";
-import { requestLogger, type Logger } from "../logger.ts";
-import { observeRequest } from "../metrics.ts";
+import { requestLogger, type Logger } from "../server/logger.ts";
+import { observeRequest } from "../server/metrics.ts";
 import { createRateLimits, type OpenRoute } from "./rate-limit.ts";
 import { securityHeaders } from "./security-headers.ts";
-import type { Services } from "../services.ts";
+import type { Services } from "../server/services.ts";
 import {
   findOverride,
   jsonInvalidIssue,
@@ -37,7 +37,7 @@ import {
   type OverrideRules,
   type ValidationIssue,
 } from "./validation.ts";
-import { errorMessage } from "../error-message.ts";
+import { errorMessage } from "../server/error-message.ts";
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 const BODY_LIMIT = "1mb";

@@ -1,6 +1,6 @@
 // The portal's one door to the API: every call goes through the contract package's typed client
 // (openapi/package, openapi-fetch over the generated types), with the portal credential as the bearer token.
-import { createIntegratorClient, type components, type paths } from "../../openapi/package/src/index.ts";
+import { createIntegratorClient, type components, type paths } from "../openapi/package/src/index.ts";
 
 export type Subscription = components["schemas"]["WebhookSubscriptionResponse"];
 export type Delivery = components["schemas"]["WebhookDeliveryResponse"];

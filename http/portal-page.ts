@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import type { Request, Response, Router } from "express";
 import express from "express";
 
-const PORTAL_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../generated/portal");
+const PORTAL_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../generated/portal");
 
 const FILES: Record<string, { file: string; type: string; cache: string }> = {
   "/portal": { file: "index.html", type: "text/html; charset=utf-8", cache: "no-store" },
