@@ -1,4 +1,4 @@
-// A consumer of the packed contract package, compiled in strict mode by test/contract-package.test.ts
+// A consumer of the packed contract package, compiled in strict mode by test/contract/package.test.ts
 // against the tarball `npm pack` makes (not against the repository's sources).
 import { createIntegratorClient, withIdempotencyKey, type Schemas, type WebhookEvent } from "integrator-api-contract";
 import type { paths } from "integrator-api-contract/types";

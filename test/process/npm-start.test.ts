@@ -1,0 +1,88 @@
+// A supervisor that runs `npm start` stops it with SIGTERM to the npm process: that must reach the
+// service, which then stops everything (its embedded PostgreSQL included) and exits 0, as npm does.
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import t from "tap";
+import { tempDir } from "../helpers/temp-dir.ts";
+import { freePort } from "../../scripts/throwaway-postgres.ts";
+import { waitFor } from "../helpers/wait.ts";
+
+const ROOT = path.join(import.meta.dirname, "..", "..");
+
+function refused(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once("error", (error: NodeJS.ErrnoException) => resolve(error.code === "ECONNREFUSED"));
+  });
+}
+
+t.test("SIGTERM to the npm start process stops the service and its embedded PostgreSQL; npm exits 0", async (t) => {
+  const dataDir = tempDir(t, "integrator-npm-start-");
+  const pgPort = await freePort();
+  const npm = spawn("npm", ["start"], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      NODE_ENV: "development",
+      DATABASE_URL: "",
+      DATA_DIR: dataDir,
+      EMBEDDED_PG_PORT: String(pgPort),
+      PORT: "0",
+      LOG_LEVEL: "info",
+      SEED_DEMO: "false",
+      LOAD_SHED_EVENT_LOOP_DELAY_MS: "0",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+    // A process group of its own, so that a failed test can stop everything npm started by the group's id.
+    detached: true,
+  });
+  let out = "";
+  npm.stdout.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")));
+  npm.stderr.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    npm.once("exit", (code, signal) => resolve({ code, signal })),
+  );
+  t.teardown(async () => {
+    // Should the test fail half-way, stop whatever is left: npm's process group, then PostgreSQL through
+    // its own pid file (never by name).
+    try {
+      process.kill(-(npm.pid as number), "SIGKILL");
+    } catch {
+      // The group is gone already.
+    }
+    const pidFile = path.join(dataDir, "pg", "postmaster.pid");
+    if (fs.existsSync(pidFile)) {
+      const pid = Number(fs.readFileSync(pidFile, "utf8").split("\n")[0]);
+      if (pid > 0) {
+        try {
+          process.kill(pid, "SIGTERM");
+        } catch {
+          // Not running any more.
+        }
+      }
+    }
+  });
+
+  const port = await waitFor(
+    async () => /"port":(\d+)[^\n]*listening on/.exec(out)?.[1],
+    (found) => found !== undefined || npm.exitCode !== null,
+    { seconds: 120 },
+  );
+  t.ok(port, `the service listens (${out.slice(-500)})`);
+  t.ok(fs.existsSync(path.join(dataDir, "pg", "postmaster.pid")), "the embedded PostgreSQL runs");
+
+  npm.kill("SIGTERM");
+  const { code, signal } = await exited;
+  t.equal(signal, null, "npm was not killed by the signal");
+  t.equal(code, 0, "npm exits 0");
+  t.match(out, /"msg":"shutdown complete"/, "the service shut down gracefully");
+  t.ok(await refused(Number(port)), "nothing listens on the API port any more");
+  t.ok(await refused(pgPort), "nothing listens on the embedded PostgreSQL's port any more");
+  t.notOk(fs.existsSync(path.join(dataDir, "pg", "postmaster.pid")), "PostgreSQL stopped cleanly");
+});

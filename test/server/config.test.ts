@@ -1,0 +1,154 @@
+// One module parses every setting; a bad value stops the start with a message naming the variable.
+import { spawn } from "node:child_process";
+import path from "node:path";
+import t from "tap";
+import { loadConfig } from "../../server/config.ts";
+
+t.test("defaults apply when nothing is set", async (t) => {
+  const config = loadConfig({});
+  t.equal(config.port, 8080);
+  t.equal(config.publicBaseUrl, "http://localhost:8080");
+  t.equal(config.idempotencyTtlHours, 24);
+  t.equal(config.webhooks.maxAttempts, 3);
+  t.equal(config.accessTokenTtlSeconds, 900);
+  t.equal(config.databaseUrl, undefined);
+  t.equal(config.validateResponses, false);
+  t.equal(
+    config.metricsHost,
+    "127.0.0.1",
+    "the unauthenticated /metrics server stays on loopback unless told otherwise",
+  );
+});
+
+t.test("PUBLIC_BASE_URL defaults from PORT for links; the token issuer never depends on the port", async (t) => {
+  t.equal(loadConfig({ PORT: "9090" }).publicBaseUrl, "http://localhost:9090");
+  t.equal(loadConfig({ PORT: "9090" }).tokenIssuer, loadConfig({ PORT: "8080" }).tokenIssuer);
+  t.equal(loadConfig({ PUBLIC_BASE_URL: "https://api.example.com/" }).tokenIssuer, "https://api.example.com");
+});
+
+t.test("PUBLIC_BASE_URL is required in production", async (t) => {
+  t.throws(() => loadConfig({ NODE_ENV: "production", ENCRYPTION_KEY: "ab".repeat(32) }), {
+    name: "ConfigError",
+    message: /^PUBLIC_BASE_URL is required when NODE_ENV=production/,
+  });
+  t.equal(
+    loadConfig({ NODE_ENV: "production", ENCRYPTION_KEY: "ab".repeat(32), PUBLIC_BASE_URL: "https://a.example.com" })
+      .tokenIssuer,
+    "https://a.example.com",
+  );
+});
+
+t.test("ENCRYPTION_KEY is parsed strictly as hex, base64 or base64url, and the encoding is reported", async (t) => {
+  const key = Buffer.from(Array.from({ length: 32 }, (_, i) => 250 - i * 7));
+  const forms: [string, string][] = [
+    [key.toString("hex"), "hex"],
+    [key.toString("hex").toUpperCase(), "hex"],
+    [key.toString("base64"), "base64"],
+    [key.toString("base64").replace(/=$/, ""), "base64"],
+    [key.toString("base64url"), "base64url"],
+  ];
+  t.ok(/[+/]/.test(key.toString("base64")) && /[-_]/.test(key.toString("base64url")), "the sample uses both alphabets");
+  for (const [raw, encoding] of forms) {
+    const config = loadConfig({ ENCRYPTION_KEY: raw });
+    t.same(config.encryptionKey, key, `${raw} is the key`);
+    t.equal(config.encryptionKeyEncoding, encoding, `${raw} was read as ${encoding}`);
+  }
+  const refused: [string, RegExp][] = [
+    ["A".repeat(43), /^ENCRYPTION_KEY is all zero bytes/],
+    ["0".repeat(64), /^ENCRYPTION_KEY is all zero bytes/],
+    ["A".repeat(43) + "=", /^ENCRYPTION_KEY is all zero bytes/],
+    [key.toString("base64").slice(0, 42) + "B", /^ENCRYPTION_KEY must be 32 bytes/], // non-canonical last character
+    [key.toString("base64").slice(0, 40), /^ENCRYPTION_KEY must be 32 bytes/],
+    [key.toString("hex").slice(0, 63), /^ENCRYPTION_KEY must be 32 bytes/],
+    [key.toString("base64") + "AAAA", /^ENCRYPTION_KEY must be 32 bytes/],
+    [`+${key.toString("base64url").slice(1)}`, /^ENCRYPTION_KEY must be 32 bytes/], // mixed alphabets
+    ["not a key at all, not even close!!!!!!!!!!", /^ENCRYPTION_KEY must be 32 bytes/],
+  ];
+  for (const [raw, message] of refused) {
+    t.throws(() => loadConfig({ ENCRYPTION_KEY: raw }), { name: "ConfigError", message }, raw);
+  }
+});
+
+t.test("a bad value names the variable and what it expects", async (t) => {
+  const bad: [Record<string, string>, RegExp][] = [
+    [{ PORT: "eighty" }, /^PORT must be a whole number/],
+    [{ PORT: "70000" }, /^PORT must be a whole number from 0 to 65535/],
+    [{ DATABASE_URL: "mysql://x" }, /^DATABASE_URL must be a postgres:\/\//],
+    [{ ENCRYPTION_KEY: "short" }, /^ENCRYPTION_KEY must be 32 bytes/],
+    [{ WEBHOOK_ALLOW_PRIVATE_TARGETS: "maybe" }, /^WEBHOOK_ALLOW_PRIVATE_TARGETS must be true or false/],
+    [{ AUTH_JWKS_URL: "https://idp.example.com/jwks" }, /^AUTH_ISSUER is required/],
+    [{ NODE_ENV: "production" }, /^ENCRYPTION_KEY is required/],
+    [{ LOG_LEVEL: "loud" }, /^LOG_LEVEL must be one of/],
+    [{ WEBHOOK_RESOLVE: "hooks.example.com" }, /^WEBHOOK_RESOLVE must look like host=ip/],
+    [{ RATE_LIMIT_PER_MINUTE: "0" }, /^RATE_LIMIT_PER_MINUTE must be a whole number from 1/],
+    [{ RATE_LIMIT_STORE: "redis" }, /^RATE_LIMIT_STORE must be memory or postgres/],
+    [{ TRUST_PROXY: "the-proxy" }, /^TRUST_PROXY must be false, a hop count/],
+    [{ TRUST_PROXY: "10.0.0.0/33" }, /^TRUST_PROXY must be false, a hop count/],
+    [{ LOAD_SHED_EVENT_LOOP_DELAY_MS: "-5" }, /^LOAD_SHED_EVENT_LOOP_DELAY_MS must be a whole number from 0/],
+    [{ METRICS_PORT: "99999" }, /^METRICS_PORT must be a whole number from 0 to 65535/],
+    [{ SHUTDOWN_TIMEOUT_MS: "soon" }, /^SHUTDOWN_TIMEOUT_MS must be a whole number/],
+  ];
+  for (const [env, message] of bad) {
+    t.throws(() => loadConfig(env), { name: "ConfigError", message }, JSON.stringify(env));
+  }
+});
+
+t.test("test-only delivery settings are refused in production", async (t) => {
+  t.throws(
+    () =>
+      loadConfig({
+        NODE_ENV: "production",
+        ENCRYPTION_KEY: "a".repeat(64),
+        PUBLIC_BASE_URL: "https://integrator.example.com",
+        WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+      }),
+    { name: "ConfigError", message: /WEBHOOK_ALLOW_PRIVATE_TARGETS/ },
+  );
+});
+
+t.test("operations settings: defaults and accepted forms", async (t) => {
+  const config = loadConfig({});
+  t.same(config.rateLimit, {
+    perMinute: 600,
+    anonPerMinute: 120,
+    callbackPerMinute: 600,
+    probePerMinute: 600,
+    store: "memory",
+  });
+  t.same(config.http, { requestTimeoutMs: 30000, headersTimeoutMs: 10000, maxConnections: 1000 });
+  t.equal(config.maxTokenLifetimeSeconds, 86400);
+  t.same(config.hashing, { concurrency: 2, queueMax: 32 });
+  t.same(config.login, { freeFailures: 5, backoffBaseSeconds: 1, backoffMaxSeconds: 900 });
+  t.same(config.loadShedding, { eventLoopDelayMs: 500, dbPendingAcquires: 50 });
+  t.equal(config.metricsPort, 0, "metrics disabled unless METRICS_PORT is set");
+  t.equal(config.shutdownTimeoutMs, 25000);
+  t.equal(config.trustProxy, false);
+  t.equal(loadConfig({ TRUST_PROXY: "2" }).trustProxy, 2);
+  t.same(loadConfig({ TRUST_PROXY: "loopback, 10.0.0.0/8, fd00::/8" }).trustProxy, [
+    "loopback",
+    "10.0.0.0/8",
+    "fd00::/8",
+  ]);
+  t.equal(loadConfig({ RATE_LIMIT_STORE: "postgres" }).rateLimit.store, "postgres");
+});
+
+t.test("the service refuses to start with a bad setting: exit code 1 and a message naming the variable", async (t) => {
+  const main = path.join(import.meta.dirname, "..", "..", "app", "main.ts");
+  const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
+    (resolve, reject) => {
+      const child = spawn(process.execPath, [main], {
+        env: { PATH: process.env.PATH ?? "", PORT: "eighty" },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let out = "";
+      let err = "";
+      child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")));
+      child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString("utf8")));
+      child.once("error", reject);
+      child.once("close", (exitCode) => resolve({ code: exitCode, stdout: out, stderr: err }));
+    },
+  );
+  t.equal(code, 1);
+  t.match(stderr, /^Configuration error: PORT must be a whole number from 0 to 65535, got "eighty"$/m);
+  t.equal(stdout, "", "nothing started, nothing logged");
+});

@@ -1,0 +1,34 @@
+// The body guard's one walk (server/json-limits.ts): unstorable text and non-finite numbers by path, in
+// document order, nothing listed twice below an unstorable key, at most `limit` of each.
+import t from "tap";
+import { unrepresentablePaths } from "../../server/json-limits.ts";
+
+t.test("both kinds are found in one walk, in document order", async (t) => {
+  const body = JSON.parse(
+    '{"a": "x\\u0000", "b": [1e400, "ok", "\\ud800"], "c": {"d": -1e400, "e\\u0000": 1}, "f": "y\\u0000"}',
+  ) as unknown;
+  t.same(unrepresentablePaths(body, ["body"]), {
+    unstorableText: [
+      ["body", "a"],
+      ["body", "b", 2],
+      ["body", "c", "e\u0000"],
+      ["body", "f"],
+    ],
+    nonFiniteNumbers: [
+      ["body", "b", 0],
+      ["body", "c", "d"],
+    ],
+  });
+});
+
+t.test("below an unstorable key text is not listed again, numbers still are", async (t) => {
+  const body = JSON.parse('{"k\\u0000": {"s": "\\u0000", "n": 1e400}}') as unknown;
+  t.same(unrepresentablePaths(body, []), { unstorableText: [["k\u0000"]], nonFiniteNumbers: [["k\u0000", "n"]] });
+});
+
+t.test("each list stops at the limit", async (t) => {
+  const body = Array.from({ length: 50 }, (_, i) => (i % 2 === 0 ? "\u0000" : Number.POSITIVE_INFINITY));
+  const found = unrepresentablePaths(body, [], 3);
+  t.same(found.unstorableText, [[0], [2], [4]]);
+  t.same(found.nonFiniteNumbers, [[1], [3], [5]]);
+});

@@ -1,0 +1,149 @@
+// Subscription limits (issue 11 point 2): at most WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT subscriptions that
+// are not deleted (409 WEBHOOK_SUBSCRIPTION_LIMIT_REACHED), one per URL (409
+// WEBHOOK_SUBSCRIPTION_DUPLICATE_URL), both holding under concurrent calls, and each refusal changing nothing.
+import t from "tap";
+import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "../helpers/server.ts";
+
+const LIMIT = 3;
+let server: TestServer;
+
+t.before(async () => {
+  server = await startTestServer(t, { env: { WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT: String(LIMIT) } });
+});
+
+const url = (): string => `https://hooks.example.com/${crypto.randomUUID()}`;
+
+function subscribe(who: TestTenant, target: string): Promise<Response> {
+  return server.request("/v1/webhooks/subscriptions", {
+    method: "POST",
+    token: who.token,
+    json: { url: target, events: ["*"] },
+  });
+}
+
+async function listed(who: TestTenant): Promise<{ id: string; url: string }[]> {
+  const res = await server.request("/v1/webhooks/subscriptions", { token: who.token });
+  return ((await res.json()) as { subscriptions: { id: string; url: string }[] }).subscriptions;
+}
+
+const errorOf = async (res: Response) =>
+  ((await res.json()) as { error: { code: string; message: string; details: Record<string, unknown> } }).error;
+
+t.test("one subscription over the limit is 409 WEBHOOK_SUBSCRIPTION_LIMIT_REACHED and creates nothing", async (t) => {
+  const who = await createTestTenant(server.services);
+  for (let i = 0; i < LIMIT; i++) t.equal((await subscribe(who, url())).status, 201);
+  const refused = await subscribe(who, url());
+  t.equal(refused.status, 409);
+  const error = await errorOf(refused);
+  t.equal(error.code, "WEBHOOK_SUBSCRIPTION_LIMIT_REACHED");
+  t.same(error.details, { limit: LIMIT });
+  t.equal((await listed(who)).length, LIMIT, "nothing was created");
+});
+
+t.test("a deleted subscription frees its place; a disabled one keeps it", async (t) => {
+  const who = await createTestTenant(server.services);
+  const ids: string[] = [];
+  for (let i = 0; i < LIMIT; i++) ids.push(((await (await subscribe(who, url())).json()) as { id: string }).id);
+  await server.services
+    .db("integrator.webhook_subscriptions")
+    .where({ tenant_id: who.tenantId, id: ids[0] })
+    .update({ disabled_at: new Date(), disabled_reason: "20 deliveries in a row failed" });
+  t.equal((await subscribe(who, url())).status, 409, "disabled subscriptions count");
+  const deleted = await server.request(`/v1/webhooks/subscriptions/${ids[1]}`, { method: "DELETE", token: who.token });
+  t.equal(deleted.status, 204);
+  t.equal((await subscribe(who, url())).status, 201, "a deleted one does not");
+});
+
+t.test("the limit is per tenant", async (t) => {
+  const full = await createTestTenant(server.services);
+  for (let i = 0; i < LIMIT; i++) await subscribe(full, url());
+  const other = await createTestTenant(server.services);
+  t.equal((await subscribe(other, url())).status, 201);
+});
+
+t.test("the limit holds under concurrent creates", async (t) => {
+  const who = await createTestTenant(server.services);
+  const statuses = await Promise.all(
+    Array.from({ length: LIMIT * 3 }, async () => (await subscribe(who, url())).status),
+  );
+  t.equal(statuses.filter((status) => status === 201).length, LIMIT);
+  t.equal(statuses.filter((status) => status === 409).length, LIMIT * 2);
+  t.equal((await listed(who)).length, LIMIT);
+});
+
+t.test(
+  "a URL identical to one of the tenant's subscriptions is 409 WEBHOOK_SUBSCRIPTION_DUPLICATE_URL naming it",
+  async (t) => {
+    const who = await createTestTenant(server.services);
+    const target = url();
+    const first = (await (await subscribe(who, target)).json()) as { id: string };
+    const refused = await subscribe(who, target);
+    t.equal(refused.status, 409);
+    const error = await errorOf(refused);
+    t.equal(error.code, "WEBHOOK_SUBSCRIPTION_DUPLICATE_URL");
+    t.same(error.details, { subscription_id: first.id });
+    t.equal((await listed(who)).length, 1, "nothing was created");
+  },
+);
+
+t.test("a duplicate URL is refused even when the first subscription is disabled", async (t) => {
+  const who = await createTestTenant(server.services);
+  const target = url();
+  const first = (await (await subscribe(who, target)).json()) as { id: string };
+  await server.services
+    .db("integrator.webhook_subscriptions")
+    .where({ tenant_id: who.tenantId, id: first.id })
+    .update({ disabled_at: new Date(), disabled_reason: "x" });
+  t.equal((await subscribe(who, target)).status, 409);
+});
+
+t.test("the URL of a deleted subscription, or of another tenant's, may be subscribed", async (t) => {
+  const who = await createTestTenant(server.services);
+  const target = url();
+  const first = (await (await subscribe(who, target)).json()) as { id: string };
+  t.equal((await subscribe(await createTestTenant(server.services), target)).status, 201, "another tenant");
+  await server.request(`/v1/webhooks/subscriptions/${first.id}`, { method: "DELETE", token: who.token });
+  t.equal((await subscribe(who, target)).status, 201, "after deleting the first");
+});
+
+t.test("concurrent creates of one URL make exactly one subscription", async (t) => {
+  const who = await createTestTenant(server.services);
+  const target = url();
+  const statuses = await Promise.all(Array.from({ length: 8 }, async () => (await subscribe(who, target)).status));
+  t.equal(statuses.filter((status) => status === 201).length, 1);
+  t.equal(statuses.filter((status) => status === 409).length, 7);
+});
+
+t.test(
+  "the database itself refuses a second active subscription with the same URL (unique partial index)",
+  async (t) => {
+    const who = await createTestTenant(server.services);
+    const target = url();
+    const row = { tenant_id: who.tenantId, url: target, events: ["*"], secret_encrypted: "x", created_by: "test" };
+    await server.services.db("integrator.webhook_subscriptions").insert(row);
+    await t.rejects(server.services.db("integrator.webhook_subscriptions").insert(row), { code: "23505" });
+    await server.services.db("integrator.webhook_subscriptions").insert({ ...row, is_active: false });
+    t.pass("an inactive row with the same URL is allowed");
+  },
+);
+
+t.test("the body-less webhook operations answer a stray body with a 4xx or as without it, never a 500", async (t) => {
+  const who = await createTestTenant(server.services);
+  const { id } = (await (await subscribe(who, url())).json()) as { id: string };
+  for (const path of [`/v1/webhooks/subscriptions/${id}/enable`, `/v1/webhooks/subscriptions/${id}/rotate-secret`]) {
+    for (const [type, body] of [
+      ["application/json", "{not json"],
+      ["application/json", '{"a":1}'],
+      ["text/plain", "hello"],
+    ] as const) {
+      const res = await server.request(path, {
+        method: "POST",
+        token: who.token,
+        headers: { "Content-Type": type },
+        body,
+      });
+      t.ok(res.status === 200 || (res.status >= 400 && res.status < 500), `${path} ${type} ${body}: ${res.status}`);
+    }
+  }
+  t.same(server.errors, [], "no unexpected error");
+});

@@ -1,0 +1,234 @@
+// Redelivery and test events (issue 11 point 7) against a real HTTPS receiver on loopback: a test
+// event is a webhook.test delivery that matches the document; a redelivery is a new delivery of the
+// same body naming the original; both are limited per tenant (429 RATE_LIMITED with Retry-After),
+// refused for disabled or deleted subscriptions, and isolated between tenants.
+import t from "tap";
+import { hmacSha256Hex } from "../../server/signing.ts";
+import { canonicalJson } from "../../server/canonical-json.ts";
+import type { DeliveryView } from "../../db/webhooks.ts";
+import type { ReceivedRequest } from "../helpers/https-receiver.ts";
+import { createTestTenant } from "../helpers/server.ts";
+import { startWebhookRig, testCa, type WebhookRig } from "../helpers/webhooks.ts";
+import { webhookSchemaErrors } from "../helpers/webhook-schemas.ts";
+import { waitFor } from "../helpers/wait.ts";
+
+const ca = testCa(t);
+const PER_MINUTE = 4;
+let rig: WebhookRig;
+
+t.before(async () => {
+  rig = await startWebhookRig(t, ca, { env: { WEBHOOK_MANUAL_SENDS_PER_MINUTE: String(PER_MINUTE) } });
+});
+
+/** A fresh tenant of the rig's server (each test gets its own manual-send budget). */
+async function tenant() {
+  return createTestTenant(rig.server.services);
+}
+
+async function subscribeAs(token: string, url: string): Promise<{ id: string; secret: string }> {
+  const res = await rig.server.request("/v1/webhooks/subscriptions", {
+    method: "POST",
+    token,
+    json: { url, events: ["intake.submitted"] },
+  });
+  if (res.status !== 201) throw new Error(`subscribe answered ${res.status}`);
+  return (await res.json()) as { id: string; secret: string };
+}
+
+const post = (path: string, token: string) => rig.server.request(path, { method: "POST", token });
+
+async function received(path: string, count = 1): Promise<ReceivedRequest[]> {
+  return waitFor(
+    async () => rig.receiver.receivedAt(path),
+    (requests) => requests.length >= count,
+  );
+}
+
+async function delivery(token: string, id: string): Promise<DeliveryView> {
+  const res = await rig.server.request(`/v1/webhooks/deliveries/${id}`, { token });
+  return ((await res.json()) as { delivery: DeliveryView }).delivery;
+}
+
+t.test(
+  "a test event is a signed webhook.test delivery, valid against its webhooks entry, shown as origin test",
+  async (t) => {
+    const who = await tenant();
+    const path = `/test-event-${crypto.randomUUID()}`;
+    const { id, secret } = await subscribeAs(who.token, rig.receiver.url(path));
+    const res = await post(`/v1/webhooks/subscriptions/${id}/test`, who.token);
+    t.equal(res.status, 202);
+    const queued = (await res.json()) as DeliveryView;
+    t.match(queued, {
+      subscription_id: id,
+      event_type: "webhook.test",
+      status: "pending",
+      attempts: 0,
+      origin: "test",
+    });
+    t.equal(queued.redelivery_of, null);
+    const [request] = await received(path);
+    if (!request) return t.fail("nothing received");
+    const raw = request.rawBody.toString("utf8");
+    t.same(webhookSchemaErrors("webhook.test", JSON.parse(raw)), [], "the body matches the document");
+    t.same(JSON.parse(raw).data, { subscription_id: id });
+    t.equal(request.headers["x-service-review-event"], "webhook.test");
+    t.equal(request.headers["x-service-review-delivery"], queued.id);
+    t.equal(request.headers["x-service-review-signature"], hmacSha256Hex(secret, raw), "signed with the secret");
+    const final = await waitFor(
+      () => delivery(who.token, queued.id),
+      (shown) => shown.status !== "pending",
+    );
+    t.match(final, { status: "delivered", origin: "test" });
+  },
+);
+
+t.test("a lifecycle event never produces webhook.test deliveries", async (t) => {
+  const path = `/no-test-${crypto.randomUUID()}`;
+  await rig.subscribe(rig.receiver.url(path), ["*"]);
+  await rig.emitIntake();
+  const [request] = await received(path);
+  t.equal(request?.headers["x-service-review-event"], "intake.submitted");
+});
+
+t.test(
+  "a redelivery is a new delivery of the same body to the same subscription, naming the original in redelivery_of",
+  async (t) => {
+    const path = `/redeliver-${crypto.randomUUID()}`;
+    const { id } = await rig.subscribe(rig.receiver.url(path), ["intake.submitted"]);
+    await rig.emitIntake();
+    const original = await rig.finalDelivery(id);
+    if (!original) return t.fail("no original delivery");
+    const res = await post(`/v1/webhooks/deliveries/${original.id}/redeliver`, rig.tenant.token);
+    t.equal(res.status, 202);
+    const again = (await res.json()) as DeliveryView;
+    t.not(again.id, original.id, "its own id");
+    t.match(again, { subscription_id: id, event_type: "intake.submitted", origin: "redelivery", status: "pending" });
+    t.equal(again.redelivery_of, original.id);
+    t.same(again.payload, original.payload, "the same envelope, timestamp included");
+    const [first, second] = await received(path, 2);
+    t.equal(first?.headers["x-service-review-delivery"], original.id);
+    t.equal(second?.headers["x-service-review-delivery"], again.id, "sent with the new delivery id");
+    t.equal(second?.rawBody.toString("utf8"), first?.rawBody.toString("utf8"), "byte for byte the same body");
+    t.equal(second?.rawBody.toString("utf8"), canonicalJson(original.payload));
+    const shownOriginal = await delivery(rig.tenant.token, original.id);
+    t.equal(shownOriginal.attempts, 1, "the original is left as it was");
+    const listed = await rig.deliveries();
+    t.ok(
+      listed.some((row) => row.id === again.id && row.redelivery_of === original.id),
+      "the list shows it as a redelivery",
+    );
+  },
+);
+
+t.test(
+  "manual sends are limited per tenant: beyond WEBHOOK_MANUAL_SENDS_PER_MINUTE 429 RATE_LIMITED with Retry-After",
+  async (t) => {
+    const who = await tenant();
+    const { id } = await subscribeAs(who.token, rig.receiver.url(`/limited-${crypto.randomUUID()}`));
+    const statuses = [];
+    for (let i = 0; i < PER_MINUTE; i++)
+      statuses.push((await post(`/v1/webhooks/subscriptions/${id}/test`, who.token)).status);
+    t.same(statuses, Array(PER_MINUTE).fill(202));
+    const refused = await post(`/v1/webhooks/subscriptions/${id}/test`, who.token);
+    t.equal(refused.status, 429);
+    const retryAfter = Number(refused.headers.get("retry-after"));
+    t.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter} is within the minute`);
+    const body = (await refused.json()) as { error: { code: string; details: Record<string, unknown> } };
+    t.equal(body.error.code, "RATE_LIMITED");
+    t.match(body.error.details, { scope: "webhook_manual_sends", limit: PER_MINUTE, window_seconds: 60 });
+    const listed = await rig.server.request(`/v1/webhooks/deliveries?subscription_id=${id}`, { token: who.token });
+    t.equal(
+      ((await listed.json()) as { deliveries: unknown[] }).deliveries.length,
+      PER_MINUTE,
+      "nothing queued for it",
+    );
+
+    const other = await tenant();
+    const theirs = await subscribeAs(other.token, rig.receiver.url(`/limited-other-${crypto.randomUUID()}`));
+    t.equal(
+      (await post(`/v1/webhooks/subscriptions/${theirs.id}/test`, other.token)).status,
+      202,
+      "another tenant has its own budget",
+    );
+  },
+);
+
+t.test("the manual-send limit holds under concurrent requests", async (t) => {
+  const who = await tenant();
+  const { id } = await subscribeAs(who.token, rig.receiver.url(`/concurrent-${crypto.randomUUID()}`));
+  const statuses = await Promise.all(
+    Array.from(
+      { length: PER_MINUTE * 3 },
+      async () => (await post(`/v1/webhooks/subscriptions/${id}/test`, who.token)).status,
+    ),
+  );
+  t.equal(statuses.filter((status) => status === 202).length, PER_MINUTE);
+  t.equal(statuses.filter((status) => status === 429).length, PER_MINUTE * 2);
+});
+
+t.test("redeliveries count towards the same limit as test events", async (t) => {
+  const who = await tenant();
+  const path = `/shared-budget-${crypto.randomUUID()}`;
+  const { id } = await subscribeAs(who.token, rig.receiver.url(path));
+  const test = (await (await post(`/v1/webhooks/subscriptions/${id}/test`, who.token)).json()) as DeliveryView;
+  for (let i = 1; i < PER_MINUTE; i++)
+    t.equal((await post(`/v1/webhooks/deliveries/${test.id}/redeliver`, who.token)).status, 202);
+  t.equal((await post(`/v1/webhooks/deliveries/${test.id}/redeliver`, who.token)).status, 429);
+});
+
+t.test(
+  "a disabled subscription refuses test events and redeliveries with 409 WEBHOOK_SUBSCRIPTION_DISABLED",
+  async (t) => {
+    const who = await tenant();
+    const { id } = await subscribeAs(who.token, rig.receiver.url(`/disabled-${crypto.randomUUID()}`));
+    const test = (await (await post(`/v1/webhooks/subscriptions/${id}/test`, who.token)).json()) as DeliveryView;
+    await rig.server.services
+      .db("integrator.webhook_subscriptions")
+      .where({ tenant_id: who.tenantId, id })
+      .update({ disabled_at: new Date(), disabled_reason: "20 deliveries in a row failed" });
+    for (const path of [`/v1/webhooks/subscriptions/${id}/test`, `/v1/webhooks/deliveries/${test.id}/redeliver`]) {
+      const res = await post(path, who.token);
+      t.equal(res.status, 409, path);
+      t.equal(((await res.json()) as { error: { code: string } }).error.code, "WEBHOOK_SUBSCRIPTION_DISABLED");
+    }
+  },
+);
+
+t.test(
+  "a deleted subscription: test events 404, redeliveries of its deliveries 409 WEBHOOK_SUBSCRIPTION_INACTIVE",
+  async (t) => {
+    const who = await tenant();
+    const { id } = await subscribeAs(who.token, rig.receiver.url(`/deleted-${crypto.randomUUID()}`));
+    const test = (await (await post(`/v1/webhooks/subscriptions/${id}/test`, who.token)).json()) as DeliveryView;
+    t.equal(
+      (await rig.server.request(`/v1/webhooks/subscriptions/${id}`, { method: "DELETE", token: who.token })).status,
+      204,
+    );
+    t.equal((await post(`/v1/webhooks/subscriptions/${id}/test`, who.token)).status, 404);
+    const res = await post(`/v1/webhooks/deliveries/${test.id}/redeliver`, who.token);
+    t.equal(res.status, 409);
+    t.equal(((await res.json()) as { error: { code: string } }).error.code, "WEBHOOK_SUBSCRIPTION_INACTIVE");
+  },
+);
+
+t.test("another tenant's subscription and delivery answer 404 exactly like missing ones", async (t) => {
+  const owner = await tenant();
+  const stranger = await tenant();
+  const { id } = await subscribeAs(owner.token, rig.receiver.url(`/isolated-${crypto.randomUUID()}`));
+  const test = (await (await post(`/v1/webhooks/subscriptions/${id}/test`, owner.token)).json()) as DeliveryView;
+  const missing = crypto.randomUUID();
+  for (const [foreign, unknown] of [
+    [`/v1/webhooks/subscriptions/${id}/test`, `/v1/webhooks/subscriptions/${missing}/test`],
+    [`/v1/webhooks/subscriptions/${id}/test`, `/v1/webhooks/subscriptions/not-a-uuid/test`],
+    [`/v1/webhooks/deliveries/${test.id}/redeliver`, `/v1/webhooks/deliveries/${missing}/redeliver`],
+    [`/v1/webhooks/deliveries/${test.id}/redeliver`, `/v1/webhooks/deliveries/not-a-uuid/redeliver`],
+  ] as const) {
+    const a = await post(foreign, stranger.token);
+    const b = await post(unknown, stranger.token);
+    t.equal(a.status, 404, foreign);
+    t.equal(b.status, 404, unknown);
+    const bodyA = (await a.json()) as { error: unknown };
+    const bodyB = (await b.json()) as { error: unknown };
+    t.same(bodyA.error, bodyB.error, "the same answer");
+  }
+});

@@ -1,0 +1,173 @@
+// An event's deliveries in one job (deliver_webhooks, migration 0023): each is sent as its own
+// deliver_webhook job would send it; a rerun sends only what is still at the job's attempt; a worker that
+// stops leaves the deliveries it had not started unspent for the job's next run; and one tenant never has
+// more than WORKER_CONCURRENCY deliveries sending at once in a worker (worker/fairness.ts TenantSends).
+// A real worker, a real HTTPS receiver on loopback.
+import t from "tap";
+import { startWorker } from "../../worker/runner.ts";
+import { TenantSends } from "../../worker/fairness.ts";
+import { taskList } from "../../worker/tasks/index.ts";
+import { deliveryJobs, startWebhookRig, testCa } from "../helpers/webhooks.ts";
+import { waitFor } from "../helpers/wait.ts";
+
+const ca = testCa(t);
+
+t.test(
+  "an event's deliveries are sent by its one job, each once; a delivery an earlier run already sent is not sent again",
+  async (t) => {
+    const rig = await startWebhookRig(t, ca, { worker: false });
+    const { server } = rig;
+    const paths = ["/event-a", "/event-b", "/event-c"];
+    for (const path of paths) await rig.subscribe(rig.receiver.url(path));
+    await rig.emitIntake();
+    const deliveries = await rig.deliveries();
+    t.equal(deliveries.length, 3);
+    const jobs = await deliveryJobs(
+      server.services.db,
+      deliveries.map((delivery) => delivery.id),
+    );
+    t.same(
+      jobs.map((job) => job.task),
+      ["deliver_webhooks"],
+      "one job for the event",
+    );
+    // As an earlier run of the job leaves it when its worker died after sending one of them.
+    const [sent] = deliveries;
+    await server.services
+      .db("integrator.webhook_deliveries")
+      .where({ id: sent?.id })
+      .update({ status: "delivered", attempts: 1, response_code: 204 });
+
+    const worker = await startWorker(server.services, server.databaseUrl, { pollInterval: 200 });
+    t.teardown(() => worker.stop());
+    t.equal(await rig.jobsDrained(), 0, "the job ran and completed");
+    const received = rig.receiver.received.map((request) => String(request.headers["webhook-id"]));
+    t.same(
+      [...received].sort(),
+      deliveries
+        .filter((delivery) => delivery.id !== sent?.id)
+        .map((delivery) => delivery.id)
+        .sort(),
+      "the two others were sent, once each; the one already sent was not",
+    );
+    const after = await rig.deliveries();
+    for (const delivery of after)
+      t.match(delivery, { status: "delivered", attempts: 1 }, `${delivery.id} delivered with one attempt`);
+  },
+);
+
+t.test(
+  "a worker that stops mid-job leaves the event's deliveries it had not started at their first attempt, in the job, for its next run",
+  async (t) => {
+    const rig = await startWebhookRig(t, ca, {
+      worker: false,
+      env: { WORKER_CONCURRENCY: "1", SHUTDOWN_TIMEOUT_MS: "300", WEBHOOK_TIMEOUT_MS: "30000" },
+      answer: () => "stall",
+    });
+    const { server } = rig;
+    for (let i = 0; i < 3; i++) await rig.subscribe(rig.receiver.url(`/stall-${i}`));
+    await rig.emitIntake();
+    const worker = await startWorker(server.services, server.databaseUrl, { pollInterval: 200 });
+    await waitFor(
+      async () => rig.receiver.received.length,
+      (count) => count >= 1,
+      { seconds: 20 },
+    );
+    await worker.stop();
+    t.equal(rig.receiver.received.length, 1, "one delivery was sending (WORKER_CONCURRENCY 1), the others waited");
+    const deliveries = await rig.deliveries();
+    const interrupted = String(rig.receiver.received[0]?.headers["webhook-id"]);
+    for (const delivery of deliveries) {
+      if (delivery.id === interrupted)
+        t.match(delivery, { status: "pending", attempts: 1 }, "the one cut short is recorded, its retry queued");
+      else t.match(delivery, { status: "pending", attempts: 0 }, "the others kept their first attempt");
+    }
+    const waiting = deliveries.filter((delivery) => delivery.id !== interrupted).map((delivery) => delivery.id);
+    const jobs = await deliveryJobs(server.services.db, waiting);
+    t.same(
+      jobs.map((job) => [job.task, job.locked_at]),
+      [["deliver_webhooks", null]],
+      "the event's job is queued again, unlocked",
+    );
+  },
+);
+
+t.test(
+  "TenantSends: at most the limit of one tenant's sends at once; a freed place goes to the job with the fewest under way, then the first to ask; other tenants unaffected",
+  async (t) => {
+    const sends = new TenantSends(2);
+    const started: string[] = [];
+    const finish = new Map<string, () => void>();
+    const send = (tenant: string, job: string, name: string) =>
+      sends.run(tenant, job, async () => {
+        started.push(name);
+        await new Promise<void>((resolve) => finish.set(name, resolve));
+        return name;
+      });
+    const tick = () => new Promise((resolve) => setImmediate(resolve));
+    // Job 1 of tenant a asks for four places, then job 2 for two; tenant b for one.
+    const results = [send("a", "1", "a1"), send("a", "1", "a2"), send("a", "1", "a3"), send("a", "1", "a4")];
+    results.push(send("a", "2", "b1"), send("a", "2", "b2"));
+    const other = send("b", "3", "c1");
+    await tick();
+    t.same(started, ["a1", "a2", "c1"], "two of a's, and b's at once");
+    t.same(sends.snapshot(), { a: 2, b: 1 });
+    finish.get("a1")?.();
+    await tick();
+    t.same(started, ["a1", "a2", "c1", "b1"], "job 2 has none under way: it goes before job 1's third");
+    finish.get("a2")?.();
+    await tick();
+    t.same(started, ["a1", "a2", "c1", "b1", "a3"], "one each under way: the first to ask");
+    finish.get("b1")?.();
+    await tick();
+    t.same(started.at(-1), "b2", "job 2 has none under way again");
+    for (const name of ["a3", "b2", "c1"]) finish.get(name)?.();
+    await tick();
+    t.same(started.at(-1), "a4");
+    finish.get("a4")?.();
+    t.same(await Promise.all([...results, other]), ["a1", "a2", "a3", "a4", "b1", "b2", "c1"]);
+    t.same(sends.snapshot(), {}, "nothing left counted");
+  },
+);
+
+t.test(
+  "a deliver_webhooks job renews its lock as its deliveries end, so a long job with progress is not reported overdue",
+  async (t) => {
+    const rig = await startWebhookRig(t, ca, {
+      worker: false,
+      env: { WORKER_CONCURRENCY: "1" },
+      answer: () => ({ status: 204, delayMs: 400 }),
+    });
+    const { server } = rig;
+    for (let i = 0; i < 3; i++) await rig.subscribe(rig.receiver.url(`/slow-${i}`));
+    await rig.emitIntake();
+    const worker = await startWorker(server.services, server.databaseUrl, {
+      pollInterval: 200,
+      tasks: taskList(server.services, { lockRenewalMs: 0 }),
+    });
+    t.teardown(() => worker.stop());
+    const lockedAt = async () =>
+      (
+        await server.services
+          .db("graphile_worker._private_jobs as j")
+          .join("graphile_worker._private_tasks as k", "k.id", "j.task_id")
+          .where("k.identifier", "deliver_webhooks")
+          .first<{ locked_at: Date | null } | undefined>("j.locked_at")
+      )?.locked_at ?? null;
+    await waitFor(
+      async () => rig.receiver.received.length,
+      (count) => count >= 1,
+      { seconds: 20 },
+    );
+    const first = await lockedAt();
+    t.ok(first, "locked while its first delivery is sent");
+    await waitFor(
+      async () => rig.receiver.received.length,
+      (count) => count >= 3,
+      { seconds: 20 },
+    );
+    const later = await lockedAt();
+    t.ok(later && first && later.getTime() > first.getTime(), "renewed after its first deliveries ended");
+    t.equal(await rig.jobsDrained(), 0, "and completed");
+  },
+);
