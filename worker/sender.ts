@@ -20,6 +20,7 @@ import {
 import { boundedMemo } from "./memo.ts";
 import type { Config } from "../server/config.ts";
 import { errorMessage } from "../server/error-message.ts";
+import type { AttemptErrorClass } from "../db/webhooks.ts";
 
 const MAX_RESPONSE_BYTES = 4096;
 const MAX_ERROR_LENGTH = 500;
@@ -92,27 +93,36 @@ export class ConnectionPools {
 }
 
 /**
- * The failure classes shown to tenants as a delivery's error_message (the document lists them).
+ * What a failed attempt shows the tenant: its class (an attempt's error_class) and the sentence that is the
+ * delivery's error_message (the document lists both).
  * An HTTP answer outside 2xx is "HTTP status NNN" (FAILURE.httpStatus).
  */
 export const FAILURE = {
-  timeout: "Timeout",
-  connection: "Connection failed",
-  tls: "TLS failed",
-  dns: "DNS lookup failed",
-  invalidResponse: "Invalid HTTP response",
-  targetNotAllowed: "Target not allowed",
-  interrupted: "Interrupted: the worker stopped",
-  other: "Request failed",
-  httpStatus: (status: number) => `HTTP status ${status}`,
-} as const;
+  timeout: { errorClass: "timeout", message: "Timeout" },
+  connection: { errorClass: "connection_failed", message: "Connection failed" },
+  tls: { errorClass: "tls_failed", message: "TLS failed" },
+  dns: { errorClass: "connection_failed", message: "DNS lookup failed" },
+  invalidResponse: { errorClass: "connection_failed", message: "Invalid HTTP response" },
+  targetNotAllowed: { errorClass: "connection_failed", message: "Target not allowed" },
+  interrupted: { errorClass: "connection_failed", message: "Interrupted: the worker stopped" },
+  other: { errorClass: "connection_failed", message: "Request failed" },
+  httpStatus: (status: number): Failure => ({ errorClass: "http_status", message: `HTTP status ${status}` }),
+} as const satisfies Record<string, Failure | ((status: number) => Failure)>;
+
+/** A failed attempt as the tenant sees it: its class (the document's enum) and the sentence beside it. */
+export interface Failure {
+  errorClass: AttemptErrorClass;
+  message: string;
+}
 
 export type SendOutcome =
   | { delivered: true; responseCode: number }
   | {
       delivered: false;
       responseCode: number | null;
-      /** The coarse class the tenant sees (FAILURE). */
+      /** The coarse class the tenant sees in the attempt history (FAILURE). */
+      errorClass: AttemptErrorClass;
+      /** The sentence the tenant sees as the delivery's error_message (FAILURE). */
       errorMessage: string;
       /** What happened exactly, for our logs only. */
       detail: string;
@@ -141,8 +151,8 @@ export function sendSettings(webhooks: Config["webhooks"]): SendSettings {
 
 class AttemptFailed extends Error {
   override name = "AttemptFailed";
-  readonly failure: string;
-  constructor(failure: string, detail: string) {
+  readonly failure: Failure;
+  constructor(failure: Failure, detail: string) {
     super(detail);
     this.failure = failure;
   }
@@ -153,8 +163,14 @@ class StaleConnection extends Error {
   override name = "StaleConnection";
 }
 
-function failed(errorMessage: string, detail: string, responseCode: number | null = null): SendOutcome {
-  return { delivered: false, responseCode, errorMessage: errorMessage.slice(0, MAX_ERROR_LENGTH), detail };
+function failed(failure: Failure, detail: string, responseCode: number | null = null): SendOutcome {
+  return {
+    delivered: false,
+    responseCode,
+    errorClass: failure.errorClass,
+    errorMessage: failure.message.slice(0, MAX_ERROR_LENGTH),
+    detail,
+  };
 }
 
 async function resolveHost(host: string, settings: SendSettings): Promise<dns.LookupAddress[]> {
@@ -171,7 +187,7 @@ async function resolveHost(host: string, settings: SendSettings): Promise<dns.Lo
 }
 
 // The coarse class of an error, and the detail for the logs.
-function classify(error: unknown): { failure: string; detail: string } {
+function classify(error: unknown): { failure: Failure; detail: string } {
   if (error instanceof AttemptFailed) return { failure: error.failure, detail: error.message };
   if (error instanceof StaleConnection) return classify(error.cause);
   const code = (error as NodeJS.ErrnoException | undefined)?.code;

@@ -41,14 +41,14 @@ t.test(
     for (let i = 0; i < 10; i++) await sendWebhook(request(`/fail-${i}`), settings(5000), shutdown.signal);
     t.equal(getEventListeners(shutdown.signal, "abort").length, 0, "none after 10 failed attempts");
     const timedOut = await sendWebhook(request("/stall"), settings(300), shutdown.signal);
-    t.match(timedOut, { delivered: false, errorMessage: "Timeout" });
+    t.match(timedOut, { delivered: false, errorClass: "timeout", errorMessage: "Timeout" });
     t.equal(getEventListeners(shutdown.signal, "abort").length, 0, "none after a timed-out attempt");
     const refused = await sendWebhook(
       { url: `https://${RECEIVER_HOST}:1/x`, body: "{}", headers: {} },
       settings(2000),
       shutdown.signal,
     );
-    t.match(refused, { delivered: false, errorMessage: "Connection failed" });
+    t.match(refused, { delivered: false, errorClass: "connection_failed", errorMessage: "Connection failed" });
     t.equal(getEventListeners(shutdown.signal, "abort").length, 0, "none after a refused connection");
   },
 );
@@ -69,7 +69,11 @@ t.test("the worker's abort signal still cuts an attempt in flight short", async 
   t.equal(getEventListeners(shutdown.signal, "abort").length, 1, "one listener while the attempt runs");
   const started = performance.now();
   shutdown.abort();
-  t.match(await attempt, { delivered: false, errorMessage: "Interrupted: the worker stopped" });
+  t.match(await attempt, {
+    delivered: false,
+    errorClass: "connection_failed",
+    errorMessage: "Interrupted: the worker stopped",
+  });
   t.ok(performance.now() - started < 2000, "ended at once, not at the timeout");
   const after = await sendWebhook(
     { url: receiver.url("/late"), body: "{}", headers: {} },

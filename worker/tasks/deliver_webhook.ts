@@ -12,7 +12,7 @@ import { signatureHeaders } from "../signatures.ts";
 import { recordDeliveryOutcome } from "../../server/metrics.ts";
 import { isDeliverWebhookPayload } from "../../db/jobs.ts";
 import { sendSettings, sendWebhook, type SendSettings } from "../sender.ts";
-import { errorClassOf } from "../attempt-classes.ts";
+
 import { boundedMemo } from "../memo.ts";
 import {
   DEACTIVATED_MESSAGE,
@@ -161,7 +161,7 @@ export function deliverWebhook(
       attemptedAt,
       durationMs: performance.now() - started,
       responseCode: outcome.responseCode,
-      errorClass: errorClassOf(outcome),
+      errorClass: outcome.delivered ? null : outcome.errorClass,
       health,
     };
     if (outcome.delivered) {
