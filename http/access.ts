@@ -1,0 +1,28 @@
+// Who may go on: authentication runs before the body is read or validated (without a valid token nothing
+// is said about the body), and rate limits sit around it: per principal once it is known, per client
+// address otherwise, with the probes, the token endpoint and partner callbacks in buckets of their own.
+import type { NextFunction, Request, Response } from "express";
+import type { Services } from "../server/services.ts";
+import type { Logger } from "../server/logger.ts";
+import { requireBearer } from "./authentication.ts";
+import { createRateLimits, type OpenRoute } from "./rate-limit.ts";
+import { operationOf } from "./request-context.ts";
+
+export function access(services: Services, logger: Logger) {
+  const rateLimits = createRateLimits(services, logger);
+  const limitOpen = rateLimits.open((res): OpenRoute => {
+    const operation = operationOf(res);
+    if (!operation) return "unmatched";
+    if (operation.probe) return "probe";
+    if (operation.operationId === "issueToken") return "token";
+    if (operation.operationId === "receivePartnerCallback") return "callback";
+    return "address";
+  });
+  const authenticate = rateLimits.protect(
+    requireBearer(services.tokens, (req) => operationOf(req.res as Response)?.portal === true),
+  );
+  return (req: Request, res: Response, next: NextFunction): void => {
+    if (operationOf(res)?.secured) authenticate(req, res, next);
+    else limitOpen(req, res, next);
+  };
+}

@@ -1,0 +1,77 @@
+// The first step of every request: its id (the caller's X-Request-Id when safe, else a new one), echoed
+// on every answer, and its one route match with what the document says of the operation. Every later
+// step reads both from here (operationOf, routeOf, requestIdOf) instead of matching again.
+import { randomUUID } from "node:crypto";
+import type { NextFunction, Request, Response } from "express";
+import type { OpenAPIV3_1 } from "openapi-types";
+import { resolveRef } from "./openapi-document.ts";
+import { compileRoutes, type RouteMatch } from "./routes.ts";
+import { overrideRules, type OverrideRules } from "./validation.ts";
+
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+const METHODS = ["get", "put", "post", "delete", "patch", "head", "options"] as const;
+
+/** What the document says of an operation that the pipeline acts on. */
+export interface ResolvedOperation {
+  operationId: string;
+  secured: boolean;
+  /** Declares the PortalSession scheme: a webhook portal credential is accepted too. */
+  portal: boolean;
+  /** The health probes (tag health): never shed, rate-limited in a bucket of their own. */
+  probe: boolean;
+  overrides: OverrideRules;
+}
+
+/** Every operation of the document, resolved once when the app is built. */
+export function resolveOperations(document: OpenAPIV3_1.Document): Map<string, ResolvedOperation> {
+  const globalSecurity = document.security ?? [];
+  const resolved = new Map<string, ResolvedOperation>();
+  for (const pathItem of Object.values(document.paths ?? {})) {
+    for (const method of METHODS) {
+      const operation = (pathItem as OpenAPIV3_1.PathItemObject)[method];
+      if (!operation?.operationId) continue;
+      const security = operation.security ?? globalSecurity;
+      resolved.set(operation.operationId, {
+        operationId: operation.operationId,
+        secured: security.some((requirement) => Object.keys(requirement).length > 0),
+        portal: security.some((requirement) => "PortalSession" in requirement),
+        probe: (operation.tags ?? []).includes("health"),
+        overrides: overrideRules(operation, (value) => resolveRef(document, value)),
+      });
+    }
+  }
+  return resolved;
+}
+
+export function requestContext(document: OpenAPIV3_1.Document, operations: Map<string, ResolvedOperation>) {
+  const routes = compileRoutes(document);
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const offered = req.headers["x-request-id"];
+    const requestId = typeof offered === "string" && SAFE_REQUEST_ID.test(offered) ? offered : randomUUID();
+    res.locals.requestId = requestId;
+    res.setHeader("X-Request-Id", requestId);
+    const route = routes.match(req.method, req.path);
+    if (route) {
+      res.locals.route = route;
+      res.locals.operation = operations.get(route.operationId);
+    }
+    next();
+  };
+}
+
+export function requestIdOf(res: Response): string {
+  return String(res.locals.requestId ?? "");
+}
+
+export function routeOf(res: Response): RouteMatch | undefined {
+  return res.locals.route as RouteMatch | undefined;
+}
+
+export function operationOf(res: Response): ResolvedOperation | undefined {
+  return res.locals.operation as ResolvedOperation | undefined;
+}
+
+/** The health probes are never shed and have a rate-limit bucket of their own. */
+export function isProbe(res: Response): boolean {
+  return operationOf(res)?.probe === true;
+}

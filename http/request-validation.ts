@@ -1,0 +1,89 @@
+// Reading and checking the request against the document: the JSON (or form) body within its limit, then
+// express-openapi-validator (every violation, not the first: the 422 lists them all, as FastAPI's does;
+// responses too where VALIDATE_RESPONSES is on), then what the schema allows but PostgreSQL cannot store
+// or JSON cannot write (numbers that overflowed to ±Infinity), refused like a schema violation.
+// eslint-disable-next-line no-restricted-imports -- the one call, see settleLegacyUrlParseDeprecation
+import { parse as parseLegacyUrl } from "node:url";
+import express, { type NextFunction, type Request, type Response } from "express";
+import * as OpenApiValidator from "express-openapi-validator";
+import type { OpenAPIV3_1 } from "openapi-types";
+import { routeOf } from "./request-context.ts";
+import { RequestValidationError, unrepresentableBodyIssues } from "./validation.ts";
+
+export const BODY_LIMIT = "1mb";
+
+type Middleware = (req: Request, res: Response, next: NextFunction) => void;
+
+export function bodyParsing(): Middleware[] {
+  return [
+    express.json({ limit: BODY_LIMIT, strict: false, type: ["application/json", "application/*+json"] }),
+    express.urlencoded({ limit: "64kb", extended: false, type: "application/x-www-form-urlencoded" }),
+  ];
+}
+
+export function requestValidation(document: OpenAPIV3_1.Document, validateResponses: boolean): Middleware[] {
+  settleLegacyUrlParseDeprecation();
+  return [
+    ...reuseRouteMatch(
+      OpenApiValidator.middleware({
+        apiSpec: document as never,
+        validateRequests: { allErrors: true, allowUnknownQueryParameters: true },
+        validateResponses: validateResponses ? { allErrors: true } : false,
+        validateSecurity: false,
+        // Redocly lints the document; the validator's own 3.1 meta-schema check rejects the relative tokenUrl the spec requires.
+        validateApiSpec: false,
+        validateFormats: true,
+        ignoreUndocumented: false,
+      }),
+    ),
+    (req, _res, next) => {
+      const issues = req.body === undefined ? [] : unrepresentableBodyIssues(req.body);
+      next(issues.length > 0 ? new RequestValidationError(issues) : undefined);
+    },
+  ];
+}
+
+/**
+ * express-openapi-validator parses every request's URL with Node's legacy `url.parse()`. Until Node has
+ * reported that function's deprecation (DEP0169) once, each call walks the stack for a caller outside
+ * node_modules, and a caller inside node_modules never gets it reported: 7.5 µs a call instead of 0.6,
+ * 3–4 % of a submit's Node CPU (docs/performance.md). One call from here, with deprecation warnings
+ * silenced for its duration only, reports it; the service itself never calls `url.parse()`.
+ */
+function settleLegacyUrlParseDeprecation(): void {
+  const silenced = process.noDeprecation;
+  process.noDeprecation = true;
+  try {
+    parseLegacyUrl("/");
+  } finally {
+    process.noDeprecation = silenced;
+  }
+}
+
+/**
+ * express-openapi-validator's middleware with its route lookup (which compiles every path of the document
+ * on every request) done once per route: the first request of a route runs the validator's own
+ * metadata middleware and its result is kept; later requests of that route get the kept result with
+ * their own path parameters from the request's one match. Anything unmatched goes to the validator as is.
+ */
+function reuseRouteMatch(middleware: unknown[]): Middleware[] {
+  const kept = new Map<string, Record<string, unknown>>();
+  return (middleware as Middleware[]).map((step) => {
+    if (step.name !== "metadataMiddleware") return step;
+    return (req, res, next) => {
+      const route = routeOf(res);
+      const key = route && `${req.method} ${route.template}`;
+      const known = key === undefined ? undefined : kept.get(key);
+      const request = req as Request & { openapi?: Record<string, unknown> };
+      if (route && known) {
+        request.openapi = { ...known, pathParams: route.params };
+        req.params = route.params;
+        return next();
+      }
+      step(req, res, (error?: unknown) => {
+        if (key !== undefined && error === undefined && request.openapi) kept.set(key, { ...request.openapi });
+        next(error);
+      });
+    };
+  });
+}
