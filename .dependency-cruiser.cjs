@@ -1,4 +1,4 @@
-// The layer rules (README, "Architecture"): every import runs downward.
+// The layer rules (docs/architecture.md, "The house"): every import runs downward.
 //   db/  <  server/  <  handlers/<area>/ and worker/  <  server/main.ts + server/lifecycle.ts (the composition root)  <  scripts/
 // generated/ holds types and the bundled document, importable from every layer.
 /** @type {import('dependency-cruiser').IConfiguration} */
