@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # The Integrator API image: Node 24 runs the TypeScript sources directly (type stripping), so there is
 # no build step; generated/ is committed. Production dependencies only, run as the unprivileged node user.
-# Untested here (no container engine on the development machines); see README, "Containers".
+# Untested here (no container engine on the development machines); see docs/operating.md, "Containers".
 
 FROM node:24-bookworm-slim AS dependencies
 WORKDIR /app

@@ -1,15 +1,15 @@
 // Named prepared statements for the statements every request or delivery runs (the intake and partner
 // writes, a replay's look-up, emit_event, a delivery's read and record). pg parses a statement that has a
 // name once per connection: later calls send only Bind and Execute, and PostgreSQL keeps the statement's
-// plan for the connection instead of parsing and planning the text on every call (BENCHMARKS.md, fifth
-// session). A name stands for one text; pg refuses a second text under a name it has seen on a
+// plan for the connection instead of parsing and planning the text on every call (docs/performance.md,
+// changes the figures justify). A name stands for one text; pg refuses a second text under a name it has seen on a
 // connection, so this module refuses it at once, on every connection alike, rather than on whichever
 // connection happens to meet both.
 //
 // The statement runs on a connection of knex's pool (or the transaction's own connection, inside one),
 // handed straight to pg: knex's query builder has nothing to add to a fixed text, and its per-call
 // work (rewriting the placeholders, copying the bindings, wrapping the promise) cost more Node CPU
-// than the rest of a replay's database call (BENCHMARKS.md, sixth session). Its `?` placeholders
+// than the rest of a replay's database call (docs/performance.md). Its `?` placeholders
 // become `$1…$n` once per name.
 import type { Knex } from "knex";
 import type pg from "pg";

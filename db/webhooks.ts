@@ -1,5 +1,5 @@
 // Webhook subscriptions and deliveries: the queries of the webhook operations, of the deliver_webhook
-// task and of the retention purge. Every query is scoped by tenant_id, which leads every key (decisions §10).
+// task and of the retention purge. Every query is scoped by tenant_id, which leads every key (docs/decisions.md §10).
 import type { Knex } from "knex";
 import { runPrepared } from "./prepared.ts";
 import type { components } from "../generated/openapi.ts";

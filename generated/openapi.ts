@@ -884,7 +884,8 @@ export interface components {
                  *     `IDEMPOTENCY_KEY_MISMATCH` 409, `IDEMPOTENCY_IN_PROGRESS` 409 (with `Retry-After`),
                  *     `PAYLOAD_TOO_LARGE` 413, `UNSUPPORTED_MEDIA_TYPE` 415, `IDEMPOTENCY_KEY_INVALID` 422,
                  *     `CONTEXT_INVALID` 422, `CALLBACK_PAYLOAD_INVALID` 400, `CALLBACK_SIGNATURE_INVALID` 400,
-                 *     `RATE_LIMITED` 429 (with `Retry-After`), `INTERNAL_ERROR` 500, `NOT_IMPLEMENTED` 501,
+                 *     `RATE_LIMITED` 429 (with `Retry-After`), `INTERNAL_ERROR` 500 (never a stack trace or
+                 *     internal detail; the `request_id` finds it in the service's logs), `NOT_IMPLEMENTED` 501,
                  *     `SERVICE_UNAVAILABLE` 503 (with `Retry-After`), `WEBHOOK_SUBSCRIPTION_LIMIT_REACHED` 409,
                  *     `WEBHOOK_SUBSCRIPTION_DUPLICATE_URL` 409, `WEBHOOK_SUBSCRIPTION_DISABLED` 409,
                  *     `WEBHOOK_SUBSCRIPTION_INACTIVE` 409.
@@ -1988,7 +1989,9 @@ export interface components {
         TenantIdQuery: string;
         /**
          * @description Makes the call safe to repeat; see the operation's idempotency rules. An empty key or one longer than
-         *     128 characters is 422 `IDEMPOTENCY_KEY_INVALID` (error envelope, per `x-validation-error`).
+         *     128 characters is 422 `IDEMPOTENCY_KEY_INVALID` (error envelope, per `x-validation-error`). A key is
+         *     held only while its call runs (the call's own database transaction), so a call cut off by a crash or
+         *     a lost connection never leaves its key `IDEMPOTENCY_IN_PROGRESS`: retry it with the same key.
          */
         IdempotencyKey: string;
         /** @description Correlates the routing decision with the caller's flow; generated when absent. */
@@ -2063,7 +2066,9 @@ export interface operations {
             header?: {
                 /**
                  * @description Makes the call safe to repeat; see the operation's idempotency rules. An empty key or one longer than
-                 *     128 characters is 422 `IDEMPOTENCY_KEY_INVALID` (error envelope, per `x-validation-error`).
+                 *     128 characters is 422 `IDEMPOTENCY_KEY_INVALID` (error envelope, per `x-validation-error`). A key is
+                 *     held only while its call runs (the call's own database transaction), so a call cut off by a crash or
+                 *     a lost connection never leaves its key `IDEMPOTENCY_IN_PROGRESS`: retry it with the same key.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -2127,7 +2132,9 @@ export interface operations {
             header?: {
                 /**
                  * @description Makes the call safe to repeat; see the operation's idempotency rules. An empty key or one longer than
-                 *     128 characters is 422 `IDEMPOTENCY_KEY_INVALID` (error envelope, per `x-validation-error`).
+                 *     128 characters is 422 `IDEMPOTENCY_KEY_INVALID` (error envelope, per `x-validation-error`). A key is
+                 *     held only while its call runs (the call's own database transaction), so a call cut off by a crash or
+                 *     a lost connection never leaves its key `IDEMPOTENCY_IN_PROGRESS`: retry it with the same key.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -2780,7 +2787,9 @@ export interface operations {
                 "X-Correlation-Id"?: components["parameters"]["CorrelationId"];
                 /**
                  * @description Makes the call safe to repeat; see the operation's idempotency rules. An empty key or one longer than
-                 *     128 characters is 422 `IDEMPOTENCY_KEY_INVALID` (error envelope, per `x-validation-error`).
+                 *     128 characters is 422 `IDEMPOTENCY_KEY_INVALID` (error envelope, per `x-validation-error`). A key is
+                 *     held only while its call runs (the call's own database transaction), so a call cut off by a crash or
+                 *     a lost connection never leaves its key `IDEMPOTENCY_IN_PROGRESS`: retry it with the same key.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };

@@ -1,4 +1,5 @@
-// Idempotency-Key semantics for intake and partner switch (spec: "Idempotency rules"; decisions §4).
+// Idempotency-Key semantics for intake and partner switch (submitIntake's rules in openapi/openapi.yaml;
+// docs/decisions.md §4).
 // A keyed write is one statement (its own transaction): the key's PostgreSQL advisory transaction lock,
 // the look-up of its remembered response, the work and the response remembered with it. A concurrent
 // duplicate sees IDEMPOTENCY_IN_PROGRESS, a crash releases the key, and the remembered response exists

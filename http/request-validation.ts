@@ -30,7 +30,7 @@ export function requestValidation(document: OpenAPIV3_1.Document, validateRespon
         validateRequests: { allErrors: true, allowUnknownQueryParameters: true },
         validateResponses: validateResponses ? { allErrors: true } : false,
         validateSecurity: false,
-        // Redocly lints the document; the validator's own 3.1 meta-schema check rejects the relative tokenUrl the spec requires.
+        // Redocly lints the document; the validator's own 3.1 meta-schema check rejects the document's relative tokenUrl (`token`).
         validateApiSpec: false,
         validateFormats: true,
         ignoreUndocumented: false,
@@ -47,7 +47,7 @@ export function requestValidation(document: OpenAPIV3_1.Document, validateRespon
  * express-openapi-validator parses every request's URL with Node's legacy `url.parse()`. Until Node has
  * reported that function's deprecation (DEP0169) once, each call walks the stack for a caller outside
  * node_modules, and a caller inside node_modules never gets it reported: 7.5 µs a call instead of 0.6,
- * 3–4 % of a submit's Node CPU (docs/performance.md). One call from here, with deprecation warnings
+ * 3–4 % of a submit's Node CPU (docs/performance.md, what bounds a submit). One call from here, with deprecation warnings
  * silenced for its duration only, reports it; the service itself never calls `url.parse()`.
  */
 function settleLegacyUrlParseDeprecation(): void {

@@ -1,5 +1,5 @@
 // The tenant an operation acts on: the token's own, or (for platform_admin only) the one named by
-// the tenant_id query parameter (contract decisions §2).
+// the tenant_id query parameter (docs/decisions.md §2).
 import type { Principal } from "../server/auth/tokens.ts";
 import { ApiError } from "./errors.ts";
 

@@ -1,4 +1,5 @@
-// Prints the README's settings table from server/config.ts; `--write` puts it between the markers in README.md.
+// Prints the settings table of docs/operating.md from server/config.ts; `--write` puts it between the
+// markers in docs/operating.md (npm run settings:docs).
 import fs from "node:fs";
 import { SETTINGS } from "../server/config.ts";
 
@@ -11,19 +12,20 @@ export function settingsTable(): string {
   return ["| Variable | Default | Meaning |", "|---|---|---|", ...rows].join("\n");
 }
 
-export const README = new URL("../README.md", import.meta.url);
+/** The document that holds the settings table. */
+export const SETTINGS_DOCUMENT = new URL("../docs/operating.md", import.meta.url);
 const START = "<!-- settings:start -->";
 const END = "<!-- settings:end -->";
 
-export function readmeWithTable(readme: string): string {
-  const start = readme.indexOf(START);
-  const end = readme.indexOf(END);
-  if (start < 0 || end < start) throw new Error("README.md lacks the settings markers");
-  return `${readme.slice(0, start + START.length)}\n${settingsTable()}\n${readme.slice(end)}`;
+export function withSettingsTable(document: string): string {
+  const start = document.indexOf(START);
+  const end = document.indexOf(END);
+  if (start < 0 || end < start) throw new Error("docs/operating.md lacks the settings markers");
+  return `${document.slice(0, start + START.length)}\n${settingsTable()}\n${document.slice(end)}`;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const current = fs.readFileSync(README, "utf8");
-  if (process.argv.includes("--write")) fs.writeFileSync(README, readmeWithTable(current));
+  const current = fs.readFileSync(SETTINGS_DOCUMENT, "utf8");
+  if (process.argv.includes("--write")) fs.writeFileSync(SETTINGS_DOCUMENT, withSettingsTable(current));
   else process.stdout.write(`${settingsTable()}\n`);
 }

@@ -1,5 +1,5 @@
 // The one place that reads process.env. Every setting is declared here with its default, its parser
-// and a one-line description; the README's settings table is checked against this list by a test.
+// and a one-line description; the settings table of docs/operating.md is checked against this list by a test.
 import { isIP } from "node:net";
 import path from "node:path";
 import { DEFAULT_WEBHOOK_PORTS, parsePortRanges, type PortRanges } from "./url-safety.ts";
@@ -340,7 +340,7 @@ export const SETTINGS = {
   WORKER_CONCURRENCY: setting(
     integer(1, 100),
     "5",
-    "Jobs the worker runs at once for one tenant; the worker keeps one more slot for tenants with nothing in flight (README, Webhooks).",
+    "Jobs the worker runs at once for one tenant; the worker keeps one more slot for tenants with nothing in flight (docs/architecture.md, fairness between tenants).",
   ),
   WORKER_DEAD_AFTER_SECONDS: setting(
     integer(10, 3600),

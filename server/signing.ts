@@ -1,5 +1,5 @@
 // HMAC-SHA256 signatures: webhook bodies (X-Service-Review-Signature) and partner callbacks
-// (X-Callback-Signature), contract §5 and §7.
+// (X-Callback-Signature), docs/decisions.md §5 and §7.
 import { createHmac, timingSafeEqual } from "node:crypto";
 
 /** Hex (lowercase) HMAC-SHA256 of `data` under `secret`; strings are taken as UTF-8. */

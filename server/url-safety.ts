@@ -1,4 +1,4 @@
-// SSRF rules for webhook targets (contract §5), used at subscription creation (checkWebhookUrl)
+// SSRF rules for webhook targets (docs/decisions.md §5), used at subscription creation (checkWebhookUrl)
 // and at send time (isBlockedAddress on every resolved address). Only clearly global unicast
 // addresses pass; anything unparseable or special-purpose is blocked.
 import ipaddr from "ipaddr.js";
@@ -205,7 +205,7 @@ function isQualified(name: string): boolean {
 }
 
 /**
- * The subscription URL rules of contract §5, checked in order: parseable absolute URL, https,
+ * The subscription URL rules of docs/decisions.md §5, checked in order: parseable absolute URL, https,
  * no userinfo, host not a blocked IP literal (nor localhost), host contains a dot (a public IP
  * literal needs none: IPv6 literals never have one), and the port one of `allowedPorts`
  * (WEBHOOK_ALLOWED_PORTS; port 0 never). On success `host` is url.hostname without IPv6 brackets

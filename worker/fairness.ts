@@ -1,5 +1,5 @@
-// Fair sharing of the worker's slots between tenants, on graphile-worker's own means (README, Webhooks →
-// Fairness). Every delivery job (deliver_webhook, and deliver_webhooks for an event's deliveries) carries the
+// Fair sharing of the worker's slots between tenants, on graphile-worker's own means (docs/architecture.md,
+// fairness between tenants). Every delivery job (deliver_webhook, and deliver_webhooks for an event's deliveries) carries the
 // flag `tenant:<id>` (integrator.queue_delivery_jobs) and graphile-worker asks `forbiddenFlags()` before each
 // job it takes; the answer names the tenants this worker must not take a job of right now:
 //

@@ -81,7 +81,7 @@ export async function startWorker(
       // batching). Its localQueue (batched fetching) is not used: it ignores forbiddenFlags, and a slot that
       // passes flags bypasses it, so the jobs it had locked waited unserved (worker/fairness.ts needs the
       // flags); with it, a new-job notification also stops waking an idle slot (it only pulses the local
-      // queue), so the spare slot would wait for its poll (BENCHMARKS.md). A job whose completion was not
+      // queue), so the spare slot would wait for its poll (docs/performance.md, what did not pay). A job whose completion was not
       // written when the process died is released by the dead-worker sweep and runs again: deliver_webhook
       // (and deliver_webhooks, delivery by delivery) finds its delivery final and does nothing.
       preset: {

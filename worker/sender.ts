@@ -1,4 +1,4 @@
-// One HTTPS POST of a webhook delivery, with the send-time SSRF rule of decisions §5: the host is
+// One HTTPS POST of a webhook delivery, with the send-time SSRF rule of docs/decisions.md §5: the host is
 // resolved once, every address is checked against the blocked ranges, and the connection goes to a
 // checked address (no second lookup). Redirects are never followed; the whole attempt — resolution,
 // connect, TLS and response headers — runs under one timeout; at most a few KiB of the answer are read.

@@ -1,7 +1,7 @@
 // How a delivery is signed. Two schemes side by side, each with every secret in `secrets` (one normally;
 // during a rotation overlap the new secret first, then the old one):
 //
-// - ours (contract §Signing, unchanged): X-Service-Review-Signature is the hex HMAC-SHA256 of the exact
+// - ours (WebhookEventEnvelope in openapi/openapi.yaml, unchanged): X-Service-Review-Signature is the hex HMAC-SHA256 of the exact
 //   body bytes, keyed with the whole secret string as handed out (`whsec_…`, its UTF-8 bytes). Several
 //   secrets: the hex digests joined by commas, newest secret first. With one secret the header is
 //   exactly what it always was.
@@ -10,7 +10,7 @@
 //   HMAC-SHA256 of "id.timestamp.body">`, entries separated by spaces. The key is the 32 bytes the
 //   secret encodes: the text after `whsec_`, decoded as base64url. (Libraries that only read standard
 //   base64 after `whsec_`, such as the `standardwebhooks` npm package, take the same key as
-//   `whsec_` + Buffer.from(secret.slice(6), "base64url").toString("base64"); the README shows it.)
+//   `whsec_` + Buffer.from(secret.slice(6), "base64url").toString("base64"); docs/integrating.md shows it.)
 import { createHmac, createSecretKey, type KeyObject } from "node:crypto";
 import { hmacSha256Hex } from "../server/signing.ts";
 import { boundedMemo } from "./memo.ts";

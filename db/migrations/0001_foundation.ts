@@ -1,5 +1,5 @@
 // Tenants, the principals that can obtain tokens, the service's signing keys and worker heartbeats.
-// Every tenant-owned table leads its keys with tenant_id (see contract decisions §10).
+// Every tenant-owned table leads its keys with tenant_id (see docs/decisions.md §10).
 import type { Knex } from "knex";
 
 export async function up(knex: Knex): Promise<void> {

@@ -42,7 +42,7 @@ export async function up(knex: Knex): Promise<void> {
     -- item:link and item:status address an item by id alone (operators do not know the tenant).
     create unique index intake_items_id on integrator.intake_items (id);
 
-    -- One row per remembered 201: keyed by tenant, subject, route and key (contract decisions §4).
+    -- One row per remembered 201: keyed by tenant, subject, route and key (docs/decisions.md §4).
     create table integrator.idempotency_keys (
       tenant_id uuid not null,
       subject text not null,

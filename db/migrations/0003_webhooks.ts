@@ -1,6 +1,6 @@
 // Webhook subscriptions, their deliveries, and integrator.emit_event: the one entry through which a
-// lifecycle event becomes deliveries (contract decisions §5). Tenant-owned tables lead every key and
-// index with tenant_id (§10).
+// lifecycle event becomes deliveries (docs/decisions.md §5). Tenant-owned tables lead every key and
+// index with tenant_id (docs/decisions.md §10).
 import type { Knex } from "knex";
 
 export async function up(knex: Knex): Promise<void> {

@@ -1,5 +1,5 @@
 // The partner registry, tenant entitlements, routing decisions and received partner callbacks
-// (contract decisions §7). Partners are not tenant-owned; everything else leads its keys with tenant_id (§10).
+// (docs/decisions.md §7). Partners are not tenant-owned; everything else leads its keys with tenant_id (docs/decisions.md §10).
 import type { Knex } from "knex";
 
 export async function up(knex: Knex): Promise<void> {

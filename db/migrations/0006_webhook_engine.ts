@@ -1,4 +1,4 @@
-// The delivery engine's fairness and crash recovery (README, Webhooks → Fairness and crash recovery).
+// The delivery engine's fairness and crash recovery (docs/architecture.md, fairness between tenants and crash recovery).
 //
 // - integrator.queue_delivery_job: the one place a deliver_webhook job is queued (emit_event for the
 //   first attempt, the task for retries). The job's priority is the tenant's backlog rank (its pending

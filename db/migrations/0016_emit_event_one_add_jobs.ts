@@ -1,7 +1,7 @@
 // Issue 13 (performance): an event's deliveries are queued by ONE graphile_worker.add_jobs call, where
 // emit_event called add_job once per matching subscription (a plpgsql loop, a custom plan and a
 // notification per delivery). Measured on 2 000 deliveries emitted in one statement: at fan-out 100
-// about 1 000 ms → 160 ms; at fan-out 1 the same (one job per event, through add_job). BENCHMARKS.md.
+// about 1 000 ms → 160 ms; at fan-out 1 the same (one job per event, through add_job). docs/performance.md.
 //
 // - integrator.queue_delivery_jobs(tenant, delivery ids, first rank, run_at) replaces 0006's
 //   queue_delivery_job as the one place a deliver_webhook job is defined and queued: payload, 10

@@ -4,7 +4,7 @@
 // still runs supersedes it (graphile-worker sets a running keyed job's attempts to its maximum): a
 // worker that died after recording an attempt, before completing its job, left a job that must not send
 // again beside the scheduled retry. A keyed add_job cost about 0.35 ms of PostgreSQL more per job than
-// one without (BENCHMARKS.md, sixth session), a sixth of a delivery's PostgreSQL time.
+// one without (docs/performance.md, changes the figures justify), a sixth of a delivery's PostgreSQL time.
 //
 // Now the payload says how many attempts the delivery had when the job was queued (`attempts`: 0 from
 // emit_event and resend, n after the n-th attempt's retry), and the task sends only while the delivery

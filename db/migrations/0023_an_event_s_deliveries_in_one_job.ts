@@ -3,7 +3,7 @@
 //
 // At fan-out 100, graphile-worker's own work per job (queueing it in add_jobs, fetching it, completing
 // it) was about a third of a delivery's machine CPU: a no-op job costs about as much. One job per event
-// pays it once for all of the event's deliveries (BENCHMARKS.md, eighth session). The job names the
+// pays it once for all of the event's deliveries (docs/performance.md). The job names the
 // deliveries and the attempt they are for (0: their first); worker/tasks/deliver_webhooks.ts sends each
 // as deliver_webhook would, at most WORKER_CONCURRENCY of one tenant's at once in a worker, and a rerun
 // (after a crash, or a delivery whose handling failed) sends only the ones still at that attempt. A

@@ -1,4 +1,4 @@
-// The item rules checked after the schema (contract decisions §4): item_metadata's size and depth
+// The item rules checked after the schema (docs/decisions.md §4): item_metadata's size and depth
 // limits (a 422 for the whole request) and the service rules that reject one item only.
 import type { Config } from "../../server/config.ts";
 import { valueError, type ValidationIssue } from "../../http/validation.ts";

@@ -1,4 +1,4 @@
-// Signed partner-to-hub callbacks (contract decisions §7): the signature from its first present source,
+// Signed partner-to-hub callbacks (docs/decisions.md §7): the signature from its first present source,
 // checked over both canonical serialisations in constant time, then the event stored exactly once.
 import { createHash, randomBytes } from "node:crypto";
 import { canonicalJson } from "../../server/canonical-json.ts";

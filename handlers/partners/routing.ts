@@ -1,4 +1,4 @@
-// Governed launch and partner switch (contract decisions §7): each answers with a routing decision,
+// Governed launch and partner switch (docs/decisions.md §7): each answers with a routing decision,
 // routed with a signed assertion or denied with a reason, recorded with its audit action.
 import { randomUUID } from "node:crypto";
 import type { components } from "../../generated/openapi.ts";

@@ -1,5 +1,5 @@
 // A test server with a real graphile-worker and a real HTTPS receiver on loopback (its certificate
-// signed by a test CA made at run time), wired together the way decisions §5 allows for tests:
+// signed by a test CA made at run time), wired together the way docs/decisions.md §5 allows for tests:
 // WEBHOOK_RESOLVE points hooks.test.example at 127.0.0.1, WEBHOOK_CA_FILE trusts the test CA.
 import type { Knex } from "knex";
 import type { DestinationStream } from "pino";

@@ -1,4 +1,6 @@
-// The eight idempotency rules of the spec, for both intake routes, including under concurrency.
+// The eight idempotency rules of the product specification, for both intake routes, including under concurrency.
+// submitIntake in openapi/openapi.yaml states them as seven: its rule 6 holds rules 6 (scope) and 7 (expiry)
+// here, its rule 7 rule 8 here (only 201s are remembered).
 import t from "tap";
 import pg from "pg";
 import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "../helpers/server.ts";

@@ -1,7 +1,7 @@
 // POST /v1/callbacks/partner/{partner_key}: shape first, then the HMAC signature from the first present
 // of header, query and body; one answer for every attribution failure; 202 exactly once per event; 503
-// with Retry-After for a paused partner or an unreachable database (spec "POST /v1/callbacks/partner";
-// contract decisions §7).
+// with Retry-After for a paused partner or an unreachable database (receivePartnerCallback in
+// openapi/openapi.yaml; docs/decisions.md §7).
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
@@ -500,13 +500,13 @@ t.test("partner callbacks", async (t) => {
 });
 
 t.test(
-  "a Python partner following the README's signing recipe is accepted",
+  "a Python partner following the signing recipe of docs/integrating.md is accepted",
   { skip: spawnSync("python3", ["--version"]).status === 0 ? false : "python3 is not installed" },
   async (t) => {
     const recipe = /```python\n([\s\S]*?)```/.exec(
-      fs.readFileSync(new URL("../../README.md", import.meta.url), "utf8"),
+      fs.readFileSync(new URL("../../docs/integrating.md", import.meta.url), "utf8"),
     )?.[1];
-    if (!recipe) throw new Error("the README has no Python recipe");
+    if (!recipe) throw new Error("docs/integrating.md has no Python recipe");
     const server = await startTestServer(t);
     const tenant = await createTestTenant(server.services);
     const partner = await createTestPartner(server.services, { partnerKey: "benefits-co", entitle: [tenant.tenantId] });

@@ -1,6 +1,6 @@
 // POST /v1/launch and POST /v1/partner-switch: routing decisions, the signed assertion, context values,
-// correlation ids, the audit trail and the switch's Idempotency-Key (spec "POST /v1/launch",
-// "POST /v1/partner-switch"; contract decisions §7).
+// correlation ids, the audit trail and the switch's Idempotency-Key (startLaunch and
+// switchPartner in openapi/openapi.yaml; docs/decisions.md §7).
 import t from "tap";
 import pg from "pg";
 import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from "jose";

@@ -1,12 +1,9 @@
-// The README's settings table is the one server/config.ts declares (npm run settings:readme rewrites it).
+// The README: what it is, the two set-up commands and the quickstart (test/quickstart.test.ts runs it).
+// The settings table and the MIME list moved with their content (test/process/documents.test.ts).
 import fs from "node:fs";
 import t from "tap";
-import { README, readmeWithTable } from "../../scripts/settings-table.ts";
 
-t.test("the README lists every setting with its default and meaning, as server/config.ts declares them", async (t) => {
-  const readme = fs.readFileSync(README, "utf8");
-  t.equal(readme, readmeWithTable(readme), "run `npm run settings:readme` after changing a setting");
-});
+const README = new URL("../../README.md", import.meta.url);
 
 t.test("the README shows both set-up commands", async (t) => {
   const readme = fs.readFileSync(README, "utf8");
@@ -22,10 +19,4 @@ t.test("the README states the Node version engines declares, and no other", asyn
   t.match(readme, new RegExp(`Node\\.js ${minimum?.replace(".", "\\.")} or newer`));
   const stated = [...readme.matchAll(/Node(?:\.js)? (\d+)(?:\.\d+)? or newer/g)].map((m) => m[0]);
   t.same(stated, [`Node.js ${minimum} or newer`], "one statement of the minimum");
-});
-
-t.test("the README shows the default MIME list intake accepts", async (t) => {
-  const { DEFAULT_MIME_TYPES } = await import("../../server/config.ts");
-  const readme = fs.readFileSync(README, "utf8");
-  for (const type of DEFAULT_MIME_TYPES) t.match(readme, `\`${type}\``, type);
 });

@@ -1,4 +1,4 @@
-// Canonical JSON (contract §5 webhook bodies, §7 callback signatures, idempotency fingerprints).
+// Canonical JSON (docs/decisions.md §5 webhook bodies, §7 callback signatures, idempotency fingerprints).
 // Expected strings were produced with Python 3:
 //   json.dumps(obj, sort_keys=True, separators=(",", ":"))                     (asciiOnly)
 //   json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False) (UTF-8)

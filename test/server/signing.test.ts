@@ -1,4 +1,4 @@
-// HMAC-SHA256 signing and constant-time signature comparison (contract §5, §7).
+// HMAC-SHA256 signing and constant-time signature comparison (docs/decisions.md §5, §7).
 // Known vectors were computed with Python 3's hmac module and hard-coded here.
 import t from "tap";
 import { hmacSha256Hex, signaturesEqual } from "../../server/signing.ts";

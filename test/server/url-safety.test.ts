@@ -1,4 +1,4 @@
-// Webhook SSRF rules (contract §5): the subscription URL rules in their order, and the address
+// Webhook SSRF rules (docs/decisions.md §5): the subscription URL rules in their order, and the address
 // ranges that are blocked both at creation (IP literals) and at send time (resolved addresses).
 import t from "tap";
 import type { Test } from "tap";

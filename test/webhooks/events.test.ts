@@ -1,4 +1,4 @@
-// integrator.emit_event and emitEvent (decisions §5): fan-out to the tenant's matching active
+// integrator.emit_event and emitEvent (docs/decisions.md §5): fan-out to the tenant's matching active
 // subscriptions in the caller's transaction, one pending delivery and one job each; the envelope;
 // the data of each kind (identifiers and status only) checked against the document; event:emit.
 import t from "tap";

@@ -1,4 +1,4 @@
-// Webhook subscriptions and the delivery log through the API (decisions §5): the URL rules, events,
+// Webhook subscriptions and the delivery log through the API (docs/decisions.md §5): the URL rules, events,
 // the secret returned once and stored sealed, listing, deactivation and tenant isolation.
 import t from "tap";
 import type { Test } from "tap";

@@ -1,4 +1,4 @@
-// Crash recovery (README, Webhooks → Crash recovery): a worker process killed with SIGKILL while its
+// Crash recovery (docs/architecture.md, crash recovery): a worker process killed with SIGKILL while its
 // deliveries are in flight leaves their jobs locked; readiness reports them as stranded, another worker
 // releases them once the dead one's heartbeat is WORKER_DEAD_AFTER_SECONDS old, and every delivery is
 // done, sent twice only if it was in flight at the kill: with a job per delivery (fan-out 1) and with

@@ -1,4 +1,4 @@
-// Delivery failure modes that need settings of their own (decisions §5): the timeout, the send-time
+// Delivery failure modes that need settings of their own (docs/decisions.md §5): the timeout, the send-time
 // SSRF check when private targets are not allowed, an untrusted certificate, the retry schedule and
 // the attempt bookkeeping after every attempt.
 import net from "node:net";

@@ -1,4 +1,4 @@
-// Sending deliveries (decisions §5) with a real graphile-worker to a real HTTPS receiver on loopback:
+// Sending deliveries (docs/decisions.md §5) with a real graphile-worker to a real HTTPS receiver on loopback:
 // the sorted-keys body, the signature and headers, 2xx as delivered, retries with a stable delivery
 // id, the final failed status, redirects not followed, refused connections, deactivated
 // subscriptions, idempotent jobs, and payloads that match the document and carry no document content.
@@ -80,7 +80,8 @@ t.test(
     t.equal((await rig.finalDelivery(id))?.status, "delivered");
     const [request] = rig.receiver.receivedAt(path);
     if (!request) return t.fail("nothing received");
-    // What the README tells integrators to do: recompute over the bytes as received, compare in constant time.
+    // What the document (WebhookEventEnvelope) tells integrators to do: recompute over the bytes as received,
+    // compare in constant time.
     const verify = (key: string) => {
       const expected = createHmac("sha256", key).update(request.rawBody).digest();
       const presented = Buffer.from(String(request.headers["x-service-review-signature"]), "hex");

@@ -1,4 +1,4 @@
-// Fairness between tenants (README, Webhooks → Fairness): a tenant's backlog of deliveries to endpoints
+// Fairness between tenants (docs/architecture.md, fairness between tenants): a tenant's backlog of deliveries to endpoints
 // that hang until the timeout neither delays another tenant's delivery nor slows queueing, and a tenant
 // alone still gets all of WORKER_CONCURRENCY. A real worker, a real HTTPS receiver on loopback.
 import pg from "pg";

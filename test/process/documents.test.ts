@@ -1,0 +1,126 @@
+// The documents say what the code does: the settings table of docs/operating.md is the one server/config.ts
+// declares (npm run settings:docs rewrites it), docs/integrating.md lists the default MIME types, every
+// relative link names a file (and heading) of the repository, and every citation of docs/decisions.md in the
+// code names one of its sections.
+import fs from "node:fs";
+import path from "node:path";
+import t from "tap";
+import { SETTINGS_DOCUMENT, withSettingsTable } from "../../scripts/settings-table.ts";
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+const read = (file: string) => fs.readFileSync(path.join(ROOT, file), "utf8");
+
+/** The Markdown documents of the repository (the contract package's README aside: it ships on its own). */
+const DOCUMENTS = [
+  "README.md",
+  "CONTRIBUTING.md",
+  "CHANGELOG.md",
+  ...fs
+    .readdirSync(path.join(ROOT, "docs"))
+    .filter((name) => name.endsWith(".md"))
+    .map((name) => `docs/${name}`),
+];
+
+/** Every file of the service, its tooling and tests that may carry a comment citing a document. */
+function codeFiles(): string[] {
+  const folders = ["app", "server", "http", "handlers", "worker", "portal", "db", "scripts", "test"].filter((folder) =>
+    fs.existsSync(path.join(ROOT, folder)),
+  );
+  const files = folders.flatMap((folder) =>
+    fs
+      .readdirSync(path.join(ROOT, folder), { recursive: true, encoding: "utf8" })
+      .filter((name) => /\.(ts|js|cjs|sql)$/.test(name))
+      .map((name) => `${folder}/${name}`),
+  );
+  return [...files, ".dependency-cruiser.cjs", "eslint.config.js", "Dockerfile", "compose.yaml", ".ci/run"].filter(
+    (file) => fs.existsSync(path.join(ROOT, file)),
+  );
+}
+
+/** Names of documents that are not in the repository (spelt in pieces so that this file does not cite them). */
+const MISSING_DOCUMENTS = ["contract decisions" + " §", "contract-decisions" + ".md", "BENCHMARKS" + ".md"];
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
+function slug(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N} _-]/gu, "")
+    .replace(/ /g, "-");
+}
+
+function anchors(markdown: string): Set<string> {
+  const found = new Set<string>();
+  let fenced = false;
+  for (const line of markdown.split("\n")) {
+    if (line.startsWith("```")) fenced = !fenced;
+    const heading = fenced ? null : /^#{1,6} (.+)$/.exec(line);
+    if (heading?.[1]) found.add(slug(heading[1]));
+  }
+  return found;
+}
+
+t.test(
+  "docs/operating.md lists every setting with its default and meaning, as server/config.ts declares them",
+  async (t) => {
+    const document = fs.readFileSync(SETTINGS_DOCUMENT, "utf8");
+    t.equal(document, withSettingsTable(document), "run `npm run settings:docs` after changing a setting");
+    t.notMatch(read("README.md"), /<!-- settings:start -->/, "one settings table, in docs/operating.md");
+  },
+);
+
+t.test("docs/integrating.md shows the default MIME list intake accepts", async (t) => {
+  const { DEFAULT_MIME_TYPES } = await import("../../server/config.ts");
+  const guide = read("docs/integrating.md");
+  for (const type of DEFAULT_MIME_TYPES) t.match(guide, `\`${type}\``, type);
+});
+
+t.test("no document states a Node version other than the minimum engines declares", async (t) => {
+  const pkg = JSON.parse(read("package.json"));
+  const minimum = /^>=(\d+\.\d+)$/.exec(pkg.engines.node)?.[1];
+  t.ok(minimum, "engines.node is >=X.Y");
+  for (const file of DOCUMENTS) {
+    for (const [statement] of read(file).matchAll(/Node(?:\.js)? \d+(?:\.\d+)? or newer/g))
+      t.equal(statement, `Node.js ${minimum} or newer`, file);
+  }
+});
+
+t.test("every relative link of the documents names a file of the repository, and a heading of it", async (t) => {
+  let links = 0;
+  for (const file of DOCUMENTS) {
+    const markdown = read(file).replace(/```[\s\S]*?```/g, "");
+    for (const [, target = ""] of markdown.matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^[a-z]+:/.test(target)) continue;
+      links++;
+      const [linked = "", anchor] = target.split("#");
+      const resolved =
+        linked === "" ? path.join(ROOT, file) : path.resolve(path.dirname(path.join(ROOT, file)), linked);
+      if (!fs.existsSync(resolved)) {
+        t.fail(`${file} links to ${target}, which does not exist`);
+        continue;
+      }
+      if (anchor !== undefined && resolved.endsWith(".md"))
+        t.ok(anchors(fs.readFileSync(resolved, "utf8")).has(anchor), `${file}: ${target} names a heading`);
+    }
+  }
+  t.ok(links > 20, `the documents link to each other (${links} links)`);
+});
+
+t.test("every citation of docs/decisions.md names one of its sections", async (t) => {
+  const sections = new Set([...read("docs/decisions.md").matchAll(/^## (\d+)\. /gm)].map((match) => Number(match[1])));
+  t.same([...sections], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], "the sections keep their numbers");
+  let citations = 0;
+  for (const file of [...codeFiles(), ...DOCUMENTS]) {
+    const text = read(file);
+    for (const [cited = ""] of text.matchAll(/docs\/decisions\.md §\d+(?:(?:, | and )§\d+)*/g)) {
+      for (const [, number] of cited.matchAll(/§(\d+)/g)) {
+        citations++;
+        t.ok(sections.has(Number(number)), `${file}: ${cited}`);
+      }
+    }
+    // The decisions were once a document outside the repository; nothing may point there, or at the
+    // benchmark diary docs/performance.md replaced.
+    for (const missing of MISSING_DOCUMENTS) t.notOk(text.includes(missing), `${file} does not cite ${missing}`);
+  }
+  t.ok(citations > 20, `the code cites the decisions (${citations} citations)`);
+});
