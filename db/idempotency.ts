@@ -1,6 +1,6 @@
 // The remembered responses of Idempotency-Key calls (integrator.idempotency_keys). A keyed write takes,
-// looks up and remembers in its own statement (integrator.claim_idempotency_key, migration 0017); the
-// rules live in http/idempotency.ts.
+// looks up and remembers in its own statement (integrator.claim_idempotency_key,
+// db/functions/claim_idempotency_key.sql); the rules live in http/idempotency.ts.
 import type { Knex } from "knex";
 import { runPrepared } from "./prepared.ts";
 

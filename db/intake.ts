@@ -95,8 +95,8 @@ const SUBMIT_INTAKE_ONCE = `select * from integrator.submit_intake_once(${KEYED_
 /**
  * Writes the submission, its items and its audit action, and fans the submission's event (kind
  * `audit.action`: intake.submitted or intake.batch_submitted) out to the tenant's matching webhook
- * subscriptions through integrator.emit_event, in ONE statement (integrator.submit_intake, migration
- * 0010): one round trip, atomic even outside a transaction.
+ * subscriptions through integrator.emit_event, in ONE statement (integrator.submit_intake,
+ * db/functions/submit_intake.sql): one round trip, atomic even outside a transaction.
  */
 export async function insertSubmissionWithEvent(
   db: Knex,
@@ -115,10 +115,10 @@ export async function insertSubmissionWithEvent(
 }
 
 /**
- * The same write under an Idempotency-Key, in ONE statement (integrator.submit_intake_once, migration
- * 0014): the key's advisory lock, the look-up of its remembered response and, when there is none, the
- * write and the remembered response. `written` and `remembered` carry the response body exactly as it
- * is (and was) sent; `in_progress` says another call holds the key.
+ * The same write under an Idempotency-Key, in ONE statement (integrator.submit_intake_once,
+ * db/functions/submit_intake_once.sql): the key's advisory lock, the look-up of its remembered response
+ * and, when there is none, the write and the remembered response. `written` and `remembered` carry the
+ * response body exactly as it is (and was) sent; `in_progress` says another call holds the key.
  */
 export async function insertSubmissionOnce(
   db: Knex,

@@ -8,16 +8,18 @@ export interface DeliverWebhookPayload {
   tenant_id: string;
   delivery_id: string;
   /**
-   * The delivery's attempts when the job was queued (migration 0021): the job sends only while the
-   * delivery still has that many. Jobs queued before 0021 had none (and a job key instead); 0022 gave
-   * those still queued their delivery's attempts. One queued by hand without it is sent as before.
+   * The delivery's attempts when the job was queued (integrator.queue_delivery_jobs,
+   * db/functions/queue_delivery_jobs.sql): the job sends only while the delivery still has that many.
+   * Jobs queued by releases before this rule had none (and a job key instead); upgrading gave those still
+   * queued their delivery's attempts (migration 0022_queued_jobs_name_their_attempt). One queued by hand
+   * without it is sent as before.
    */
   attempts?: number;
 }
 
 /**
- * An event's deliveries, sent by one job (migration 0023): each is sent as a deliver_webhook job would
- * send it, while it still has `attempts` attempts (0: none yet).
+ * An event's deliveries, sent by one job (integrator.queue_delivery_jobs queues it): each is sent as a
+ * deliver_webhook job would send it, while it still has `attempts` attempts (0: none yet).
  */
 export interface DeliverWebhooksPayload {
   tenant_id: string;
@@ -46,7 +48,7 @@ declare global {
 
 export type JobName = keyof GraphileWorker.Tasks;
 
-/** The identifiers, for code that names a job (the migration that defines queue_delivery_jobs, 0016, uses the same text). */
+/** The identifiers, for code that names a job (db/functions/queue_delivery_jobs.sql writes the same text). */
 export const JOB = {
   deliverWebhook: "deliver_webhook",
   deliverWebhooks: "deliver_webhooks",

@@ -144,7 +144,10 @@ function recordDecisionArguments(decision: NewRoutingDecision, audit: DecisionAu
   ];
 }
 
-/** The decision and its audit action, in ONE statement (integrator.record_routing_decision, migration 0017). */
+/**
+ * The decision and its audit action, in ONE statement (integrator.record_routing_decision,
+ * db/functions/record_routing_decision.sql).
+ */
 export async function recordRoutingDecision(
   db: Knex,
   decision: NewRoutingDecision,

@@ -455,7 +455,7 @@ export async function queueManualDelivery(
       })
       .returning(DELIVERY_COLUMNS)) as DeliveryRow[];
     if (!row) throw new Error("the delivery insert returned no row");
-    // Queued like every delivery job: with the tenant's backlog rank and flag (migrations 0006, 0016).
+    // Queued like every delivery job, with the tenant's backlog rank and flag (queue_delivery_jobs.sql).
     await trx.raw(
       "select integrator.queue_delivery_jobs(?::uuid, array[?::uuid], integrator.delivery_backlog(?::uuid))",
       [input.tenantId, row.id, input.tenantId],
@@ -477,7 +477,7 @@ export interface DeliveryToSend {
   url: string;
   subscription_active: boolean;
   subscription_disabled: boolean;
-  /** Who disabled it: by hand, else endpoint health (null on rows disabled before migration 0015 recorded it). */
+  /** Who disabled it: by hand, else endpoint health; null while it is not disabled. */
   subscription_disabled_by: "endpoint_health" | "manual" | null;
   /** The current secret, sealed. */
   secret_encrypted: string;
@@ -490,7 +490,8 @@ export async function findDeliveryToSend(
   tenantId: string,
   deliveryId: string,
 ): Promise<DeliveryToSend | undefined> {
-  // integrator.delivery_to_send (migration 0018): the delivery joined to its subscription, planned once per connection.
+  // integrator.delivery_to_send (db/functions/delivery_to_send.sql): the delivery joined to its
+  // subscription, planned once per connection.
   const { rows } = await runPrepared<DeliveryToSend>(
     db,
     "delivery_to_send",
@@ -534,9 +535,9 @@ export interface AttemptRecord {
 export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<boolean> {
   const delivered = attempt.status === "delivered";
   const { disableAfterFailedDeliveries, disableAfterFailingDays } = attempt.health;
-  // integrator.record_delivery_attempt (migration 0018) does all of it in one call, planned once per
-  // connection. The retry's job carries the attempt it is for (migration 0021) and the running one simply
-  // completes, so graphile-worker's own backoff never drives the schedule.
+  // integrator.record_delivery_attempt (db/functions/record_delivery_attempt.sql) does all of it in one
+  // call, planned once per connection. The retry's job carries the attempt it is for (queue_delivery_jobs)
+  // and the running one simply completes, so graphile-worker's own backoff never drives the schedule.
   const { rows } = await runPrepared<{ recorded: boolean }>(
     db,
     "record_delivery_attempt",

@@ -132,9 +132,10 @@ async function lookUpAndKeep(
 
 /**
  * The outcome of a write that takes the key, looks it up and writes in one statement (the database
- * does each step: integrator.claim_idempotency_key, migration 0017): a new response is sent as the
- * exact text remembered, so its replays are byte-identical; a remembered one is replayed for the same
- * fingerprint and IDEMPOTENCY_KEY_MISMATCH for another; another call holding the key is IN_PROGRESS.
+ * does each step: integrator.claim_idempotency_key, db/functions/claim_idempotency_key.sql): a new
+ * response is sent as the exact text remembered, so its replays are byte-identical; a remembered one is
+ * replayed for the same fingerprint and IDEMPOTENCY_KEY_MISMATCH for another; another call holding the
+ * key is IN_PROGRESS.
  * Either response is kept in memory: a new one until its TTL from when this call began (the database's
  * expiry is no earlier), a remembered one until the expiry looked up with it.
  */

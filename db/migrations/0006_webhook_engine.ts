@@ -14,8 +14,8 @@
 //   jobs of a worker whose heartbeat stopped can be released (graphile_worker.force_unlock_workers).
 import type { Knex } from "knex";
 
-/** integrator.queue_delivery_job as this migration creates it (0016's down creates it again). */
-export const QUEUE_DELIVERY_JOB = `
+/** integrator.queue_delivery_job as this migration creates it (0016's down creates it again, from its own copy). */
+const QUEUE_DELIVERY_JOB = `
     create function integrator.queue_delivery_job(
       tenant_id uuid, delivery_id uuid, backlog_rank integer, run_at timestamptz default null, job_key text default null
     ) returns bigint

@@ -5,12 +5,8 @@
 // building the statement text each time. What each does is unchanged (db/webhooks.ts says what).
 import type { Knex } from "knex";
 
-/** The statement that queues a retry's job, in 0018's version (0021 passes the attempt it is for). */
-export const RETRY_OF_0018 =
-  "        perform integrator.queue_delivery_jobs(p_tenant_id, array[p_delivery_id], integrator.delivery_backlog(p_tenant_id), p_retry_at);";
-
-/** integrator.record_delivery_attempt, queueing a retry's job with `queueRetry` (a plpgsql statement). */
-export const recordDeliveryAttempt = (queueRetry: string): string => `
+/** integrator.record_delivery_attempt as this migration creates it (0021's down puts it back, from its own copy). */
+const RECORD_DELIVERY_ATTEMPT = `
     create or replace function integrator.record_delivery_attempt(
       p_tenant_id uuid, p_delivery_id uuid, p_attempts_before integer, p_status text, p_attempted_at timestamptz,
       p_duration_ms integer, p_response_code integer, p_error_message text, p_error_class text,
@@ -63,7 +59,7 @@ export const recordDeliveryAttempt = (queueRetry: string): string => `
       )
       select exists (select 1 from recorded) into was_recorded;
       if was_recorded and p_retry_at is not null then
-${queueRetry}
+        perform integrator.queue_delivery_jobs(p_tenant_id, array[p_delivery_id], integrator.delivery_backlog(p_tenant_id), p_retry_at);
       end if;
       return was_recorded;
     end;
@@ -91,7 +87,7 @@ export async function up(knex: Knex): Promise<void> {
     end;
     $$;
 
-    ${recordDeliveryAttempt(RETRY_OF_0018)}
+    ${RECORD_DELIVERY_ATTEMPT}
   `);
 }
 

@@ -14,7 +14,7 @@ import type { Knex } from "knex";
 const UUID = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
 
 export async function up(knex: Knex): Promise<void> {
-  // On a new database graphile-worker's schema comes after these migrations (server/lifecycle.ts), with no jobs.
+  // On a new database graphile-worker's schema comes after these migrations (app/lifecycle.ts), with no jobs.
   await knex.raw(`
     do $$
     begin

@@ -10,12 +10,35 @@
 // delivery's retries, and a resend, remain a deliver_webhook job of their own. The job's priority is the
 // tenant's backlog rank as the event found it, and it carries the tenant's flag like every delivery job.
 import type { Knex } from "knex";
-import { queueDeliveryJobs } from "./0016_emit_event_one_add_jobs.ts";
-import { BY_ATTEMPT } from "./0021_delivery_jobs_carry_their_attempt.ts";
 
-const ONE_JOB_FOR_ALL = {
-  ...BY_ATTEMPT,
-  several: `      -- Several (an event's): one deliver_webhooks job for all of them.
+/** integrator.queue_delivery_jobs queueing several deliveries (an event's) as one deliver_webhooks job. */
+const QUEUE_DELIVERY_JOBS = `
+    create function integrator.queue_delivery_jobs(
+      tenant_id uuid, delivery_ids uuid[], first_rank integer, run_at timestamptz default null, attempts integer default 0
+    ) returns integer
+    language plpgsql volatile
+    set plan_cache_mode = force_custom_plan
+    as $$
+    begin
+      if coalesce(cardinality(queue_delivery_jobs.delivery_ids), 0) = 0 then
+        return 0;
+      end if;
+      -- One delivery (fan-out 1, a retry, a resend): add_job, whose arguments are plain expressions.
+      -- Building the array below is a query planned on every call (custom plans), which made emitting
+      -- at fan-out 1 about 8 % slower than add_job (scripts/bench/emit-parts.ts). The same job either way.
+      if cardinality(queue_delivery_jobs.delivery_ids) = 1 then
+        perform graphile_worker.add_job(
+          'deliver_webhook',
+          json_build_object('tenant_id', queue_delivery_jobs.tenant_id, 'delivery_id', queue_delivery_jobs.delivery_ids[1], 'attempts', queue_delivery_jobs.attempts),
+          run_at => queue_delivery_jobs.run_at,
+          max_attempts => 10,
+          job_key => null,
+          priority => least(greatest(queue_delivery_jobs.first_rank, 0), 1000),
+          flags => array['tenant:' || queue_delivery_jobs.tenant_id::text]
+        );
+        return 1;
+      end if;
+      -- Several (an event's): one deliver_webhooks job for all of them.
       perform graphile_worker.add_job(
         'deliver_webhooks',
         json_build_object('tenant_id', queue_delivery_jobs.tenant_id, 'delivery_ids', queue_delivery_jobs.delivery_ids,
@@ -24,13 +47,60 @@ const ONE_JOB_FOR_ALL = {
         max_attempts => 10,
         priority => least(greatest(queue_delivery_jobs.first_rank, 0), 1000),
         flags => array['tenant:' || queue_delivery_jobs.tenant_id::text]
-      );`,
-};
+      );
+      return cardinality(queue_delivery_jobs.delivery_ids);
+    end;
+    $$;`;
+
+/** 0021's integrator.queue_delivery_jobs (a deliver_webhook job per delivery), which the down puts back. */
+const QUEUE_DELIVERY_JOBS_OF_0021 = `
+    create function integrator.queue_delivery_jobs(
+      tenant_id uuid, delivery_ids uuid[], first_rank integer, run_at timestamptz default null, attempts integer default 0
+    ) returns integer
+    language plpgsql volatile
+    set plan_cache_mode = force_custom_plan
+    as $$
+    begin
+      if coalesce(cardinality(queue_delivery_jobs.delivery_ids), 0) = 0 then
+        return 0;
+      end if;
+      -- One delivery (fan-out 1, a retry, a resend): add_job, whose arguments are plain expressions.
+      -- Building the array below is a query planned on every call (custom plans), which made emitting
+      -- at fan-out 1 about 8 % slower than add_job (scripts/bench/emit-parts.ts). The same job either way.
+      if cardinality(queue_delivery_jobs.delivery_ids) = 1 then
+        perform graphile_worker.add_job(
+          'deliver_webhook',
+          json_build_object('tenant_id', queue_delivery_jobs.tenant_id, 'delivery_id', queue_delivery_jobs.delivery_ids[1], 'attempts', queue_delivery_jobs.attempts),
+          run_at => queue_delivery_jobs.run_at,
+          max_attempts => 10,
+          job_key => null,
+          priority => least(greatest(queue_delivery_jobs.first_rank, 0), 1000),
+          flags => array['tenant:' || queue_delivery_jobs.tenant_id::text]
+        );
+        return 1;
+      end if;
+      -- Several: one insert and one notification for all of them (add_job itself is add_jobs of one spec).
+      perform graphile_worker.add_jobs((
+        select array_agg(row(
+                 'deliver_webhook',
+                 json_build_object('tenant_id', queue_delivery_jobs.tenant_id, 'delivery_id', d.id, 'attempts', queue_delivery_jobs.attempts),
+                 null,
+                 queue_delivery_jobs.run_at,
+                 10::smallint,
+                 null,
+                 least(greatest(queue_delivery_jobs.first_rank + d.k::integer - 1, 0), 1000)::smallint,
+                 array['tenant:' || queue_delivery_jobs.tenant_id::text]
+               )::graphile_worker.job_spec order by d.k)
+          from unnest(queue_delivery_jobs.delivery_ids) with ordinality as d(id, k)
+      ));
+      return cardinality(queue_delivery_jobs.delivery_ids);
+    end;
+    $$;`;
 
 const DROP = "drop function integrator.queue_delivery_jobs(uuid, uuid[], integer, timestamptz, integer);";
 
 export async function up(knex: Knex): Promise<void> {
-  await knex.raw(`${DROP}\n${queueDeliveryJobs(ONE_JOB_FOR_ALL)}`);
+  await knex.raw(`${DROP}\n${QUEUE_DELIVERY_JOBS}`);
 }
 
 /**
@@ -38,5 +108,5 @@ export async function up(knex: Knex): Promise<void> {
  * worker of this version to run them (the previous one has no such task), so roll back once they are done.
  */
 export async function down(knex: Knex): Promise<void> {
-  await knex.raw(`${DROP}\n${queueDeliveryJobs(BY_ATTEMPT)}`);
+  await knex.raw(`${DROP}\n${QUEUE_DELIVERY_JOBS_OF_0021}`);
 }

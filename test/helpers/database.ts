@@ -31,3 +31,11 @@ export async function createTestDatabase(t: Test): Promise<string> {
   t.teardown(() => dropDatabaseOnServer(adminUrl(), name));
   return databaseUrl(name);
 }
+
+/** A new empty database (no template, nothing migrated), dropped when the test ends. */
+export async function createEmptyDatabase(t: Test): Promise<string> {
+  const name = `t_${randomBytes(6).toString("hex")}`;
+  await createDatabaseOnServer(adminUrl(), name);
+  t.teardown(() => dropDatabaseOnServer(adminUrl(), name));
+  return databaseUrl(name);
+}

@@ -20,12 +20,12 @@ import {
 import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "./server.ts";
 import { waitFor } from "./wait.ts";
 
-/** The tasks that send deliveries: one delivery each, or an event's (migration 0023). */
+/** The tasks that send deliveries: one delivery each, or an event's (integrator.queue_delivery_jobs). */
 const DELIVERY_TASKS = [JOB.deliverWebhook, JOB.deliverWebhooks];
 
 /**
  * A queued delivery job as graphile-worker stores it (`attempts` is graphile-worker's count, the payload's
- * is ours): a deliver_webhook job names one delivery, a deliver_webhooks job an event's (migration 0023).
+ * is ours): a deliver_webhook job names one delivery, a deliver_webhooks job an event's (queue_delivery_jobs).
  */
 export interface QueuedDeliveryJob {
   id: string;

@@ -1,4 +1,4 @@
-// The README: what it is, the two set-up commands and the quickstart (test/quickstart.test.ts runs it).
+// The README: what it is, the two set-up commands and the quickstart (test/process/quickstart.test.ts runs it).
 // The settings table and the MIME list moved with their content (test/process/documents.test.ts).
 import fs from "node:fs";
 import t from "tap";

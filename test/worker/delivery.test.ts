@@ -300,7 +300,8 @@ t.test("a job whose delivery is already final does nothing", async (t) => {
   const delivery = await rig.finalDelivery(id);
   t.equal(delivery?.status, "delivered");
   if (!delivery) return;
-  // A job from before migration 0021 (no attempts in its payload) and one for the attempt just made.
+  // A job queued before delivery jobs named their attempt (no attempts in its payload) and one for the
+  // attempt just made.
   for (const payload of [{}, { attempts: 0 }])
     await rig.server.services.db.raw("select graphile_worker.add_job(?, ?::json)", [
       JOB.deliverWebhook,

@@ -1,4 +1,4 @@
-// An event's deliveries in one job (deliver_webhooks, migration 0023): each is sent as its own
+// An event's deliveries in one job (deliver_webhooks, db/functions/queue_delivery_jobs.sql): each is sent as its own
 // deliver_webhook job would send it; a rerun sends only what is still at the job's attempt; a worker that
 // stops leaves the deliveries it had not started unspent for the job's next run; and one tenant never has
 // more than WORKER_CONCURRENCY deliveries sending at once in a worker (worker/fairness.ts TenantSends).

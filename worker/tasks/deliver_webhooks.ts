@@ -1,7 +1,8 @@
 // deliver_webhooks: an event's deliveries in one job (queued by integrator.emit_event when an event
-// matches several subscriptions; migration 0023). Each delivery is handled exactly as a deliver_webhook
-// job for its attempt would handle it (`deliverOne`): sent, recorded, its retry queued as a job of its
-// own; a delivery no longer at the job's attempt (sent by an earlier run of this job) is left alone.
+// matches several subscriptions, through db/functions/queue_delivery_jobs.sql). Each delivery is handled
+// exactly as a deliver_webhook job for its attempt would handle it (`deliverOne`): sent, recorded, its
+// retry queued as a job of its own; a delivery no longer at the job's attempt (sent by an earlier run of
+// this job) is left alone.
 // At most WORKER_CONCURRENCY of one tenant's deliveries send at once in this worker, across all such
 // jobs (worker/fairness.ts TenantSends), and the job's lock is renewed as its deliveries end (at most
 // every LOCK_RENEWAL_MS), so the health check tells a job making progress from a stuck one. The job

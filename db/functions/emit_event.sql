@@ -1,0 +1,48 @@
+-- integrator.emit_event: the one entry through which a lifecycle event becomes deliveries. In the
+-- caller's transaction it checks the event's data (webhook_event_data_problem), writes one pending
+-- delivery per active subscription of the tenant that takes the kind (a disabled one too: the task ends
+-- it failed, unsent) and queues their job (queue_delivery_jobs, ranked by the tenant's backlog as counted
+-- before the insert), so a rollback leaves neither and a commit leaves both. Returns the number of
+-- deliveries. The per-tenant delivery count follows through the webhook_deliveries triggers
+-- (count_inserted_webhook_deliveries.sql). Called by submit_intake and db/events.ts.
+--
+-- Its own statements keep their plans for the connection; the custom plans add_job needs are
+-- queue_delivery_jobs' setting, which holds for everything it calls.
+create or replace function integrator.emit_event(tenant_id uuid, kind text, data jsonb) returns integer
+language plpgsql volatile
+as $$
+#variable_conflict use_column
+declare
+  problem text;
+  envelope jsonb;
+  backlog integer;
+  delivery_ids uuid[];
+begin
+  if emit_event.tenant_id is null then
+    raise exception 'emit_event: tenant_id is required' using errcode = 'invalid_parameter_value';
+  end if;
+  problem := integrator.webhook_event_data_problem(emit_event.kind, emit_event.data);
+  if problem is not null then
+    raise exception 'emit_event: %', problem using errcode = 'invalid_parameter_value';
+  end if;
+  envelope := jsonb_build_object(
+    'event', emit_event.kind,
+    'tenant_id', emit_event.tenant_id,
+    -- RFC 3339, UTC, milliseconds; the transaction's time, so every delivery of one event agrees.
+    'timestamp', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+    'data', emit_event.data
+  );
+  backlog := integrator.delivery_backlog(emit_event.tenant_id);
+  with inserted as (
+    insert into integrator.webhook_deliveries (tenant_id, subscription_id, event_type, payload)
+    select s.tenant_id, s.id, emit_event.kind, envelope
+      from integrator.webhook_subscriptions s
+     where s.tenant_id = emit_event.tenant_id
+       and s.is_active
+       and (emit_event.kind = any (s.events) or '*' = any (s.events))
+    returning id
+  )
+  select array_agg(id) into delivery_ids from inserted;
+  return integrator.queue_delivery_jobs(emit_event.tenant_id, delivery_ids, backlog);
+end;
+$$;
