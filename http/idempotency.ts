@@ -4,7 +4,8 @@
 // the look-up of its remembered response, the work and the response remembered with it. A concurrent
 // duplicate sees IDEMPOTENCY_IN_PROGRESS, a crash releases the key, and the remembered response exists
 // exactly when the work it describes does. A finished response is also kept in this process's memory
-// (./replay-memory.ts) until shortly before it expires, and its replays are answered from there.
+// (server/replay-memory.ts) until shortly before it expires, and its replays are answered from there.
+// `idempotent` is the one wrapper the two keyed operations call; everything else here serves it.
 import { canonicalJsonHash } from "../server/canonical-json.ts";
 import { ApiError } from "./errors.ts";
 import type { Services } from "../server/services.ts";
@@ -33,7 +34,7 @@ export interface IdempotentOutcome<B> {
 export const REPLAY_HEADER = "Idempotent-Replayed";
 
 /** Fingerprint of a request: canonical JSON (key order does not matter) of the body and the tenant it acts on. */
-export function requestFingerprint(body: unknown, effectiveTenantId: string): string {
+function requestFingerprint(body: unknown, effectiveTenantId: string): string {
   return canonicalJsonHash({ body: body ?? null, tenant_id: effectiveTenantId });
 }
 
@@ -75,7 +76,7 @@ function replayOf<B>(
 }
 
 /** What a one-statement keyed write needs to know of its key. Made before the statement: `startedAt` bounds its expiry. */
-export function keyedWrite(scope: IdempotencyScope, fingerprint: string, ttlHours: number): KeyedWrite {
+function keyedWrite(scope: IdempotencyScope, fingerprint: string, ttlHours: number): KeyedWrite {
   return {
     startedAt: Date.now(),
     tenant_id: scope.tenantId,
@@ -92,10 +93,7 @@ export function keyedWrite(scope: IdempotencyScope, fingerprint: string, ttlHour
 const memoryKey = (key: KeyedWrite) => key.lockText;
 
 /** A finished call's replay answered from this process's memory (IDEMPOTENCY_KEY_MISMATCH for another body), or undefined. */
-export function replayFromMemory<B>(
-  services: Pick<Services, "replays">,
-  key: KeyedWrite,
-): IdempotentOutcome<B> | undefined {
+function replayFromMemory<B>(services: Pick<Services, "replays">, key: KeyedWrite): IdempotentOutcome<B> | undefined {
   const kept = services.replays.find(memoryKey(key));
   if (kept === undefined) return undefined;
   return replayOf<B>(
@@ -139,7 +137,7 @@ async function lookUpAndKeep(
  * Either response is kept in memory: a new one until its TTL from when this call began (the database's
  * expiry is no earlier), a remembered one until the expiry looked up with it.
  */
-export async function settleKeyedWrite<B>(
+async function settleKeyedWrite<B>(
   services: Pick<Services, "db" | "replays">,
   key: KeyedWrite,
   outcome: KeyedOutcome,
@@ -164,7 +162,7 @@ export async function settleKeyedWrite<B>(
  * work in the process before its one statement (partner switch signs an assertion): a replay is
  * answered without it.
  */
-export async function finishedReplay<B>(
+async function finishedReplay<B>(
   services: Pick<Services, "db" | "replays">,
   key: KeyedWrite,
 ): Promise<IdempotentOutcome<B> | undefined> {
@@ -174,12 +172,53 @@ export async function finishedReplay<B>(
   return finished === undefined ? undefined : replayOf<B>(finished, key.fingerprint, "database");
 }
 
-/** What a handler's reply carries for an outcome: on a replay, the remembered bytes to send as they are. */
-export function replayBody(outcome: { json?: string }): { rawJson?: string } {
-  return outcome.json === undefined ? {} : { rawJson: outcome.json };
+/**
+ * An idempotent call: the one way intake and partner switch apply the Idempotency-Key rules. Without a
+ * key, `write` runs and its response is sent. With one:
+ * - the key: its scope, and the request's fingerprint (canonical JSON of the body and the tenant acted on);
+ * - the stored response: a finished call's response is looked for first, in this process's memory (and,
+ *   with `replayBeforeWork`, in the database too, for a call that does costly work before its statement);
+ * - the replay: a stored response answers as it was sent, byte for byte, for the same fingerprint, and
+ *   IDEMPOTENCY_KEY_MISMATCH for another; otherwise `writeOnce` takes the key, writes and remembers the
+ *   response in one statement (another call holding the key is IDEMPOTENCY_IN_PROGRESS).
+ */
+export interface IdempotentCall<B> {
+  services: Pick<Services, "db" | "replays" | "config">;
+  /** The key's scope, or undefined when the request carries no Idempotency-Key. */
+  scope: IdempotencyScope | undefined;
+  /** The request body as sent and the tenant it acts on: what the fingerprint covers. */
+  body: unknown;
+  tenantId: string;
+  /** Look a finished response up in the database (not only in memory) before any work. */
+  replayBeforeWork?: boolean;
+  /** The write without a key: its status and body. */
+  write: () => Promise<{ status: number; body: B }>;
+  /** The same write under the key, in one statement that also claims the key and remembers the response. */
+  writeOnce: (key: KeyedWrite) => Promise<KeyedOutcome>;
 }
 
-/** The response headers of an outcome: `Idempotent-Replayed: true` on replays. */
-export function replayHeaders(outcome: { replayed: boolean }): Record<string, string> {
-  return outcome.replayed ? { [REPLAY_HEADER]: "true" } : {};
+export async function idempotent<B>(call: IdempotentCall<B>): Promise<IdempotentOutcome<B>> {
+  const { services, scope } = call;
+  if (scope === undefined) return { ...(await call.write()), replayed: false };
+  // No key, no fingerprint: it is only ever compared with a remembered one.
+  const key = keyedWrite(scope, requestFingerprint(call.body, call.tenantId), services.config.idempotencyTtlHours);
+  const stored = call.replayBeforeWork ? await finishedReplay<B>(services, key) : replayFromMemory<B>(services, key);
+  if (stored) return stored;
+  return settleKeyedWrite<B>(services, key, await call.writeOnce(key));
+}
+
+/**
+ * The parts of a handler's reply an outcome decides: its body (on a replay, the remembered bytes to send
+ * as they are) and `Idempotent-Replayed: true` on replays.
+ */
+export function idempotentReply<B>(outcome: IdempotentOutcome<B>): {
+  body: B;
+  headers: Record<string, string>;
+  rawJson?: string;
+} {
+  return {
+    body: outcome.body,
+    headers: outcome.replayed ? { [REPLAY_HEADER]: "true" } : {},
+    ...(outcome.json === undefined ? {} : { rawJson: outcome.json }),
+  };
 }

@@ -1,6 +1,6 @@
 // Intake: register one document or a batch, and poll a submission.
 import { principalOf, type Call, type OperationHandler } from "../../http/operations.ts";
-import { replayBody, replayHeaders } from "../../http/idempotency.ts";
+import { idempotentReply } from "../../http/idempotency.ts";
 import { getSubmission, submitIntake as submit } from "./submissions.ts";
 import type { IntakeItemInput } from "./item-rules.ts";
 import { effectiveTenant } from "../../http/tenancy.ts";
@@ -25,7 +25,7 @@ async function register(
     idempotencyKey: Array.isArray(key) ? key[0] : key,
     requestId: call.requestId,
   });
-  return { status: 201 as const, body: outcome.body, headers: replayHeaders(outcome), ...replayBody(outcome) };
+  return { status: 201 as const, ...idempotentReply(outcome) };
 }
 
 export const submitIntake: OperationHandler<"submitIntake"> = (call) => register(call, "single", [call.body]);

@@ -2,13 +2,7 @@
 // with an Idempotency-Key also the remembered response, in one transaction) and reading a submission back.
 import type { Principal } from "../../server/auth/tokens.ts";
 import { ApiError, notFound } from "../../http/errors.ts";
-import {
-  keyedWrite,
-  replayFromMemory,
-  requestFingerprint,
-  settleKeyedWrite,
-  type IdempotentOutcome,
-} from "../../http/idempotency.ts";
+import { idempotent, type IdempotentOutcome } from "../../http/idempotency.ts";
 import type { Services } from "../../server/services.ts";
 import { RequestValidationError } from "../../http/validation.ts";
 import { isUuid } from "../../db/ids.ts";
@@ -65,16 +59,6 @@ export async function submitIntake(
     };
   });
   const totals = aggregate(items.map((item) => item.status));
-  const scope =
-    request.idempotencyKey === undefined
-      ? undefined
-      : {
-          tenantId: request.principal.tenantId,
-          subject: request.principal.subject,
-          route: IDEMPOTENCY_SCOPE[request.kind],
-          key: request.idempotencyKey,
-        };
-
   // One statement writes everything and emits the event; with a key, the same statement takes the
   // key, answers a replay instead of writing, or remembers the response it writes.
   const submission = {
@@ -102,24 +86,26 @@ export async function submitIntake(
   };
 
   try {
-    // Without a key: the one statement in autocommit (durable commit), no transaction around it, no fingerprint.
-    if (scope === undefined) {
-      return {
+    return await idempotent<SubmissionResponse>({
+      services,
+      scope:
+        request.idempotencyKey === undefined
+          ? undefined
+          : {
+              tenantId: request.principal.tenantId,
+              subject: request.principal.subject,
+              route: IDEMPOTENCY_SCOPE[request.kind],
+              key: request.idempotencyKey,
+            },
+      body: request.body,
+      tenantId: request.tenantId,
+      // Without a key: the one statement in autocommit (durable commit), no transaction around it.
+      write: async () => ({
         status: 201,
         body: await insertSubmissionWithEvent(services.db, submission, items, audit),
-        replayed: false,
-      };
-    }
-    const fingerprint = requestFingerprint(request.body, request.tenantId);
-    const key = keyedWrite(scope, fingerprint, services.config.idempotencyTtlHours);
-    // A replay of a finished call this process has seen: from memory, with no statement at all.
-    const kept = replayFromMemory<SubmissionResponse>(services, key);
-    if (kept) return kept;
-    return await settleKeyedWrite(
-      services,
-      key,
-      await insertSubmissionOnce(services.db, key, submission, items, audit),
-    );
+      }),
+      writeOnce: (key) => insertSubmissionOnce(services.db, key, submission, items, audit),
+    });
   } catch (error) {
     // A tenant that is not registered here (e.g. named by a platform_admin or an external IdP token).
     if ((error as { code?: string }).code === "23503") throw new ApiError("NOT_FOUND", "Tenant not found");

@@ -1,7 +1,7 @@
 // Partners: governed launch, partner switch and signed partner callbacks.
 import type { IncomingHttpHeaders } from "node:http";
 import { principalOf, type Call, type OperationHandler } from "../../http/operations.ts";
-import { replayBody, replayHeaders } from "../../http/idempotency.ts";
+import { idempotentReply } from "../../http/idempotency.ts";
 import { receiveCallback } from "./callbacks.ts";
 import { routeToPartner, type RoutingRequest } from "./routing.ts";
 
@@ -23,11 +23,11 @@ async function route(
     body: call.body,
     requestId: call.requestId,
   });
+  const reply = idempotentReply(outcome);
   return {
     status: 200 as const,
-    body: outcome.body,
-    headers: { "X-Correlation-Id": outcome.body.correlation_id, ...replayHeaders(outcome) },
-    ...replayBody(outcome),
+    ...reply,
+    headers: { "X-Correlation-Id": outcome.body.correlation_id, ...reply.headers },
   };
 }
 

@@ -5,14 +5,7 @@ import type { components } from "../../generated/openapi.ts";
 import type { Principal } from "../../server/auth/tokens.ts";
 import { ApiError } from "../../http/errors.ts";
 import { uuidV7 } from "../../db/ids.ts";
-import {
-  finishedReplay,
-  keyedWrite,
-  requestFingerprint,
-  settleKeyedWrite,
-  type IdempotencyScope,
-  type IdempotentOutcome,
-} from "../../http/idempotency.ts";
+import { idempotent, type IdempotentOutcome } from "../../http/idempotency.ts";
 import type { Services } from "../../server/services.ts";
 import { RequestValidationError, valueError, type ValidationIssue } from "../../http/validation.ts";
 import {
@@ -152,51 +145,52 @@ export async function routeToPartner(
   const tenantId = principal.tenantId;
   const partner = await findPartnerAccess(services.db, request.partnerKey, tenantId);
   checkContextValues(partner?.entitled ? partner : undefined, request.contextValues ?? {});
-  const scope: IdempotencyScope | undefined =
-    request.kind === "switch" && request.idempotencyKey !== undefined
-      ? { tenantId, subject: principal.subject, route: SWITCH_ROUTE, key: request.idempotencyKey }
-      : undefined;
-  // No key, no fingerprint: it is only ever compared with a remembered one.
-  const key =
-    scope === undefined
-      ? undefined
-      : keyedWrite(scope, requestFingerprint(request.body, tenantId), services.config.idempotencyTtlHours);
-  if (key !== undefined) {
-    // A finished call is replayed before an assertion is signed for nothing.
-    const replay = await finishedReplay<RoutingDecision>(services, key);
-    if (replay) return replay;
-  }
-  const decision = await decide(services, request, partner, request.correlationId ?? randomUUID());
-  const row: NewRoutingDecision = {
-    id: decision.decision_id,
-    tenantId,
-    kind: request.kind,
-    partnerKey: request.partnerKey,
-    result: decision.decision_result,
-    reason: decision.reason ?? null,
-    correlationId: decision.correlation_id,
-    returnUrl: request.returnUrl ?? null,
-    expiresAt: decision.expires_at ?? null,
-    createdBy: principal.subject,
-    requestId: request.requestId,
-  };
-  const audit: DecisionAudit = {
-    action: request.kind === "launch" ? "partner.launch" : "partner.switch",
-    details: {
-      partner_key: request.partnerKey,
-      decision_result: decision.decision_result,
-      reason: decision.reason ?? null,
-      correlation_id: decision.correlation_id,
-    },
-  };
-  // The decision and its audit action in one statement; under a key, with the key's rules in it too.
-  if (key === undefined) {
-    await recordRoutingDecision(services.db, row, audit);
-    return { status: 200, body: decision, replayed: false };
-  }
-  return settleKeyedWrite(
+  // A finished call is replayed before an assertion is signed for nothing.
+  return idempotent<RoutingDecision>({
     services,
-    key,
-    await recordRoutingDecisionOnce(services.db, key, JSON.stringify(decision), row, audit),
-  );
+    scope:
+      request.kind === "switch" && request.idempotencyKey !== undefined
+        ? { tenantId, subject: principal.subject, route: SWITCH_ROUTE, key: request.idempotencyKey }
+        : undefined,
+    body: request.body,
+    tenantId,
+    replayBeforeWork: true,
+    write: async () => {
+      const { decision, row, audit } = await prepare();
+      await recordRoutingDecision(services.db, row, audit);
+      return { status: 200, body: decision };
+    },
+    writeOnce: async (key) => {
+      const { decision, row, audit } = await prepare();
+      return recordRoutingDecisionOnce(services.db, key, JSON.stringify(decision), row, audit);
+    },
+  });
+
+  /** The decision (its assertion signed), its row and its audit action, recorded in one statement. */
+  async function prepare() {
+    const decision = await decide(services, request, partner, request.correlationId ?? randomUUID());
+    const row: NewRoutingDecision = {
+      id: decision.decision_id,
+      tenantId,
+      kind: request.kind,
+      partnerKey: request.partnerKey,
+      result: decision.decision_result,
+      reason: decision.reason ?? null,
+      correlationId: decision.correlation_id,
+      returnUrl: request.returnUrl ?? null,
+      expiresAt: decision.expires_at ?? null,
+      createdBy: principal.subject,
+      requestId: request.requestId,
+    };
+    const audit: DecisionAudit = {
+      action: request.kind === "launch" ? "partner.launch" : "partner.switch",
+      details: {
+        partner_key: request.partnerKey,
+        decision_result: decision.decision_result,
+        reason: decision.reason ?? null,
+        correlation_id: decision.correlation_id,
+      },
+    };
+    return { decision, row, audit };
+  }
 }
