@@ -115,7 +115,8 @@ export interface paths {
          * @description Registers an HTTPS endpoint for the listed event kinds (or `*` for all of them) for the token's
          *     tenant. Duplicate entries in `events` are removed; the list is stored as given otherwise.
          *
-         *     The response carries the signing `secret` (`whsec_` followed by 32 random bytes in base64url). It is
+         *     The response carries the signing `secret` (`whsec_` followed by 32 random bytes in standard base64,
+         *     the form Standard Webhooks libraries take as it is: `new Webhook(secret)`). It is
          *     returned this once, stored encrypted, and never listed or logged: keep it to verify
          *     `X-Service-Review-Signature` and `webhook-signature` on deliveries (see `WebhookEventEnvelope`).
          *
@@ -246,7 +247,7 @@ export interface paths {
         /**
          * Rotate a subscription's signing secret
          * @description Replaces the subscription's signing secret with a new one (`whsec_` followed by 32 random bytes in
-         *     base64url), returned in `secret` this once, like at creation. For an overlap window of
+         *     standard base64), returned in `secret` this once, like at creation. For an overlap window of
          *     `WEBHOOK_SECRET_ROTATION_OVERLAP_HOURS` hours (default 24; until `previous_secret_expires_at`) every
          *     delivery is signed with both the new and the previous secret: each signature header carries one
          *     signature per secret, so a receiver still holding the previous secret keeps verifying while it is
@@ -1148,7 +1149,7 @@ export interface components {
              */
             previous_secret_expires_at: string | null;
             /**
-             * @description The signing secret (`whsec_` followed by 32 random bytes in base64url), returned once by the
+             * @description The signing secret (`whsec_` followed by 32 random bytes in standard base64), returned once by the
              *     create operation (and by each rotation, for the new secret) and never again.
              */
             secret?: string | null;
@@ -1292,9 +1293,10 @@ export interface components {
          *       bytes as received, before parsing, with a constant-time comparison.
          *     - Standard Webhooks (https://www.standardwebhooks.com): `webhook-signature` is `v1,` followed by the
          *       base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`. The key is the 32 bytes the
-         *       secret encodes: the text after `whsec_` decoded as base64url. Libraries that decode standard
-         *       base64 after `whsec_` (such as the `standardwebhooks` npm package) take the same key when given
-         *       `whsec_` + the standard base64 of those bytes. `webhook-id` is the delivery id (the same on every
+         *       secret encodes: the text after `whsec_` decoded as base64. Standard Webhooks libraries (such as the
+         *       `standardwebhooks` npm package, `new Webhook(secret)`) take the secret exactly as it was returned.
+         *       Secrets made by earlier versions are base64url (`-` and `_` for `+` and `/`, no padding): they keep
+         *       signing both headers; decode them with a base64 decoder that reads either alphabet. `webhook-id` is the delivery id (the same on every
          *       retry: deduplicate on it) and `webhook-timestamp` the attempt's time in unix seconds: refuse
          *       timestamps far from your clock (the libraries allow 5 minutes) to stop replays.
          *     - While a subscription is signed with more than one secret (a secret rotation's overlap), both
@@ -2014,7 +2016,7 @@ export interface components {
         WebhookStandardTimestamp: string;
         /**
          * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
-         *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+         *     keyed with the bytes the secret encodes after `whsec_` (base64). One entry per signing secret,
          *     separated by spaces, newest first.
          */
         WebhookStandardSignature: string;
@@ -3030,7 +3032,7 @@ export interface operations {
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
                 /**
                  * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
-                 *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                 *     keyed with the bytes the secret encodes after `whsec_` (base64). One entry per signing secret,
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
@@ -3071,7 +3073,7 @@ export interface operations {
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
                 /**
                  * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
-                 *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                 *     keyed with the bytes the secret encodes after `whsec_` (base64). One entry per signing secret,
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
@@ -3112,7 +3114,7 @@ export interface operations {
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
                 /**
                  * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
-                 *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                 *     keyed with the bytes the secret encodes after `whsec_` (base64). One entry per signing secret,
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
@@ -3153,7 +3155,7 @@ export interface operations {
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
                 /**
                  * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
-                 *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                 *     keyed with the bytes the secret encodes after `whsec_` (base64). One entry per signing secret,
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
@@ -3194,7 +3196,7 @@ export interface operations {
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
                 /**
                  * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
-                 *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                 *     keyed with the bytes the secret encodes after `whsec_` (base64). One entry per signing secret,
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
@@ -3235,7 +3237,7 @@ export interface operations {
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
                 /**
                  * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
-                 *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                 *     keyed with the bytes the secret encodes after `whsec_` (base64). One entry per signing secret,
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
@@ -3276,7 +3278,7 @@ export interface operations {
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
                 /**
                  * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
-                 *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                 *     keyed with the bytes the secret encodes after `whsec_` (base64). One entry per signing secret,
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
@@ -3317,7 +3319,7 @@ export interface operations {
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
                 /**
                  * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
-                 *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                 *     keyed with the bytes the secret encodes after `whsec_` (base64). One entry per signing secret,
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];

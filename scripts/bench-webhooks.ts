@@ -18,6 +18,7 @@
 //   npm run bench:webhooks -- --statements       also PostgreSQL's time per delivery, statement by
 //                                                statement (pg_stat_statements, the delivery segments only)
 import { randomBytes, randomUUID } from "node:crypto";
+import { newWebhookSecret } from "../server/signing.ts";
 import { cpuProfiler } from "./bench/profile.ts";
 import { STATEMENT_SETTINGS, statementProfile } from "./bench/statements.ts";
 import { cpuMeter, cpuText, meanCpu, type CpuPerOperation } from "./bench/cpu.ts";
@@ -147,7 +148,7 @@ async function main(): Promise<void> {
     // What a delivery sends, without the database: a signed body of an intake.submitted delivery's size,
     // through a sender like the worker's own (its connection pool and URL memo).
     const send = sendSettings(config.webhooks);
-    const sendSecret = `whsec_${randomBytes(32).toString("base64url")}`;
+    const sendSecret = newWebhookSecret();
     const sendBody = canonicalJson({
       event: "intake.submitted",
       tenant_id: randomUUID(),
@@ -202,7 +203,7 @@ async function main(): Promise<void> {
     const rows: Row[] = [];
     for (const fanOut of FAN_OUTS) {
       const tenant = await createTenant(db, `bench ${fanOut}`);
-      const sealed = services.secretBox.seal(`whsec_${randomBytes(32).toString("base64url")}`);
+      const sealed = services.secretBox.seal(newWebhookSecret());
       for (let i = 0; i < fanOut; i++) {
         await createSubscription(db, {
           tenantId: tenant.id,

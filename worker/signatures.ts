@@ -8,11 +8,10 @@
 // - Standard Webhooks (https://www.standardwebhooks.com): webhook-id (the delivery id, the same on every
 //   retry), webhook-timestamp (unix seconds of this attempt) and webhook-signature, `v1,<base64
 //   HMAC-SHA256 of "id.timestamp.body">`, entries separated by spaces. The key is the 32 bytes the
-//   secret encodes: the text after `whsec_`, decoded as base64url. (Libraries that only read standard
-//   base64 after `whsec_`, such as the `standardwebhooks` npm package, take the same key as
-//   `whsec_` + Buffer.from(secret.slice(6), "base64url").toString("base64"); docs/integrating.md shows it.)
+//   secret encodes after `whsec_` (server/signing.ts webhookSecretKey): standard base64 for secrets made
+//   now, which Standard Webhooks libraries take as shown; base64url for older ones.
 import { createHmac, createSecretKey, type KeyObject } from "node:crypto";
-import { hmacSha256Hex } from "../server/signing.ts";
+import { hmacSha256Hex, webhookSecretKey } from "../server/signing.ts";
 import { boundedMemo } from "./memo.ts";
 
 export const SIGNATURE_HEADER = "X-Service-Review-Signature";
@@ -20,19 +19,12 @@ export const STANDARD_ID_HEADER = "webhook-id";
 export const STANDARD_TIMESTAMP_HEADER = "webhook-timestamp";
 export const STANDARD_SIGNATURE_HEADER = "webhook-signature";
 
-const SECRET_PREFIX = "whsec_";
-
-/** The Standard Webhooks key of a secret: the bytes the base64url text after `whsec_` encodes. */
-export function standardWebhooksKey(secret: string): Buffer {
-  return Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, "base64url");
-}
-
 /**
  * The Standard Webhooks key of a secret as a KeyObject, made once per secret: an HMAC keyed with a Buffer
  * checks and copies the key on every call (about 18 µs against 3 µs for a KeyObject, Node 24).
  */
 const standardWebhooksKeyObject: (secret: string) => KeyObject = boundedMemo((secret) =>
-  createSecretKey(standardWebhooksKey(secret)),
+  createSecretKey(webhookSecretKey(secret)),
 );
 
 export interface SignedMessage {

@@ -1,5 +1,5 @@
 // Webhook subscriptions, their health and secrets, manual sends, and the delivery log of the token's tenant.
-import { randomBytes } from "node:crypto";
+import { newWebhookSecret } from "../../server/signing.ts";
 import { ApiError, notFound } from "../../http/errors.ts";
 import { principalOf, type OperationHandler } from "../../http/operations.ts";
 import { checkWebhookUrl } from "../../server/url-safety.ts";
@@ -24,11 +24,6 @@ import { rfc3339 } from "../../db/timestamps.ts";
 
 const DEFAULT_DELIVERIES_LIMIT = 50;
 const MANUAL_SENDS_WINDOW_SECONDS = 60;
-
-/** `whsec_` and 32 random bytes in base64url: shown once, stored sealed. */
-function newSigningSecret(): string {
-  return `whsec_${randomBytes(32).toString("base64url")}`;
-}
 
 const subscriptionDisabled = (): ApiError =>
   new ApiError("WEBHOOK_SUBSCRIPTION_DISABLED", "The webhook subscription is disabled; enable it first");
@@ -55,7 +50,7 @@ export const createWebhookSubscription: OperationHandler<"createWebhookSubscript
   const caller = principalOf({ principal });
   const verdict = checkWebhookUrl(body.url, { allowedPorts: services.config.webhooks.allowedPorts });
   if (!verdict.ok) throw new RequestValidationError([valueError(["body", "url"], verdict.message, body.url)]);
-  const secret = newSigningSecret();
+  const secret = newWebhookSecret();
   try {
     const subscription = await createSubscription(services.db, {
       tenantId: caller.tenantId,
@@ -136,7 +131,7 @@ export const disableWebhookSubscription: OperationHandler<"disableWebhookSubscri
 };
 
 export const rotateWebhookSecret: OperationHandler<"rotateWebhookSecret"> = async ({ params, principal, services }) => {
-  const secret = newSigningSecret();
+  const secret = newWebhookSecret();
   const subscription = await rotateSubscriptionSecret(services.db, {
     tenantId: principalOf({ principal }).tenantId,
     subscriptionId: params.subscription_id,

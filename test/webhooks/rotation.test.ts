@@ -42,7 +42,7 @@ t.test(
     const res = await rotate(id);
     t.equal(res.status, 200);
     const rotated = (await res.json()) as Rotated;
-    t.match(rotated.secret, /^whsec_[A-Za-z0-9_-]{43}$/);
+    t.match(rotated.secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
     t.not(rotated.secret, old);
     const expires = Date.parse(rotated.previous_secret_expires_at ?? "");
     t.ok(Math.abs(expires - (before + 24 * 3_600_000)) < 60_000, "24 hours from now by default");

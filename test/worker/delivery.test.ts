@@ -143,7 +143,7 @@ t.test(
     t.match(delivery, { status: "delivered", attempts: 3 });
     const received = rig.receiver.receivedAt(path);
     t.equal(received.length, 3);
-    const verifier = new Webhook(`whsec_${Buffer.from(secret.slice(6), "base64url").toString("base64")}`);
+    const verifier = new Webhook(secret); // the secret exactly as returned at creation
     for (const request of received) {
       t.equal(request.headers["webhook-id"], delivery?.id, "webhook-id is the delivery id");
       t.match(request.headers["webhook-timestamp"], /^\d{10}$/);
@@ -161,6 +161,42 @@ t.test(
         createHmac("sha256", secret).update(request.rawBody).digest("hex"),
         "our signature: the hex HMAC of the body under the whole secret, as before",
       );
+    }
+  },
+);
+
+t.test(
+  "new Webhook(secret) of the standardwebhooks package, given each subscription's secret exactly as returned, verifies every real delivery",
+  async (t) => {
+    const subscriptions = await Promise.all(
+      Array.from({ length: 40 }, async (_, index) => {
+        const path = `/many-secrets-${index}-${crypto.randomUUID()}`;
+        return { path, ...(await rig.subscribe(rig.receiver.url(path), ["intake.submitted"])) };
+      }),
+    );
+    await rig.emitIntake();
+    let verified = 0;
+    for (const { id, path, secret } of subscriptions) {
+      t.equal((await rig.finalDelivery(id))?.status, "delivered");
+      const [request] = rig.receiver.receivedAt(path);
+      if (!request) {
+        t.fail(`nothing received at ${path}`);
+        continue;
+      }
+      const payload = new Webhook(secret).verify(
+        request.rawBody.toString("utf8"),
+        request.headers as Record<string, string>,
+      );
+      if ((payload as { event?: string }).event === "intake.submitted") verified++;
+    }
+    t.equal(verified, 40, "40 deliveries, 40 secrets, every one verified");
+    // Later tests' events reach only their own subscriptions.
+    for (const { id } of subscriptions) {
+      const res = await rig.server.request(`/v1/webhooks/subscriptions/${id}`, {
+        method: "DELETE",
+        token: rig.tenant.token,
+      });
+      t.equal(res.status, 204);
     }
   },
 );
