@@ -5,6 +5,7 @@ import { uuidV7 } from "./ids.ts";
 import { rfc3339 } from "./timestamps.ts";
 import { runPrepared } from "./prepared.ts";
 import { KEYED_WRITE_PARAMETERS, keyedWriteArguments, type KeyedOutcome, type KeyedWrite } from "./idempotency.ts";
+import { newestFirstPage, pageOf, type Keyset, type KeysetPageRequest } from "./keyset.ts";
 
 // Rows are read in exactly the shapes the contract answers with.
 export type ItemStatus = components["schemas"]["IntakeItemStatus"];
@@ -178,6 +179,35 @@ export async function findSubmission(
     .orderBy("position")
     .select(ITEM_COLUMNS);
   return { submission: toSubmission(row), items };
+}
+
+export interface SubmissionPageRequest extends KeysetPageRequest {
+  status?: SubmissionStatus;
+  externalReference?: string;
+}
+
+/**
+ * The page query of the tenant's submissions: each filter is one range scan of an index leading with
+ * tenant_id (intake_submissions_newest, _by_status, _by_external_reference). Exported for the EXPLAIN test.
+ */
+export function submissionsPageQuery(db: Knex, tenantId: string, page: SubmissionPageRequest): Knex.QueryBuilder {
+  const query = db("integrator.intake_submissions").where({ tenant_id: tenantId });
+  if (page.status !== undefined) query.andWhere({ status: page.status });
+  if (page.externalReference !== undefined) query.andWhere({ external_reference: page.externalReference });
+  return newestFirstPage(db, query, page, SUBMISSION_COLUMNS);
+}
+
+/** A page of the tenant's submissions, newest first, and the keyset of the next page (or null). */
+export async function listSubmissions(
+  db: Knex,
+  tenantId: string,
+  page: SubmissionPageRequest,
+): Promise<{ submissions: SubmissionRow[]; next: Keyset | null }> {
+  const rows = (await submissionsPageQuery(db, tenantId, page)) as (StoredSubmission & {
+    created_at_key: string;
+  })[];
+  const { shown, next } = pageOf(rows, page.limit);
+  return { submissions: shown.map(({ created_at_key: _key, ...row }) => toSubmission(row)), next };
 }
 
 /** An item by id alone, for operator commands, locked for the update that follows. */

@@ -6,6 +6,7 @@ import type { components } from "../generated/openapi.ts";
 import type { EventSelector } from "./events.ts";
 import { isUuid } from "./ids.ts";
 import { rfc3339, rfc3339OrNull } from "./timestamps.ts";
+import { newestFirstPage, pageOf, type Keyset, type KeysetPageRequest } from "./keyset.ts";
 
 type Schemas = components["schemas"];
 /** A subscription as the API shows it; the secret is never read back. */
@@ -287,25 +288,10 @@ export async function deactivateSubscription(db: Knex, tenantId: string, subscri
 
 // ---------------------------------------------------------------- the deliveries list
 
-/** A position in the newest-first order: the created_at (microseconds, as text) and id of the last row of a page. */
-export interface DeliveryKeyset {
-  createdAt: string;
-  id: string;
-}
-
-export const KEYSET_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
-
-export interface DeliveryFilters {
+export interface DeliveryPageRequest extends KeysetPageRequest {
   subscriptionId?: string;
   status?: DeliveryStatus;
   eventType?: string;
-  createdAfter?: string;
-  createdBefore?: string;
-}
-
-export interface DeliveryPageRequest extends DeliveryFilters {
-  limit: number;
-  after?: DeliveryKeyset;
 }
 
 /**
@@ -318,28 +304,7 @@ export function deliveriesPageQuery(db: Knex, tenantId: string, page: DeliveryPa
   if (page.subscriptionId !== undefined) query.andWhere({ subscription_id: page.subscriptionId });
   if (page.status !== undefined) query.andWhere({ status: page.status });
   if (page.eventType !== undefined) query.andWhere({ event_type: page.eventType });
-  // Exclusive bounds at the millisecond precision the API shows (created_at is stored to the microsecond),
-  // written as plain ranges on created_at so the index serves them.
-  if (page.createdAfter !== undefined)
-    query.andWhereRaw("created_at >= date_trunc('milliseconds', ?::timestamptz) + interval '1 millisecond'", [
-      page.createdAfter,
-    ]);
-  if (page.createdBefore !== undefined)
-    query.andWhereRaw("created_at < date_trunc('milliseconds', ?::timestamptz + interval '999 microseconds')", [
-      page.createdBefore,
-    ]);
-  if (page.after !== undefined)
-    query.andWhereRaw("(created_at, id) < (?::timestamptz, ?::uuid)", [page.after.createdAt, page.after.id]);
-  return query
-    .orderBy([
-      { column: "created_at", order: "desc" },
-      { column: "id", order: "desc" },
-    ])
-    .limit(page.limit + 1)
-    .select([
-      ...DELIVERY_COLUMNS,
-      db.raw(`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_at_key`),
-    ]);
+  return newestFirstPage(db, query, page, DELIVERY_COLUMNS);
 }
 
 /** The tenant's exact delivery count: the sum of its counter rows (kept by triggers on every insert and delete of deliveries). */
@@ -355,14 +320,12 @@ export async function listDeliveries(
   db: Knex,
   tenantId: string,
   page: DeliveryPageRequest,
-): Promise<{ deliveries: DeliveryView[]; total: number; next: DeliveryKeyset | null }> {
+): Promise<{ deliveries: DeliveryView[]; total: number; next: Keyset | null }> {
   const [rows, total] = await Promise.all([
     deliveriesPageQuery(db, tenantId, page) as Promise<(DeliveryRow & { created_at_key: string })[]>,
     countDeliveries(db, tenantId),
   ]);
-  const shown = rows.slice(0, page.limit);
-  const last = shown.at(-1);
-  const next = rows.length > page.limit && last ? { createdAt: last.created_at_key, id: last.id } : null;
+  const { shown, next } = pageOf(rows, page.limit);
   return { deliveries: shown.map(deliveryView), total, next };
 }
 

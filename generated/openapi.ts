@@ -73,6 +73,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/intake/submissions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List submissions
+         * @description Lists the tenant's submissions, newest first (`created_at` descending, then `id` descending), at most
+         *     `limit` of them, without their items (`getIntakeSubmission` has those).
+         *
+         *     **Paging.** When more submissions match, `next_cursor` is an opaque string: pass it as `cursor` (with
+         *     the same filters) for the next page. Paging is keyset-based, so submissions created meanwhile never
+         *     shift or repeat a page; they appear on a new first page. `next_cursor` is null on the last page. A
+         *     cursor that this operation did not hand out is 422 `value_error` at `["query", "cursor"]`. A page
+         *     costs the same however many submissions the tenant has; there is no total count.
+         *
+         *     **Filters** (combined with AND): `status`, `external_reference` (exact match), and the creation time
+         *     range `created_after` (exclusive) / `created_before` (exclusive).
+         */
+        get: operations["listIntakeSubmissions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/intake/submissions/{submission_id}": {
         parameters: {
             query?: never;
@@ -1026,6 +1056,12 @@ export interface components {
              * @description RFC 3339 timestamp in UTC with `Z`.
              */
             created_at: string;
+        };
+        /** @description A page of the tenant's submissions, newest first. */
+        IntakeSubmissionListResponse: {
+            submissions: components["schemas"]["IntakeSubmissionResponse"][];
+            /** @description Pass as `cursor` for the next page; null on the last page. */
+            next_cursor: string | null;
         };
         /** @description One document of a submission. */
         IntakeItemResponse: {
@@ -2182,6 +2218,62 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IntakeValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listIntakeSubmissions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The tenant to act for. Must equal the token's tenant unless the caller has role `platform_admin`
+                 *     (403 `FORBIDDEN` otherwise). Defaults to the token's tenant.
+                 */
+                tenant_id?: components["parameters"]["TenantIdQuery"];
+                /** @description Maximum number of submissions returned. */
+                limit?: number;
+                /**
+                 * @description The `next_cursor` of the previous page (opaque).
+                 * @example eyJjIjoiMjAyNi0xMS0yMVQyMzo0MDowNi42NDUxMjNaIiwiaSI6IjAxOTJmMGM0LThhOWUtN2MxYi05YTRlLTNmMmQxYzBiNWE2OSJ9
+                 */
+                cursor?: string;
+                /** @description Only submissions in this aggregate status. */
+                status?: components["schemas"]["IntakeSubmissionStatus"];
+                /**
+                 * @description Only submissions with exactly this `external_reference`.
+                 * @example CLM-4711
+                 */
+                external_reference?: string;
+                /** @description Only submissions created after this instant (RFC 3339). */
+                created_after?: string;
+                /** @description Only submissions created before this instant (RFC 3339). */
+                created_before?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the newest matching submissions. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IntakeSubmissionListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];

@@ -6,6 +6,7 @@ import * as emitEventCachedPlans from "./0019_emit_event_cached_plans.ts";
 import * as deliveryJobsCarryTheirAttempt from "./0021_delivery_jobs_carry_their_attempt.ts";
 import * as queuedJobsNameTheirAttempt from "./0022_queued_jobs_name_their_attempt.ts";
 import * as anEventsDeliveriesInOneJob from "./0023_an_event_s_deliveries_in_one_job.ts";
+import * as submissionsListedNewestFirst from "./0024_submissions_listed_newest_first.ts";
 import * as emitEventOneAddJobs from "./0016_emit_event_one_add_jobs.ts";
 import * as foundation from "./0001_foundation.ts";
 import * as idempotencyExactBytes from "./0009_idempotency_exact_bytes.ts";
@@ -51,6 +52,7 @@ const migrations: [string, Migration][] = [
   ["0021_delivery_jobs_carry_their_attempt", deliveryJobsCarryTheirAttempt],
   ["0022_queued_jobs_name_their_attempt", queuedJobsNameTheirAttempt],
   ["0023_an_event_s_deliveries_in_one_job", anEventsDeliveriesInOneJob],
+  ["0024_submissions_listed_newest_first", submissionsListedNewestFirst],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

@@ -4,6 +4,10 @@ import { idempotentReply } from "../../http/idempotency.ts";
 import { getSubmission, submitIntake as submit } from "./submissions.ts";
 import type { IntakeItemInput } from "./item-rules.ts";
 import { effectiveTenant } from "../../http/tenancy.ts";
+import { decodeCursor, encodeCursor } from "../../http/keyset-cursor.ts";
+import { listSubmissions } from "../../db/intake.ts";
+
+const DEFAULT_SUBMISSIONS_LIMIT = 50;
 
 async function register(
   call: Call<"submitIntake"> | Call<"submitIntakeBatch">,
@@ -32,6 +36,22 @@ export const submitIntake: OperationHandler<"submitIntake"> = (call) => register
 
 export const submitIntakeBatch: OperationHandler<"submitIntakeBatch"> = (call) =>
   register(call, "batch", call.body.items);
+
+export const listIntakeSubmissions: OperationHandler<"listIntakeSubmissions"> = async (call) => {
+  const { query } = call;
+  const page = await listSubmissions(call.services.db, effectiveTenant(principalOf(call), query.tenant_id), {
+    limit: query.limit === undefined ? DEFAULT_SUBMISSIONS_LIMIT : Number(query.limit),
+    ...(query.cursor === undefined ? {} : { after: decodeCursor(query.cursor) }),
+    ...(query.status === undefined ? {} : { status: query.status }),
+    ...(query.external_reference === undefined ? {} : { externalReference: query.external_reference }),
+    ...(query.created_after === undefined ? {} : { createdAfter: query.created_after }),
+    ...(query.created_before === undefined ? {} : { createdBefore: query.created_before }),
+  });
+  return {
+    status: 200,
+    body: { submissions: page.submissions, next_cursor: page.next === null ? null : encodeCursor(page.next) },
+  };
+};
 
 export const getIntakeSubmission: OperationHandler<"getIntakeSubmission"> = async (call) => {
   const principal = principalOf(call);

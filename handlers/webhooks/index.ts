@@ -19,7 +19,7 @@ import {
   SubscriptionRefused,
   type ManualDeliveryOutcome,
 } from "../../db/webhooks.ts";
-import { decodeDeliveryCursor, encodeDeliveryCursor } from "./delivery-cursor.ts";
+import { decodeCursor, encodeCursor } from "../../http/keyset-cursor.ts";
 import { rfc3339 } from "../../db/timestamps.ts";
 
 const DEFAULT_DELIVERIES_LIMIT = 50;
@@ -211,7 +211,7 @@ export const listWebhookDeliveries: OperationHandler<"listWebhookDeliveries"> = 
   const limit = query.limit === undefined ? DEFAULT_DELIVERIES_LIMIT : Number(query.limit);
   const page = await listDeliveries(services.db, principalOf({ principal }).tenantId, {
     limit,
-    ...(query.cursor === undefined ? {} : { after: decodeDeliveryCursor(query.cursor) }),
+    ...(query.cursor === undefined ? {} : { after: decodeCursor(query.cursor) }),
     ...(query.subscription_id === undefined ? {} : { subscriptionId: query.subscription_id }),
     ...(query.status === undefined ? {} : { status: query.status }),
     ...(query.event_type === undefined ? {} : { eventType: query.event_type }),
@@ -223,7 +223,7 @@ export const listWebhookDeliveries: OperationHandler<"listWebhookDeliveries"> = 
     body: {
       deliveries: page.deliveries,
       total: page.total,
-      next_cursor: page.next === null ? null : encodeDeliveryCursor(page.next),
+      next_cursor: page.next === null ? null : encodeCursor(page.next),
     },
   };
 };

@@ -1,15 +1,15 @@
-// The deliveries list's opaque cursor: the keyset (created_at with microseconds, id) of a page's last
-// row, as base64url JSON. Opaque to clients, so its form may change; one that does not decode to a
-// keyset this list could have handed out is a 422 value_error at ["query", "cursor"].
-import { isUuid } from "../../db/ids.ts";
-import { KEYSET_TIMESTAMP, type DeliveryKeyset } from "../../db/webhooks.ts";
-import { RequestValidationError, valueError } from "../../http/validation.ts";
+// The opaque cursor of the newest-first lists (deliveries, submissions): the keyset (created_at with
+// microseconds, id) of a page's last row, as base64url JSON. Opaque to clients, so its form may change; one
+// that does not decode to a keyset a list could have handed out is a 422 value_error at ["query", "cursor"].
+import { isUuid } from "../db/ids.ts";
+import { KEYSET_TIMESTAMP, type Keyset } from "../db/keyset.ts";
+import { RequestValidationError, valueError } from "./validation.ts";
 
-export function encodeDeliveryCursor(keyset: DeliveryKeyset): string {
+export function encodeCursor(keyset: Keyset): string {
   return Buffer.from(JSON.stringify({ c: keyset.createdAt, i: keyset.id }), "utf8").toString("base64url");
 }
 
-export function decodeDeliveryCursor(cursor: string): DeliveryKeyset {
+export function decodeCursor(cursor: string): Keyset {
   let decoded: unknown;
   try {
     decoded = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
