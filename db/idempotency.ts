@@ -55,7 +55,7 @@ export function keyedWriteArguments(key: KeyedWrite): Knex.RawBinding[] {
   return [key.tenant_id, key.subject, key.route, key.idempotency_key, key.lockText, key.fingerprint, key.ttlHours];
 }
 
-/** What a one-statement keyed write found or did (e.g. integrator.submit_intake_once). */
+/** What a one-statement keyed write found or did (e.g. integrator.record_submission_once). */
 export type KeyedOutcome =
   | { outcome: "written" | "remembered"; fingerprint: string; status_code: number; response_body: string }
   | { outcome: "in_progress"; fingerprint: null; status_code: null; response_body: null };

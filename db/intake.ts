@@ -66,10 +66,18 @@ export interface SubmissionAudit {
   details: Record<string, unknown>;
 }
 
-/** The arguments of integrator.submit_intake, in its order (ids are made here, UUIDv7, not per row in SQL). */
-function submitIntakeArguments(id: string, submission: NewSubmission, items: NewItem[], audit: SubmissionAudit) {
-  const now = Date.now();
-  const itemRecords = items.map((item, position) => ({ ...item, position, id: uuidV7(now) }));
+/**
+ * The arguments of integrator.record_submission, in its order. Ids (UUIDv7) and created_at are made here,
+ * at one instant, so this module alone writes the 201 body.
+ */
+function recordSubmissionArguments(
+  id: string,
+  createdAt: Date,
+  submission: NewSubmission,
+  items: NewItem[],
+  audit: SubmissionAudit,
+) {
+  const itemRecords = items.map((item, position) => ({ ...item, position, id: uuidV7(createdAt.getTime()) }));
   return [
     submission.tenantId,
     id,
@@ -82,22 +90,22 @@ function submitIntakeArguments(id: string, submission: NewSubmission, items: New
     submission.failedCount,
     submission.createdBy,
     submission.requestId,
+    createdAt,
     JSON.stringify(itemRecords),
     audit.action,
     audit.actor,
     JSON.stringify(audit.details),
   ];
 }
-const SUBMIT_INTAKE_PARAMETERS = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?::jsonb";
-// The function returns the row it wrote, all of it its arguments but created_at: only that is read back.
-const SUBMIT_INTAKE = `select created_at from integrator.submit_intake(${SUBMIT_INTAKE_PARAMETERS})`;
-const SUBMIT_INTAKE_ONCE = `select * from integrator.submit_intake_once(${KEYED_WRITE_PARAMETERS}, ?, ${SUBMIT_INTAKE_PARAMETERS})`;
+const RECORD_SUBMISSION_PARAMETERS = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::timestamptz, ?::jsonb, ?, ?, ?::jsonb";
+const RECORD_SUBMISSION = `select integrator.record_submission(${RECORD_SUBMISSION_PARAMETERS})`;
+const RECORD_SUBMISSION_ONCE = `select * from integrator.record_submission_once(${KEYED_WRITE_PARAMETERS}, ?, ${RECORD_SUBMISSION_PARAMETERS})`;
 
 /**
  * Writes the submission, its items and its audit action, and fans the submission's event (kind
  * `audit.action`: intake.submitted or intake.batch_submitted) out to the tenant's matching webhook
- * subscriptions through integrator.emit_event, in ONE statement (integrator.submit_intake,
- * db/functions/submit_intake.sql): one round trip, atomic even outside a transaction.
+ * subscriptions through integrator.emit_event, in ONE statement (integrator.record_submission,
+ * db/functions/record_submission.sql): one round trip, atomic even outside a transaction.
  */
 export async function insertSubmissionWithEvent(
   db: Knex,
@@ -105,19 +113,20 @@ export async function insertSubmissionWithEvent(
   items: NewItem[],
   audit: SubmissionAudit,
 ): Promise<SubmissionRow> {
-  const id = uuidV7();
-  const { rows } = await runPrepared<{ created_at: Date }>(
+  const createdAt = new Date();
+  const id = uuidV7(createdAt.getTime());
+  await runPrepared(
     db,
-    "submit_intake",
-    SUBMIT_INTAKE,
-    submitIntakeArguments(id, submission, items, audit),
+    "record_submission",
+    RECORD_SUBMISSION,
+    recordSubmissionArguments(id, createdAt, submission, items, audit),
   );
-  return newSubmissionRow(id, submission, items.length, rfc3339((rows[0] as { created_at: Date }).created_at));
+  return newSubmissionRow(id, submission, items.length, rfc3339(createdAt));
 }
 
 /**
- * The same write under an Idempotency-Key, in ONE statement (integrator.submit_intake_once,
- * db/functions/submit_intake_once.sql): the key's advisory lock, the look-up of its remembered response
+ * The same write under an Idempotency-Key, in ONE statement (integrator.record_submission_once,
+ * db/functions/record_submission_once.sql): the key's advisory lock, the look-up of its remembered response
  * and, when there is none, the write and the remembered response. `written` and `remembered` carry the
  * response body exactly as it is (and was) sent; `in_progress` says another call holds the key.
  */
@@ -128,11 +137,13 @@ export async function insertSubmissionOnce(
   items: NewItem[],
   audit: SubmissionAudit,
 ): Promise<KeyedOutcome> {
-  const id = uuidV7();
-  const { rows } = await runPrepared<KeyedOutcome>(db, "submit_intake_once", SUBMIT_INTAKE_ONCE, [
+  const createdAt = new Date();
+  const id = uuidV7(createdAt.getTime());
+  const response = JSON.stringify(newSubmissionRow(id, submission, items.length, rfc3339(createdAt)));
+  const { rows } = await runPrepared<KeyedOutcome>(db, "record_submission_once", RECORD_SUBMISSION_ONCE, [
     ...keyedWriteArguments(key),
-    responsePrefix(id, submission, items.length),
-    ...submitIntakeArguments(id, submission, items, audit),
+    response,
+    ...recordSubmissionArguments(id, createdAt, submission, items, audit),
   ]);
   return rows[0] as KeyedOutcome;
 }
@@ -152,17 +163,6 @@ function newSubmissionRow(id: string, submission: NewSubmission, itemCount: numb
     created_by: submission.createdBy,
     created_at: createdAt,
   };
-}
-
-/**
- * The 201 body of a new submission as JSON text up to its last member's value, `created_at` last, which
- * the statement appends.
- */
-function responsePrefix(id: string, submission: NewSubmission, itemCount: number): string {
-  const json = JSON.stringify(newSubmissionRow(id, submission, itemCount, ""));
-  const last = ',"created_at":""}';
-  if (!json.endsWith(last)) throw new Error("responsePrefix: created_at must be the last member");
-  return json.slice(0, -'""}'.length);
 }
 
 export async function findSubmission(

@@ -1,5 +1,5 @@
 -- integrator.claim_idempotency_key: an Idempotency-Key's rules, in the calling transaction, for every keyed
--- write (submit_intake_once, record_routing_decision_once; http/idempotency.ts turns the outcome
+-- write (record_submission_once, record_routing_decision_once; http/idempotency.ts turns the outcome
 -- into a reply). It takes the key's advisory lock; when another call holds it, a finished call's
 -- response still answers ('remembered'), else 'in_progress'. With the lock, an unexpired remembered
 -- response answers ('remembered'); otherwise it returns no row and the caller writes (an expired

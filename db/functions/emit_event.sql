@@ -4,7 +4,7 @@
 -- it failed, unsent) and queues their job (queue_delivery_jobs, ranked by the tenant's backlog as counted
 -- before the insert), so a rollback leaves neither and a commit leaves both. Returns the number of
 -- deliveries. The per-tenant delivery count follows through the webhook_deliveries triggers
--- (count_inserted_webhook_deliveries.sql). Called by submit_intake and db/events.ts.
+-- (count_inserted_webhook_deliveries.sql). Called by record_submission and db/events.ts.
 --
 -- Its own statements keep their plans for the connection; the custom plans add_job needs are
 -- queue_delivery_jobs' setting, which holds for everything it calls.

@@ -29,6 +29,8 @@ export const FUNCTION_FILES: readonly string[] = [
   "claim_idempotency_key",
   "remember_idempotent_response",
   "submit_intake_once",
+  "record_submission",
+  "record_submission_once",
   "record_routing_decision",
   "record_routing_decision_once",
   "delivery_to_send",

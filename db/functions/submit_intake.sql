@@ -1,3 +1,5 @@
+-- Kept for replicas of the previous release during a rolling upgrade, which still call it; this release
+-- calls record_submission instead. The next release's migration drops it.
 -- integrator.submit_intake: the intake write path in one statement (db/intake.ts
 -- insertSubmissionWithEvent, and submit_intake_once under an Idempotency-Key). It writes the submission,
 -- its items and its audit action, and fans the intake event out through emit_event only when one of the

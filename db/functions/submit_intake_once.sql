@@ -1,3 +1,5 @@
+-- Kept for replicas of the previous release during a rolling upgrade, which still call it; this release
+-- calls record_submission_once instead. The next release's migration drops it.
 -- integrator.submit_intake_once: an intake call with an Idempotency-Key in ONE statement (db/intake.ts
 -- insertSubmissionOnce). It claims the key (claim_idempotency_key) and, only when no response answers,
 -- writes through submit_intake and remembers the response (remember_idempotent_response), all in the

@@ -28,7 +28,7 @@ try {
     );
   const write = (n: number) =>
     [
-      "select * from integrator.submit_intake($1, $2, 'single', null, null, null, 'received', $3, 0, 'explain', 'r', $4::jsonb, 'intake.submitted', 'explain', '{}'::jsonb)",
+      "select integrator.record_submission($1, $2, 'single', null, null, null, 'received', $3, 0, 'explain', 'r', now(), $4::jsonb, 'intake.submitted', 'explain', '{}'::jsonb)",
       [tenant?.id, uuidV7(), n, items(n)],
     ] as const;
   const measure = async (label: string, sql: string, params: readonly unknown[]) => {
@@ -63,15 +63,15 @@ try {
     JSON.stringify({ filename: "contract.pdf", file_size: 48213 }),
   ]);
   const [single, singleParams] = write(1);
-  await measure("submit_intake, 1 item, no subscription", single, singleParams);
+  await measure("record_submission, 1 item, no subscription", single, singleParams);
   const [batch, batchParams] = write(100);
-  await measure("submit_intake, 100 items, no subscription", batch, batchParams);
+  await measure("record_submission, 100 items, no subscription", batch, batchParams);
   await client.query(
     "insert into integrator.webhook_subscriptions (tenant_id, url, events, secret_encrypted, created_by) values ($1, 'https://x.example.com/h', array['*'], 'x', 'explain')",
     [tenant?.id],
   );
   const [single2, single2Params] = write(1);
-  await measure("submit_intake, 1 item, one matching subscription", single2, single2Params);
+  await measure("record_submission, 1 item, one matching subscription", single2, single2Params);
   await measure(
     "emit_event alone, one matching subscription",
     "select integrator.emit_event($1, 'intake.submitted', $2::jsonb)",

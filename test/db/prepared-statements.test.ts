@@ -50,15 +50,15 @@ t.test("a submit and an event are prepared statements of their connection, parse
   const { rows } = await db.raw<{
     rows: { name: string; statement: string; generic_plans: number; custom_plans: number }[];
   }>(
-    "select name, statement, generic_plans, custom_plans from pg_prepared_statements where name in ('submit_intake', 'emit_event') order by name",
+    "select name, statement, generic_plans, custom_plans from pg_prepared_statements where name in ('record_submission', 'emit_event') order by name",
   );
   t.same(
     rows.map((row) => row.name),
-    ["emit_event", "submit_intake"],
+    ["emit_event", "record_submission"],
     "both are prepared on the connection",
   );
-  const submitStatement = rows.find((row) => row.name === "submit_intake");
-  t.match(submitStatement?.statement, /integrator\.submit_intake\(\$1, /, "sent with its placeholders numbered");
+  const submitStatement = rows.find((row) => row.name === "record_submission");
+  t.match(submitStatement?.statement, /integrator\.record_submission\(\$1, /, "sent with its placeholders numbered");
   t.equal(
     Number(submitStatement?.generic_plans) + Number(submitStatement?.custom_plans),
     2,
