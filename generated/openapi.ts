@@ -912,8 +912,9 @@ export interface components {
             /** @description Human-readable message. */
             msg: string;
             /**
-             * @description Error type: `missing`, `string_type`, `int_type`, `bool_type`, `dict_type`, `list_type`,
-             *     `string_too_short`, `string_too_long`, `greater_than`, `too_short`, `too_long`, `uuid_parsing`,
+             * @description Error type: `missing`, `string_type`, `int_type`, `int_parsing` (a parameter's text that is no
+             *     integer), `bool_type`, `dict_type`, `list_type`, `string_too_short`, `string_too_long`,
+             *     `greater_than`, `too_short`, `too_long`, `uuid_parsing`,
              *     `json_invalid`, `value_error`, `finite_number` (a number that overflowed to ±Infinity, such as
              *     `1e400`) and other pydantic v2 names.
              */

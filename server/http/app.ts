@@ -28,12 +28,16 @@ import { securityHeaders } from "./security-headers.ts";
 import type { Services } from "../services.ts";
 import {
   findOverride,
+  integerParameters,
+  integerTextIssues,
   jsonInvalidIssue,
+  mergeIssues,
   offendingKeys,
   overrideRules,
   RequestValidationError,
   toValidationIssues,
   unrepresentableBodyIssues,
+  type IntegerParameter,
   type OverrideRules,
   type ValidationIssue,
 } from "./validation.ts";
@@ -50,6 +54,8 @@ interface ResolvedOperation {
   /** The health probes (tag health): never shed, rate-limited in a bucket of their own. */
   probe: boolean;
   overrides: OverrideRules;
+  /** Checked as text before the schema validator coerces them (integerTextIssues). */
+  integerParameters: IntegerParameter[];
 }
 
 export interface AppOptions {
@@ -92,6 +98,10 @@ export async function createApp(services: Services, options: AppOptions): Promis
         portal: security.some((requirement) => "PortalSession" in requirement),
         probe: (operation.tags ?? []).includes("health"),
         overrides: overrideRules(operation, (value) => resolveRef(document, value)),
+        integerParameters: integerParameters(
+          [...((pathItem as OpenAPIV3_1.PathItemObject).parameters ?? []), ...(operation.parameters ?? [])],
+          (value) => resolveRef(document, value),
+        ),
       });
     }
   }
@@ -241,6 +251,19 @@ export async function createApp(services: Services, options: AppOptions): Promis
   app.use(express.json({ limit: BODY_LIMIT, strict: false, type: ["application/json", "application/*+json"] }));
   app.use(express.urlencoded({ limit: "64kb", extended: false, type: "application/x-www-form-urlencoded" }));
 
+  // Integer parameters are judged as text first: the validator would coerce "Infinity" or "1e2". What is
+  // found here is answered with the validator's own findings (respondWithError) or after it passes.
+  app.use((req, res, next) => {
+    const operation = operationOf(res);
+    const route = res.locals.route as RouteMatch | undefined;
+    if (!operation || !route || operation.integerParameters.length === 0) return next();
+    const issues = integerTextIssues(operation.integerParameters, (location, name) =>
+      location === "query" ? req.query[name] : location === "path" ? route.params[name] : req.headers[name],
+    );
+    if (issues.length > 0) res.locals.parameterIssues = issues;
+    next();
+  });
+
   settleLegacyUrlParseDeprecation();
   app.use(
     reuseRouteMatch(
@@ -258,9 +281,10 @@ export async function createApp(services: Services, options: AppOptions): Promis
   );
 
   // What the schema allows but PostgreSQL cannot store (or JSON cannot write: numbers that overflowed to
-  // ±Infinity) is refused like a schema violation, before any handler runs.
-  app.use((req, _res, next) => {
-    const issues = req.body === undefined ? [] : unrepresentableBodyIssues(req.body);
+  // ±Infinity), and integer parameters whose text is no integer, are refused like a schema violation,
+  // before any handler runs.
+  app.use((req, res, next) => {
+    const issues = [...parameterIssuesOf(res), ...(req.body === undefined ? [] : unrepresentableBodyIssues(req.body))];
     next(issues.length > 0 ? new RequestValidationError(issues) : undefined);
   });
 
@@ -369,6 +393,11 @@ interface HttpErrorLike {
   body?: unknown;
 }
 
+/** What the integer-text check found before the schema validator ran. */
+function parameterIssuesOf(res: Response): ValidationIssue[] {
+  return (res.locals.parameterIssues as ValidationIssue[] | undefined) ?? [];
+}
+
 function isHttpError(error: unknown): error is HttpErrorLike {
   return typeof error === "object" && error !== null && typeof (error as { status?: unknown }).status === "number";
 }
@@ -430,7 +459,10 @@ function respondWithError(
         return sendIssues(
           req,
           res,
-          toValidationIssues(error.errors ?? [{ path: "/body", message: error.message ?? "invalid request" }], req),
+          mergeIssues(
+            parameterIssuesOf(res),
+            toValidationIssues(error.errors ?? [{ path: "/body", message: error.message ?? "invalid request" }], req),
+          ),
         );
       case 404:
         return sendApiError(res, new ApiError("NOT_FOUND", "No such route"));

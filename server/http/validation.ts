@@ -93,6 +93,13 @@ const TYPE_NAMES: Record<string, [string, string]> = {
   array: ["list_type", "Input should be a valid list"],
 };
 
+/** Parameters arrive as text: one that is no integer is pydantic's int_parsing, as FastAPI answers it. */
+const TEXT_LOCATIONS = new Set(["query", "path", "header"]);
+const INT_PARSING = {
+  type: "int_parsing",
+  msg: "Input should be a valid integer, unable to parse string as an integer",
+};
+
 function plural(count: number, word: string): string {
   return `${count} ${word}${count === 1 ? "" : "s"}`;
 }
@@ -126,6 +133,8 @@ function toIssue(item: ValidatorErrorItem, req: Request): ValidationIssue {
         .split(",")
         .filter((t) => t !== "null");
       const declared = allowed[0] ?? "string";
+      if (declared === "integer" && allowed.length === 1 && TEXT_LOCATIONS.has(String(location)))
+        return issue(INT_PARSING.type, INT_PARSING.msg);
       const [type, msg] = TYPE_NAMES[declared] ?? ["value_error", `Input should be ${declared}`];
       // A union such as [string, integer, boolean] names every branch rather than the first one only.
       if (allowed.length > 1)
@@ -341,4 +350,50 @@ export function unrepresentableBodyIssues(body: unknown): ValidationIssue[] {
     ...nonFiniteNumbers.map((loc) => ({ loc, msg: "Input should be a finite number", type: "finite_number" })),
     ...unstorableText.map((loc) => valueError(loc, "text must not contain NUL characters or unpaired surrogates")),
   ];
+}
+
+/** A parameter the document declares as an integer, by where it is read: ["query", "limit"]. */
+export type IntegerParameter = [location: "query" | "path" | "header", name: string];
+
+/** The integer parameters among an operation's (and its path item's) parameters. */
+export function integerParameters(parameters: unknown[], resolve: (value: unknown) => unknown): IntegerParameter[] {
+  const found: IntegerParameter[] = [];
+  for (const raw of parameters) {
+    const parameter = resolve(raw) as { name?: unknown; in?: unknown; schema?: unknown } | undefined;
+    const schema = resolve(parameter?.schema) as { type?: unknown } | undefined;
+    const types = Array.isArray(schema?.type) ? schema.type : [schema?.type];
+    if (typeof parameter?.name !== "string" || !types.includes("integer")) continue;
+    if (parameter.in === "query" || parameter.in === "path") found.push([parameter.in, parameter.name]);
+    else if (parameter.in === "header") found.push(["header", parameter.name.toLowerCase()]);
+  }
+  return found;
+}
+
+/** An optional sign and decimal digits: the only text an integer parameter may be. */
+const INTEGER_TEXT = /^[+-]?[0-9]+$/;
+
+/**
+ * The schema validator coerces any text JavaScript reads as a whole number ("Infinity", "1e400", "1e2",
+ * "0x10", " 7", "7.0") and passes Infinity through `maximum`; knex then drops a LIMIT of Infinity. Every
+ * integer parameter's text is therefore checked here, for all operations, before the validator reads it:
+ * anything but an optional sign and digits is 422 int_parsing at ["query", name] (or path, header).
+ */
+export function integerTextIssues(
+  parameters: IntegerParameter[],
+  textOf: (location: IntegerParameter[0], name: string) => unknown,
+): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  for (const [location, name] of parameters) {
+    const text = textOf(location, name);
+    // Absent parameters, and repeated ones (a list), are the schema validator's to judge.
+    if (typeof text !== "string" || INTEGER_TEXT.test(text)) continue;
+    issues.push({ loc: [location, name], msg: INT_PARSING.msg, type: INT_PARSING.type, input: text });
+  }
+  return issues;
+}
+
+/** Issues found before the schema validator ran, with its own: one issue per place, the earlier ones first. */
+export function mergeIssues(earlier: ValidationIssue[], later: ValidationIssue[]): ValidationIssue[] {
+  const places = new Set(earlier.map((issue) => JSON.stringify(issue.loc)));
+  return [...earlier, ...later.filter((issue) => !places.has(JSON.stringify(issue.loc)))];
 }
