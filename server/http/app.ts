@@ -11,7 +11,6 @@ import { OpenAPIBackend, type Context } from "openapi-backend";
 import type { OpenAPIV3_1 } from "openapi-types";
 import { requireBearer } from "./authentication.ts";
 import { isDatabaseUnavailable } from "../../db/database.ts";
-import type { Principal } from "../auth/tokens.ts";
 import { ApiError, envelope, OAuthError, sendApiError, sendOAuthError } from "./errors.ts";
 import type { Call, HandlerTable, OperationId } from "./operations.ts";
 import { loadDocument, resolveRef } from "./openapi-document.ts";
@@ -115,7 +114,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
         query: req.query,
         params: (context.request.params ?? {}) as never,
         headers: req.headers,
-        principal: req.user as Principal | undefined,
+        principal: req.user,
         requestId: String(res.locals.requestId),
         clientAddress: req.ip ?? req.socket.remoteAddress ?? "",
         services,
@@ -189,7 +188,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
       requestLogger<Request, Response>(logger, {
         requestId: (res) => String(res.locals.requestId),
         operationId: (res) => operationOf(res)?.operationId,
-        tenant: (req) => (req.user as Principal | undefined)?.tenantId,
+        tenant: (req) => req.user?.tenantId,
         isProbe,
       }),
     );
@@ -295,7 +294,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
     const operation = operationOf(res);
     const run = async (): Promise<void> => {
       if (!route || !operation) throw new ApiError("NOT_FOUND", "No such route");
-      // Second gate behind the passport middleware: a protected operation never runs without a principal.
+      // Second gate behind requireBearer: a protected operation never runs without a principal.
       if (operation.secured && !req.user) {
         await backend.handlers.unauthorizedHandler?.(contextOf(route), req, res);
         return;

@@ -1,12 +1,26 @@
-// Bearer authentication for protected operations: passport-http-bearer extracts the token, jose
-// (through the TokenService) verifies it, and the roles rule of the contract is applied.
+// Bearer authentication for protected operations: the token is read from the Authorization header only,
+// jose (through the TokenService) verifies it, and the roles rule of the contract is applied.
 import type { NextFunction, Request, Response } from "express";
-import { Passport } from "passport";
-import { Strategy as BearerStrategy } from "passport-http-bearer";
 import { ApiError } from "./errors.ts";
 import { permits, TokenRejected, type Principal, type TokenService } from "../auth/tokens.ts";
 
 const CHALLENGE = 'Bearer realm="integrator-api"';
+
+declare module "express-serve-static-core" {
+  interface Request {
+    /** The verified principal of a protected operation's request (set here, read by dispatch and the limits). */
+    user?: Principal;
+  }
+}
+
+/**
+ * The token of an `Authorization: Bearer <token>` header (RFC 6750 §2.1), or undefined. Only the header:
+ * RFC 6750's `access_token` query parameter lands in proxy and access logs and browser history, and a body
+ * field would make any JSON body a credential carrier (passport-http-bearer accepted both).
+ */
+export function bearerToken(authorization: string | undefined): string | undefined {
+  return /^Bearer +([A-Za-z0-9._~+/-]+=*) *$/i.exec(authorization ?? "")?.[1];
+}
 
 /** Authenticates the request and enforces the role rule; answers 401/403 envelopes itself. */
 export function requireBearer(
@@ -14,48 +28,39 @@ export function requireBearer(
   /** Whether the request's operation declares the PortalSession scheme (accepts a portal credential). */
   acceptsPortal: (req: Request) => boolean = () => false,
 ): (req: Request, res: Response, next: NextFunction) => void {
-  const passport = new Passport();
-  passport.use(
-    new BearerStrategy(
-      { passReqToCallback: true },
-      (req: Request, token: string, done: (error: unknown, user?: Principal | false, info?: string) => void) => {
-        tokens.verify(token, { allowPortal: acceptsPortal(req) }).then(
-          (principal) => done(null, principal),
-          (error: unknown) => (error instanceof TokenRejected ? done(null, false, "invalid_token") : done(error)),
-        );
-      },
-    ),
-  );
+  const refuse = (req: Request, next: NextFunction) => {
+    const presented = /^bearer\s+\S/i.test(req.headers.authorization ?? "");
+    const challenge = presented ? `${CHALLENGE}, error="invalid_token"` : CHALLENGE;
+    next(
+      new ApiError(
+        "UNAUTHORIZED",
+        presented ? "The bearer token is invalid or expired" : "A bearer token is required",
+        {
+          headers: { "WWW-Authenticate": challenge },
+        },
+      ),
+    );
+  };
+  const admit = (principal: Principal, res: Response, req: Request, next: NextFunction) => {
+    if (!permits(principal)) {
+      // Not req.user: nothing downstream may act for it; the rate limits count its failures by principal.
+      res.locals.forbiddenPrincipal = principal;
+      return next(
+        new ApiError(
+          "FORBIDDEN",
+          "The token's roles do not allow this operation (client_admin or platform_admin required)",
+        ),
+      );
+    }
+    req.user = principal;
+    next();
+  };
   return (req, res, next) => {
-    // passport's typings declare authenticate()'s result as any; it is the middleware for this request.
-    // eslint-disable-next-line @typescript-eslint/no-unsafe-call
-    passport.authenticate("bearer", { session: false }, (error: unknown, principal: Principal | false | undefined) => {
-      if (error) return next(error);
-      if (!principal) {
-        const presented = /^bearer\s+\S/i.test(req.headers.authorization ?? "");
-        const challenge = presented ? `${CHALLENGE}, error="invalid_token"` : CHALLENGE;
-        return next(
-          new ApiError(
-            "UNAUTHORIZED",
-            presented ? "The bearer token is invalid or expired" : "A bearer token is required",
-            {
-              headers: { "WWW-Authenticate": challenge },
-            },
-          ),
-        );
-      }
-      if (!permits(principal)) {
-        // Not req.user: nothing downstream may act for it; the rate limits count its failures by principal.
-        res.locals.forbiddenPrincipal = principal;
-        return next(
-          new ApiError(
-            "FORBIDDEN",
-            "The token's roles do not allow this operation (client_admin or platform_admin required)",
-          ),
-        );
-      }
-      req.user = principal;
-      next();
-    })(req, res, next);
+    const token = bearerToken(req.headers.authorization);
+    if (token === undefined) return refuse(req, next);
+    tokens.verify(token, { allowPortal: acceptsPortal(req) }).then(
+      (principal) => admit(principal, res, req, next),
+      (error: unknown) => (error instanceof TokenRejected ? refuse(req, next) : next(error)),
+    );
   };
 }
