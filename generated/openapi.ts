@@ -981,7 +981,8 @@ export interface components {
         /**
          * @description Free-form JSON object stored with the item. At most 16 KiB serialised as JSON and nesting depth at
          *     most 5; a violation is 422 `value_error` at `["body", "item_metadata"]` (in a batch,
-         *     `["body", "items", <index>, "item_metadata"]`).
+         *     `["body", "items", <index>, "item_metadata"]`). Numbers are kept exactly as JSON doubles: an integer
+         *     beyond ±(2^53 − 1) is 422 `value_error` at its path below `item_metadata` (send it as a string).
          */
         ItemMetadata: {
             [key: string]: unknown;
@@ -2691,7 +2692,8 @@ export interface operations {
             query?: {
                 /**
                  * @description `all` (default): every dependency, the worker included. `api`: this API instance's own readiness
-                 *     (database and migrations), for container health checks.
+                 *     (database and migrations), for container health checks. Any other value is 422 `enum` at
+                 *     `["query", "scope"]`: a misspelt probe fails loudly instead of gating on something else.
                  * @example api
                  */
                 scope?: "all" | "api";
@@ -2713,6 +2715,19 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HealthResponse"];
+                };
+            };
+            /** @description `scope` is neither `all` nor `api`; nothing was checked. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
             429: components["responses"]["RateLimited"];

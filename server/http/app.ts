@@ -36,6 +36,7 @@ import {
   RequestValidationError,
   toValidationIssues,
   unrepresentableBodyIssues,
+  undecodablePathIssue,
   type IntegerParameter,
   type OverrideRules,
   type ValidationIssue,
@@ -247,15 +248,32 @@ export async function createApp(services: Services, options: AppOptions): Promis
   // The description and its reference page are no operations of the document: served before validation.
   if (services.config.serveApiDocs) app.use(apiDocsRouter());
 
-  app.use(express.json({ limit: BODY_LIMIT, strict: false, type: ["application/json", "application/*+json"] }));
+  app.use(
+    express.json({
+      limit: BODY_LIMIT,
+      strict: false,
+      type: ["application/json", "application/*+json"],
+      // The text is kept (a reference, no copy) for what JSON.parse loses: integers beyond 2^53 (json-limits).
+      verify: (_req, res, text) => {
+        (res as Response).locals.jsonText = text;
+      },
+    }),
+  );
   app.use(express.urlencoded({ limit: "64kb", extended: false, type: "application/x-www-form-urlencoded" }));
 
-  // Integer parameters are judged as text first: the validator would coerce "Infinity" or "1e2". What is
-  // found here is answered with the validator's own findings (respondWithError) or after it passes.
+  // Parameters are judged as text first. A path parameter that is no valid percent-encoding is refused at
+  // once (the validator cannot even decode the URL; it reported the whole path under "body"). Integer
+  // parameters are checked because the validator would coerce "Infinity" or "1e2": what is found is answered
+  // with the validator's own findings (respondWithError) or after it passes.
   app.use((req, res, next) => {
     const operation = operationOf(res);
     const route = res.locals.route as RouteMatch | undefined;
-    if (!operation || !route || operation.integerParameters.length === 0) return next();
+    if (!operation || !route) return next();
+    if (route.undecodable.length > 0) {
+      const issues = route.undecodable.map((name) => undecodablePathIssue(name, route.params[name] ?? ""));
+      return next(new RequestValidationError(issues));
+    }
+    if (operation.integerParameters.length === 0) return next();
     const issues = integerTextIssues(operation.integerParameters, (location, name) =>
       location === "query" ? req.query[name] : location === "path" ? route.params[name] : req.headers[name],
     );
@@ -283,7 +301,10 @@ export async function createApp(services: Services, options: AppOptions): Promis
   // ±Infinity), and integer parameters whose text is no integer, are refused like a schema violation,
   // before any handler runs.
   app.use((req, res, next) => {
-    const issues = [...parameterIssuesOf(res), ...(req.body === undefined ? [] : unrepresentableBodyIssues(req.body))];
+    const issues = [
+      ...parameterIssuesOf(res),
+      ...(req.body === undefined ? [] : unrepresentableBodyIssues(req.body, res.locals.jsonText as Buffer | undefined)),
+    ];
     next(issues.length > 0 ? new RequestValidationError(issues) : undefined);
   });
 

@@ -1,7 +1,7 @@
 // Maps express-openapi-validator's errors to FastAPI's 422 shape with pydantic v2 type names, or to the
 // coded answer an operation or parameter declares with the `x-validation-error` extension.
 import type { Request } from "express";
-import { depthOf, unrepresentablePaths } from "../json-limits.ts";
+import { depthOf, parseMarkingInexactIntegers, unrepresentablePaths } from "../json-limits.ts";
 import { decodePointerSegment } from "./openapi-document.ts";
 
 export interface ValidationIssue {
@@ -342,15 +342,22 @@ export function valueError(loc: (string | number)[], message: string, input?: un
  * What the schema allows but the service cannot keep, in one walk of the body:
  * - 422 finite_number (pydantic's type for inf and nan) for every number JSON.parse turned into ±Infinity
  *   (e.g. 1e400): it has no JSON form, so it could be neither stored, fingerprinted nor signed;
+ * - 422 value_error for every integer literal beyond ±(2^53−1), which JSON.parse rounded (found in the
+ *   body's JSON text, `jsonText`, when given);
  * - 422 value_error for every string or key PostgreSQL could not store (NUL, unpaired surrogates).
  */
-export function unrepresentableBodyIssues(body: unknown): ValidationIssue[] {
-  const { nonFiniteNumbers, unstorableText } = unrepresentablePaths(body, ["body"]);
+export function unrepresentableBodyIssues(body: unknown, jsonText?: Uint8Array): ValidationIssue[] {
+  const marked = jsonText === undefined ? undefined : parseMarkingInexactIntegers(jsonText);
+  const { nonFiniteNumbers, inexactIntegers, unstorableText } = unrepresentablePaths(marked ?? body, ["body"]);
   return [
     ...nonFiniteNumbers.map((loc) => ({ loc, msg: "Input should be a finite number", type: "finite_number" })),
+    ...inexactIntegers.map((loc) => valueError(loc, INEXACT_INTEGER_MESSAGE)),
     ...unstorableText.map((loc) => valueError(loc, "text must not contain NUL characters or unpaired surrogates")),
   ];
 }
+
+const INEXACT_INTEGER_MESSAGE =
+  "integers must lie within ±(2^53−1) (9007199254740991) to be kept exactly; send larger ones as strings";
 
 /** A parameter the document declares as an integer, by where it is read: ["query", "limit"]. */
 export type IntegerParameter = [location: "query" | "path" | "header", name: string];
@@ -390,6 +397,11 @@ export function integerTextIssues(
     issues.push({ loc: [location, name], msg: INT_PARSING.msg, type: INT_PARSING.type, input: text });
   }
   return issues;
+}
+
+/** A path parameter whose percent-encoding is malformed: a value_error at ["path", name], not a 404. */
+export function undecodablePathIssue(name: string, text: string): ValidationIssue {
+  return valueError(["path", name], "the path parameter is not valid percent-encoded UTF-8", text);
 }
 
 /** Issues found before the schema validator ran, with its own: one issue per place, the earlier ones first. */
