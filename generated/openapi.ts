@@ -929,9 +929,17 @@ export interface components {
         /** @description Metadata of one document. Unknown fields are ignored. */
         IntakeSubmitRequest: {
             /**
-             * @description The document's file name; one with a path separator, a control character, a Unicode format character
-             *     (Cf, e.g. the bidi control U+202E) or a line or paragraph separator (U+2028, U+2029), or made only of
-             *     dots, makes the item `rejected`.
+             * @description The document's file name, stored in Unicode NFC (a decomposed `e` + U+0301 is stored as `é`). The item
+             *     is `rejected` (`error_message` says why) when the name, in NFC:
+             *     - holds a path separator or a look-alike (U+FF0F, U+FF3C, U+2215, U+2044, U+29F8, ...);
+             *     - holds a control character, a Unicode format character (Cf, e.g. the bidi control U+202E) or a
+             *       line or paragraph separator (U+2028, U+2029);
+             *     - is blank, or holds an invisible filler (U+3164, U+115F, U+1160, U+FFA0, U+2800) or another
+             *       default-ignorable character (U+034F, variation selectors);
+             *     - begins or ends with a space, or pads with spaces: one before a dot (`invoice.pdf   .exe`) or three
+             *       in a row (no-break and other Unicode spaces count);
+             *     - is made only of dots, or ends with a dot;
+             *     - stacks more than 4 combining marks on one character.
              */
             filename: string;
             /**
@@ -961,9 +969,17 @@ export interface components {
         /** @description Metadata of one document of a batch. Unknown fields are ignored. */
         IntakeBatchItem: {
             /**
-             * @description The document's file name; one with a path separator, a control character, a Unicode format character
-             *     (Cf, e.g. the bidi control U+202E) or a line or paragraph separator (U+2028, U+2029), or made only of
-             *     dots, makes the item `rejected`.
+             * @description The document's file name, stored in Unicode NFC (a decomposed `e` + U+0301 is stored as `é`). The item
+             *     is `rejected` (`error_message` says why) when the name, in NFC:
+             *     - holds a path separator or a look-alike (U+FF0F, U+FF3C, U+2215, U+2044, U+29F8, ...);
+             *     - holds a control character, a Unicode format character (Cf, e.g. the bidi control U+202E) or a
+             *       line or paragraph separator (U+2028, U+2029);
+             *     - is blank, or holds an invisible filler (U+3164, U+115F, U+1160, U+FFA0, U+2800) or another
+             *       default-ignorable character (U+034F, variation selectors);
+             *     - begins or ends with a space, or pads with spaces: one before a dot (`invoice.pdf   .exe`) or three
+             *       in a row (no-break and other Unicode spaces count);
+             *     - is made only of dots, or ends with a dot;
+             *     - stacks more than 4 combining marks on one character.
              */
             filename: string;
             /**
