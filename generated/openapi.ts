@@ -629,10 +629,12 @@ export interface paths {
          *     with `WWW-Authenticate: Basic` when Basic was used).
          *
          *     Abuse bounds: after `AUTH_LOGIN_FREE_FAILURES` failed password grants for one username (counted
-         *     across every replica; unknown usernames alike), further attempts for it are answered 429
-         *     `RATE_LIMITED` (`error.details.scope` `username`, `Retry-After`) without checking the password, for
-         *     a lock that doubles with each further failure up to `AUTH_LOGIN_BACKOFF_MAX_SECONDS`; a success
-         *     clears the count. Password and secret checks run a bounded number at a time: when too many wait,
+         *     across every replica; unknown usernames alike; usernames compared as the user lookup compares them,
+         *     without case), further attempts for it are answered 429 `RATE_LIMITED` (`error.details.scope`
+         *     `username`, `Retry-After`) without checking the password, for a lock that doubles with each further
+         *     failure up to `AUTH_LOGIN_BACKOFF_MAX_SECONDS`; a success clears the count. Each attempt is counted
+         *     before its password is checked, so concurrent attempts check at most `AUTH_LOGIN_FREE_FAILURES` + 1
+         *     passwords before the lock. Password and secret checks run a bounded number at a time: when too many wait,
          *     the answer is 503 `SERVICE_UNAVAILABLE` with `Retry-After` at once. A disabled user or client gets
          *     `invalid_grant` / `invalid_client`, and the tokens it already holds stop working.
          */
