@@ -190,15 +190,7 @@ export async function startService(config: Config, role: Role, logger: Logger): 
     const services = await buildServices(config, database.db, logger);
     const state: ProcessState = { shuttingDown: false };
     services.state = state;
-    if (role !== "api") {
-      const workerLog = logger.child({ component: "worker" });
-      worker = await startWorker(services, database.url, {
-        log: (level, text) => {
-          if (level === "error") workerLog.error(text);
-          else if (level === "warning") workerLog.warn(text);
-        },
-      });
-    }
+    if (role !== "api") worker = await startWorker(services, database.url);
     if (role !== "worker") {
       if (config.isProduction && !config.trustProxySet) {
         logger.warn(

@@ -660,10 +660,12 @@ export interface paths {
          *     with `WWW-Authenticate: Basic` when Basic was used).
          *
          *     Abuse bounds: after `AUTH_LOGIN_FREE_FAILURES` failed password grants for one username (counted
-         *     across every replica; unknown usernames alike), further attempts for it are answered 429
-         *     `RATE_LIMITED` (`error.details.scope` `username`, `Retry-After`) without checking the password, for
-         *     a lock that doubles with each further failure up to `AUTH_LOGIN_BACKOFF_MAX_SECONDS`; a success
-         *     clears the count. Password and secret checks run a bounded number at a time: when too many wait,
+         *     across every replica; unknown usernames alike; usernames compared as the user lookup compares them,
+         *     without case), further attempts for it are answered 429 `RATE_LIMITED` (`error.details.scope`
+         *     `username`, `Retry-After`) without checking the password, for a lock that doubles with each further
+         *     failure up to `AUTH_LOGIN_BACKOFF_MAX_SECONDS`; a success clears the count. Each attempt is counted
+         *     before its password is checked, so concurrent attempts check at most `AUTH_LOGIN_FREE_FAILURES` + 1
+         *     passwords before the lock. Password and secret checks run a bounded number at a time: when too many wait,
          *     the answer is 503 `SERVICE_UNAVAILABLE` with `Retry-After` at once. A disabled user or client gets
          *     `invalid_grant` / `invalid_client`, and the tokens it already holds stop working.
          */
@@ -944,8 +946,9 @@ export interface components {
             /** @description Human-readable message. */
             msg: string;
             /**
-             * @description Error type: `missing`, `string_type`, `int_type`, `bool_type`, `dict_type`, `list_type`,
-             *     `string_too_short`, `string_too_long`, `greater_than`, `too_short`, `too_long`, `uuid_parsing`,
+             * @description Error type: `missing`, `string_type`, `int_type`, `int_parsing` (a parameter's text that is no
+             *     integer), `bool_type`, `dict_type`, `list_type`, `string_too_short`, `string_too_long`,
+             *     `greater_than`, `too_short`, `too_long`, `uuid_parsing`,
              *     `json_invalid`, `value_error`, `finite_number` (a number that overflowed to ±Infinity, such as
              *     `1e400`) and other pydantic v2 names.
              */
@@ -960,9 +963,17 @@ export interface components {
         /** @description Metadata of one document. Unknown fields are ignored. */
         IntakeSubmitRequest: {
             /**
-             * @description The document's file name; one with a path separator, a control character, a Unicode format character
-             *     (Cf, e.g. the bidi control U+202E) or a line or paragraph separator (U+2028, U+2029), or made only of
-             *     dots, makes the item `rejected`.
+             * @description The document's file name, stored in Unicode NFC (a decomposed `e` + U+0301 is stored as `é`). The item
+             *     is `rejected` (`error_message` says why) when the name, in NFC:
+             *     - holds a path separator or a look-alike (U+FF0F, U+FF3C, U+2215, U+2044, U+29F8, ...);
+             *     - holds a control character, a Unicode format character (Cf, e.g. the bidi control U+202E) or a
+             *       line or paragraph separator (U+2028, U+2029);
+             *     - is blank, or holds an invisible filler (U+3164, U+115F, U+1160, U+FFA0, U+2800) or another
+             *       default-ignorable character (U+034F, variation selectors);
+             *     - begins or ends with a space, or pads with spaces: one before a dot (`invoice.pdf   .exe`) or three
+             *       in a row (no-break and other Unicode spaces count);
+             *     - is made only of dots, or ends with a dot;
+             *     - stacks more than 4 combining marks on one character.
              */
             filename: string;
             /**
@@ -992,9 +1003,17 @@ export interface components {
         /** @description Metadata of one document of a batch. Unknown fields are ignored. */
         IntakeBatchItem: {
             /**
-             * @description The document's file name; one with a path separator, a control character, a Unicode format character
-             *     (Cf, e.g. the bidi control U+202E) or a line or paragraph separator (U+2028, U+2029), or made only of
-             *     dots, makes the item `rejected`.
+             * @description The document's file name, stored in Unicode NFC (a decomposed `e` + U+0301 is stored as `é`). The item
+             *     is `rejected` (`error_message` says why) when the name, in NFC:
+             *     - holds a path separator or a look-alike (U+FF0F, U+FF3C, U+2215, U+2044, U+29F8, ...);
+             *     - holds a control character, a Unicode format character (Cf, e.g. the bidi control U+202E) or a
+             *       line or paragraph separator (U+2028, U+2029);
+             *     - is blank, or holds an invisible filler (U+3164, U+115F, U+1160, U+FFA0, U+2800) or another
+             *       default-ignorable character (U+034F, variation selectors);
+             *     - begins or ends with a space, or pads with spaces: one before a dot (`invoice.pdf   .exe`) or three
+             *       in a row (no-break and other Unicode spaces count);
+             *     - is made only of dots, or ends with a dot;
+             *     - stacks more than 4 combining marks on one character.
              */
             filename: string;
             /**
@@ -1012,7 +1031,8 @@ export interface components {
         /**
          * @description Free-form JSON object stored with the item. At most 16 KiB serialised as JSON and nesting depth at
          *     most 5; a violation is 422 `value_error` at `["body", "item_metadata"]` (in a batch,
-         *     `["body", "items", <index>, "item_metadata"]`).
+         *     `["body", "items", <index>, "item_metadata"]`). Numbers are kept exactly as JSON doubles: an integer
+         *     beyond ±(2^53 − 1) is 422 `value_error` at its path below `item_metadata` (send it as a string).
          */
         ItemMetadata: {
             [key: string]: unknown;
@@ -2791,7 +2811,8 @@ export interface operations {
             query?: {
                 /**
                  * @description `all` (default): every dependency, the worker included. `api`: this API instance's own readiness
-                 *     (database and migrations), for container health checks.
+                 *     (database and migrations), for container health checks. Any other value is 422 `enum` at
+                 *     `["query", "scope"]`: a misspelt probe fails loudly instead of gating on something else.
                  * @example api
                  */
                 scope?: "all" | "api";
@@ -2813,6 +2834,19 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HealthResponse"];
+                };
+            };
+            /** @description `scope` is neither `all` nor `api`; nothing was checked. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
             429: components["responses"]["RateLimited"];

@@ -3,7 +3,6 @@
 import express from "express";
 import type { Request } from "express";
 import { poolStatistics } from "../db/database.ts";
-import type { Principal } from "../server/auth/tokens.ts";
 import { requestLogger } from "../server/logger.ts";
 import type { Services } from "../server/services.ts";
 import { access } from "./access.ts";
@@ -56,7 +55,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
       requestLogger<Request, express.Response>(logger, {
         requestId: requestIdOf,
         operationId: (res) => operationOf(res)?.operationId,
-        tenant: (req) => (req.user as Principal | undefined)?.tenantId,
+        tenant: (req) => req.user?.tenantId,
         isProbe,
       }),
     );

@@ -1,5 +1,6 @@
-// Bearer authentication for protected operations: passport-http-bearer extracts the token, jose
-// (through the TokenService) verifies it, and the roles rule of the contract is applied.
+// Bearer authentication for protected operations: passport-http-bearer extracts the token from the
+// Authorization header only, jose (through the TokenService) verifies it, and the roles rule of the
+// contract is applied.
 import type { NextFunction, Request, Response } from "express";
 import { Passport } from "passport";
 import { Strategy as BearerStrategy } from "passport-http-bearer";
@@ -7,6 +8,26 @@ import { ApiError } from "./errors.ts";
 import { permits, TokenRejected, type Principal, type TokenService } from "../server/auth/tokens.ts";
 
 const CHALLENGE = 'Bearer realm="integrator-api"';
+
+declare module "express-serve-static-core" {
+  interface Request {
+    /** The verified principal of a protected operation's request (set here, read by dispatch and the limits). */
+    user?: Principal;
+  }
+}
+
+/**
+ * passport-http-bearer reads RFC 6750's three places: the Authorization header, an `access_token` body
+ * field and an `access_token` query parameter. Only the header counts here: a query parameter lands in
+ * proxy and access logs and browser history, and a body field would make any JSON body a credential
+ * carrier. The strategy is shown the request without its query and body, so a token there is no token.
+ */
+function headerOnly<S extends { authenticate(req: Request, options?: object): void }>(strategy: S): S {
+  const authenticate = strategy.authenticate.bind(strategy);
+  strategy.authenticate = (req, options) =>
+    authenticate(Object.create(req, { query: { value: {} }, body: { value: undefined } }) as Request, options);
+  return strategy;
+}
 
 /** Authenticates the request and enforces the role rule; answers 401/403 envelopes itself. */
 export function requireBearer(
@@ -16,14 +37,16 @@ export function requireBearer(
 ): (req: Request, res: Response, next: NextFunction) => void {
   const passport = new Passport();
   passport.use(
-    new BearerStrategy(
-      { passReqToCallback: true },
-      (req: Request, token: string, done: (error: unknown, user?: Principal | false, info?: string) => void) => {
-        tokens.verify(token, { allowPortal: acceptsPortal(req) }).then(
-          (principal) => done(null, principal),
-          (error: unknown) => (error instanceof TokenRejected ? done(null, false, "invalid_token") : done(error)),
-        );
-      },
+    headerOnly(
+      new BearerStrategy(
+        { passReqToCallback: true },
+        (req: Request, token: string, done: (error: unknown, user?: Principal | false, info?: string) => void) => {
+          tokens.verify(token, { allowPortal: acceptsPortal(req) }).then(
+            (principal) => done(null, principal),
+            (error: unknown) => (error instanceof TokenRejected ? done(null, false, "invalid_token") : done(error)),
+          );
+        },
+      ),
     ),
   );
   return (req, res, next) => {
@@ -38,9 +61,7 @@ export function requireBearer(
           new ApiError(
             "UNAUTHORIZED",
             presented ? "The bearer token is invalid or expired" : "A bearer token is required",
-            {
-              headers: { "WWW-Authenticate": challenge },
-            },
+            { headers: { "WWW-Authenticate": challenge } },
           ),
         );
       }

@@ -4,7 +4,6 @@
 import type { NextFunction, Request, Response } from "express";
 import { OpenAPIBackend, type Context } from "openapi-backend";
 import type { OpenAPIV3_1 } from "openapi-types";
-import type { Principal } from "../server/auth/tokens.ts";
 import type { Services } from "../server/services.ts";
 import { ApiError } from "./errors.ts";
 import type { Call, HandlerTable, OperationId } from "./operations.ts";
@@ -30,7 +29,7 @@ function bind(operationId: string, handler: unknown, services: Services): BoundH
       query: req.query,
       params: (context.request.params ?? {}) as never,
       headers: req.headers,
-      principal: req.user as Principal | undefined,
+      principal: req.user,
       requestId: requestIdOf(res),
       clientAddress: req.ip ?? req.socket.remoteAddress ?? "",
       services,

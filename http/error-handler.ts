@@ -8,10 +8,11 @@ import { errorMessage } from "../server/error-message.ts";
 import type { Logger } from "../server/logger.ts";
 import { ApiError, envelope, OAuthError, sendApiError, sendOAuthError } from "./errors.ts";
 import { operationOf, requestIdOf } from "./request-context.ts";
-import { BODY_LIMIT } from "./request-validation.ts";
+import { BODY_LIMIT, parameterIssuesOf } from "./request-validation.ts";
 import {
   findOverride,
   jsonInvalidIssue,
+  mergeIssues,
   offendingKeys,
   RequestValidationError,
   toValidationIssues,
@@ -118,7 +119,10 @@ function respondWithError(error: unknown, req: Request, res: Response, logError:
         return sendIssues(
           req,
           res,
-          toValidationIssues(error.errors ?? [{ path: "/body", message: error.message ?? "invalid request" }], req),
+          mergeIssues(
+            parameterIssuesOf(res),
+            toValidationIssues(error.errors ?? [{ path: "/body", message: error.message ?? "invalid request" }], req),
+          ),
         );
       case 404:
         return sendApiError(res, new ApiError("NOT_FOUND", "No such route"));

@@ -162,7 +162,7 @@ export function createRateLimits(services: Services, logger: Logger): RateLimits
       return (req, res, next) => {
         // The token is looked at first: whether it verifies decides which bucket the request counts in.
         authenticate(req, res, (error?: unknown) => {
-          const principal = req.user as Principal | undefined;
+          const principal = req.user;
           let counted: Promise<ApiError | undefined>;
           if (!error && principal) counted = consume(buckets.principal, principalKey(principal), res);
           else if (error instanceof ApiError && error.code === "UNAUTHORIZED")

@@ -6,7 +6,7 @@ import type { NextFunction, Request, Response } from "express";
 import type { OpenAPIV3_1 } from "openapi-types";
 import { resolveRef } from "./openapi-document.ts";
 import { compileRoutes, type RouteMatch } from "./routes.ts";
-import { overrideRules, type OverrideRules } from "./validation.ts";
+import { integerParameters, overrideRules, type IntegerParameter, type OverrideRules } from "./validation.ts";
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 const METHODS = ["get", "put", "post", "delete", "patch", "head", "options"] as const;
@@ -20,6 +20,8 @@ export interface ResolvedOperation {
   /** The health probes (tag health): never shed, rate-limited in a bucket of their own. */
   probe: boolean;
   overrides: OverrideRules;
+  /** Checked as text before the schema validator coerces them (integerTextIssues). */
+  integerParameters: IntegerParameter[];
 }
 
 /** Every operation of the document, resolved once when the app is built. */
@@ -37,6 +39,10 @@ export function resolveOperations(document: OpenAPIV3_1.Document): Map<string, R
         portal: security.some((requirement) => "PortalSession" in requirement),
         probe: (operation.tags ?? []).includes("health"),
         overrides: overrideRules(operation, (value) => resolveRef(document, value)),
+        integerParameters: integerParameters(
+          [...((pathItem as OpenAPIV3_1.PathItemObject).parameters ?? []), ...(operation.parameters ?? [])],
+          (value) => resolveRef(document, value),
+        ),
       });
     }
   }

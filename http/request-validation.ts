@@ -7,8 +7,14 @@ import { parse as parseLegacyUrl } from "node:url";
 import express, { type NextFunction, type Request, type Response } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
 import type { OpenAPIV3_1 } from "openapi-types";
-import { routeOf } from "./request-context.ts";
-import { RequestValidationError, unrepresentableBodyIssues } from "./validation.ts";
+import { operationOf, routeOf } from "./request-context.ts";
+import {
+  integerTextIssues,
+  RequestValidationError,
+  undecodablePathIssue,
+  unrepresentableBodyIssues,
+  type ValidationIssue,
+} from "./validation.ts";
 
 export const BODY_LIMIT = "1mb";
 
@@ -16,7 +22,15 @@ type Middleware = (req: Request, res: Response, next: NextFunction) => void;
 
 export function bodyParsing(): Middleware[] {
   return [
-    express.json({ limit: BODY_LIMIT, strict: false, type: ["application/json", "application/*+json"] }),
+    express.json({
+      limit: BODY_LIMIT,
+      strict: false,
+      type: ["application/json", "application/*+json"],
+      // The text is kept (a reference, no copy) for what JSON.parse loses: integers beyond 2^53 (json-limits).
+      verify: (_req, res, text) => {
+        (res as Response).locals.jsonText = text;
+      },
+    }),
     express.urlencoded({ limit: "64kb", extended: false, type: "application/x-www-form-urlencoded" }),
   ];
 }
@@ -24,6 +38,7 @@ export function bodyParsing(): Middleware[] {
 export function requestValidation(document: OpenAPIV3_1.Document, validateResponses: boolean): Middleware[] {
   settleLegacyUrlParseDeprecation();
   return [
+    parameterText,
     ...reuseRouteMatch(
       OpenApiValidator.middleware({
         apiSpec: document as never,
@@ -36,11 +51,45 @@ export function requestValidation(document: OpenAPIV3_1.Document, validateRespon
         ignoreUndocumented: false,
       }),
     ),
-    (req, _res, next) => {
-      const issues = req.body === undefined ? [] : unrepresentableBodyIssues(req.body);
+    // What the schema allows but PostgreSQL cannot store (or JSON cannot write: numbers that overflowed to
+    // ±Infinity, integers beyond 2^53), and integer parameters whose text is no integer.
+    (req, res, next) => {
+      const issues = [
+        ...parameterIssuesOf(res),
+        ...(req.body === undefined
+          ? []
+          : unrepresentableBodyIssues(req.body, res.locals.jsonText as Buffer | undefined)),
+      ];
       next(issues.length > 0 ? new RequestValidationError(issues) : undefined);
     },
   ];
+}
+
+/**
+ * Parameters are judged as text first. A path parameter that is no valid percent-encoding is refused at
+ * once (the validator cannot even decode the URL; it reported the whole path under "body"). Integer
+ * parameters are checked because the validator would coerce "Infinity" or "1e2": what is found is answered
+ * with the validator's own findings (errorHandler) or after it passes.
+ */
+const parameterText: Middleware = (req, res, next) => {
+  const operation = operationOf(res);
+  const route = routeOf(res);
+  if (!operation || !route) return next();
+  if (route.undecodable.length > 0) {
+    const issues = route.undecodable.map((name) => undecodablePathIssue(name, route.params[name] ?? ""));
+    return next(new RequestValidationError(issues));
+  }
+  if (operation.integerParameters.length === 0) return next();
+  const issues = integerTextIssues(operation.integerParameters, (location, name) =>
+    location === "query" ? req.query[name] : location === "path" ? route.params[name] : req.headers[name],
+  );
+  if (issues.length > 0) res.locals.parameterIssues = issues;
+  next();
+};
+
+/** What the integer-text check found before the schema validator ran. */
+export function parameterIssuesOf(res: Response): ValidationIssue[] {
+  return (res.locals.parameterIssues as ValidationIssue[] | undefined) ?? [];
 }
 
 /**

@@ -9,8 +9,10 @@ export interface RouteMatch {
   operationId: string;
   /** The document's path template, e.g. /v1/intake/submissions/{submission_id}. */
   template: string;
-  /** Path parameters, percent-decoded. */
+  /** Path parameters, percent-decoded (those named in `undecodable` as they were sent). */
   params: Record<string, string>;
+  /** Path parameters whose percent-encoding is malformed (`%ZZ`, a truncated UTF-8 sequence). */
+  undecodable: string[];
 }
 
 interface CompiledPath {
@@ -22,7 +24,7 @@ interface CompiledPath {
 }
 
 export interface RouteTable {
-  /** The operation of a request, or undefined (no such path, no such method, or an undecodable parameter). */
+  /** The operation of a request, or undefined (no such path or no such method). */
   match(method: string, path: string): RouteMatch | undefined;
 }
 
@@ -58,21 +60,26 @@ export function compileRoutes(document: OpenAPIV3_1.Document): RouteTable {
     match(method, path) {
       const found = exact.get(path);
       const exactOperation = found?.operations.get(method);
-      if (found && exactOperation) return { operationId: exactOperation, template: found.template, params: {} };
+      if (found && exactOperation)
+        return { operationId: exactOperation, template: found.template, params: {}, undecodable: [] };
       for (const candidate of templated) {
         const groups = candidate.pattern?.exec(path);
         if (!groups) continue;
         const operationId = candidate.operations.get(method);
         if (!operationId) continue;
         const params: Record<string, string> = {};
-        try {
-          candidate.names.forEach((name, index) => {
-            params[name] = decodeURIComponent(groups[index + 1] ?? "");
-          });
-        } catch {
-          return undefined;
-        }
-        return { operationId, template: candidate.template, params };
+        const undecodable: string[] = [];
+        candidate.names.forEach((name, index) => {
+          const text = groups[index + 1] ?? "";
+          try {
+            params[name] = decodeURIComponent(text);
+          } catch {
+            // Still this operation's request: authenticated as such, then refused at ["path", name].
+            params[name] = text;
+            undecodable.push(name);
+          }
+        });
+        return { operationId, template: candidate.template, params, undecodable };
       }
       return undefined;
     },

@@ -1,7 +1,7 @@
 // Maps express-openapi-validator's errors to FastAPI's 422 shape with pydantic v2 type names, or to the
 // coded answer an operation or parameter declares with the `x-validation-error` extension.
 import type { Request } from "express";
-import { depthOf, unrepresentablePaths } from "../server/json-limits.ts";
+import { depthOf, parseMarkingInexactIntegers, unrepresentablePaths } from "../server/json-limits.ts";
 import { decodePointerSegment } from "./openapi-document.ts";
 
 export interface ValidationIssue {
@@ -93,6 +93,13 @@ const TYPE_NAMES: Record<string, [string, string]> = {
   array: ["list_type", "Input should be a valid list"],
 };
 
+/** Parameters arrive as text: one that is no integer is pydantic's int_parsing, as FastAPI answers it. */
+const TEXT_LOCATIONS = new Set(["query", "path", "header"]);
+const INT_PARSING = {
+  type: "int_parsing",
+  msg: "Input should be a valid integer, unable to parse string as an integer",
+};
+
 function plural(count: number, word: string): string {
   return `${count} ${word}${count === 1 ? "" : "s"}`;
 }
@@ -126,6 +133,8 @@ function toIssue(item: ValidatorErrorItem, req: Request): ValidationIssue {
         .split(",")
         .filter((t) => t !== "null");
       const declared = allowed[0] ?? "string";
+      if (declared === "integer" && allowed.length === 1 && TEXT_LOCATIONS.has(String(location)))
+        return issue(INT_PARSING.type, INT_PARSING.msg);
       const [type, msg] = TYPE_NAMES[declared] ?? ["value_error", `Input should be ${declared}`];
       // A union such as [string, integer, boolean] names every branch rather than the first one only.
       if (allowed.length > 1)
@@ -333,12 +342,70 @@ export function valueError(loc: (string | number)[], message: string, input?: un
  * What the schema allows but the service cannot keep, in one walk of the body:
  * - 422 finite_number (pydantic's type for inf and nan) for every number JSON.parse turned into ±Infinity
  *   (e.g. 1e400): it has no JSON form, so it could be neither stored, fingerprinted nor signed;
+ * - 422 value_error for every integer literal beyond ±(2^53−1), which JSON.parse rounded (found in the
+ *   body's JSON text, `jsonText`, when given);
  * - 422 value_error for every string or key PostgreSQL could not store (NUL, unpaired surrogates).
  */
-export function unrepresentableBodyIssues(body: unknown): ValidationIssue[] {
-  const { nonFiniteNumbers, unstorableText } = unrepresentablePaths(body, ["body"]);
+export function unrepresentableBodyIssues(body: unknown, jsonText?: Uint8Array): ValidationIssue[] {
+  const marked = jsonText === undefined ? undefined : parseMarkingInexactIntegers(jsonText);
+  const { nonFiniteNumbers, inexactIntegers, unstorableText } = unrepresentablePaths(marked ?? body, ["body"]);
   return [
     ...nonFiniteNumbers.map((loc) => ({ loc, msg: "Input should be a finite number", type: "finite_number" })),
+    ...inexactIntegers.map((loc) => valueError(loc, INEXACT_INTEGER_MESSAGE)),
     ...unstorableText.map((loc) => valueError(loc, "text must not contain NUL characters or unpaired surrogates")),
   ];
+}
+
+const INEXACT_INTEGER_MESSAGE =
+  "integers must lie within ±(2^53−1) (9007199254740991) to be kept exactly; send larger ones as strings";
+
+/** A parameter the document declares as an integer, by where it is read: ["query", "limit"]. */
+export type IntegerParameter = [location: "query" | "path" | "header", name: string];
+
+/** The integer parameters among an operation's (and its path item's) parameters. */
+export function integerParameters(parameters: unknown[], resolve: (value: unknown) => unknown): IntegerParameter[] {
+  const found: IntegerParameter[] = [];
+  for (const raw of parameters) {
+    const parameter = resolve(raw) as { name?: unknown; in?: unknown; schema?: unknown } | undefined;
+    const schema = resolve(parameter?.schema) as { type?: unknown } | undefined;
+    const types = Array.isArray(schema?.type) ? schema.type : [schema?.type];
+    if (typeof parameter?.name !== "string" || !types.includes("integer")) continue;
+    if (parameter.in === "query" || parameter.in === "path") found.push([parameter.in, parameter.name]);
+    else if (parameter.in === "header") found.push(["header", parameter.name.toLowerCase()]);
+  }
+  return found;
+}
+
+/** An optional sign and decimal digits: the only text an integer parameter may be. */
+const INTEGER_TEXT = /^[+-]?[0-9]+$/;
+
+/**
+ * The schema validator coerces any text JavaScript reads as a whole number ("Infinity", "1e400", "1e2",
+ * "0x10", " 7", "7.0") and passes Infinity through `maximum`; knex then drops a LIMIT of Infinity. Every
+ * integer parameter's text is therefore checked here, for all operations, before the validator reads it:
+ * anything but an optional sign and digits is 422 int_parsing at ["query", name] (or path, header).
+ */
+export function integerTextIssues(
+  parameters: IntegerParameter[],
+  textOf: (location: IntegerParameter[0], name: string) => unknown,
+): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  for (const [location, name] of parameters) {
+    const text = textOf(location, name);
+    // Absent parameters, and repeated ones (a list), are the schema validator's to judge.
+    if (typeof text !== "string" || INTEGER_TEXT.test(text)) continue;
+    issues.push({ loc: [location, name], msg: INT_PARSING.msg, type: INT_PARSING.type, input: text });
+  }
+  return issues;
+}
+
+/** A path parameter whose percent-encoding is malformed: a value_error at ["path", name], not a 404. */
+export function undecodablePathIssue(name: string, text: string): ValidationIssue {
+  return valueError(["path", name], "the path parameter is not valid percent-encoded UTF-8", text);
+}
+
+/** Issues found before the schema validator ran, with its own: one issue per place, the earlier ones first. */
+export function mergeIssues(earlier: ValidationIssue[], later: ValidationIssue[]): ValidationIssue[] {
+  const places = new Set(earlier.map((issue) => JSON.stringify(issue.loc)));
+  return [...earlier, ...later.filter((issue) => !places.has(JSON.stringify(issue.loc)))];
 }

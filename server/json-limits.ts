@@ -43,6 +43,12 @@ export interface UnrepresentablePaths {
    * which has no JSON form, so nothing downstream could store, hash or echo it.
    */
   nonFiniteNumbers: JsonPath[];
+  /**
+   * Integer literals beyond ±(2^53−1) (RFC 7493 I-JSON): JSON.parse rounds them to the nearest double
+   * (9007199254740993 becomes 9007199254740992) without a trace, so they are found only in a value parsed
+   * by `parseMarkingInexactIntegers`.
+   */
+  inexactIntegers: JsonPath[];
 }
 
 /**
@@ -50,7 +56,7 @@ export interface UnrepresentablePaths {
  * linear: any depth is safe.
  */
 export function unrepresentablePaths(value: unknown, root: JsonPath, limit = 20): UnrepresentablePaths {
-  const found: UnrepresentablePaths = { unstorableText: [], nonFiniteNumbers: [] };
+  const found: UnrepresentablePaths = { unstorableText: [], nonFiniteNumbers: [], inexactIntegers: [] };
   const report = (list: JsonPath[], visit: Visit) => {
     if (list.length < limit) list.push(pathOf(visit, root));
   };
@@ -58,7 +64,12 @@ export function unrepresentablePaths(value: unknown, root: JsonPath, limit = 20)
   const stack: (Visit & { badKey: boolean; silent: boolean })[] = [
     { value, parent: undefined, key: undefined, badKey: false, silent: false },
   ];
-  while (stack.length > 0 && (found.unstorableText.length < limit || found.nonFiniteNumbers.length < limit)) {
+  while (
+    stack.length > 0 &&
+    (found.unstorableText.length < limit ||
+      found.nonFiniteNumbers.length < limit ||
+      found.inexactIntegers.length < limit)
+  ) {
     const visit = stack.pop() as (typeof stack)[number];
     if (visit.badKey) report(found.unstorableText, visit);
     const silent = visit.silent || visit.badKey;
@@ -67,6 +78,8 @@ export function unrepresentablePaths(value: unknown, root: JsonPath, limit = 20)
       if (!silent && UNSTORABLE.test(current)) report(found.unstorableText, visit);
     } else if (typeof current === "number") {
       if (!Number.isFinite(current)) report(found.nonFiniteNumbers, visit);
+    } else if (current === INEXACT_INTEGER) {
+      report(found.inexactIntegers, visit);
     } else if (Array.isArray(current)) {
       for (let index = current.length - 1; index >= 0; index--)
         stack.push({ value: current[index], parent: visit, key: index, badKey: false, silent });
@@ -80,4 +93,40 @@ export function unrepresentablePaths(value: unknown, root: JsonPath, limit = 20)
     }
   }
   return found;
+}
+
+/** Stands in for an integer literal JSON.parse rounded, in a value from `parseMarkingInexactIntegers`. */
+const INEXACT_INTEGER: unique symbol = Symbol("inexact integer");
+
+/** What can hold an inexact integer: a run of 16 digits (2^53 has 16), in a number or anywhere else. */
+function hasLongDigitRun(text: Uint8Array | string): boolean {
+  let run = 0;
+  for (let index = 0; index < text.length; index++) {
+    const code = typeof text === "string" ? text.charCodeAt(index) : (text[index] as number);
+    run = code >= 0x30 && code <= 0x39 ? run + 1 : 0;
+    if (run >= 16) return true;
+  }
+  return false;
+}
+
+type SourceReviver = (key: string, value: unknown, context: { source?: string }) => unknown;
+
+/**
+ * The JSON text parsed again with every integer literal beyond ±(2^53−1) replaced by a marker that
+ * `unrepresentablePaths` reports, or undefined when the text cannot hold one (no run of 16 digits: the
+ * usual case, which costs one scan and no second parse). JSON.parse's reviver sees each number's source
+ * text (Node 21+); a plain parse has already rounded it.
+ */
+export function parseMarkingInexactIntegers(text: Uint8Array | string): unknown {
+  if (!hasLongDigitRun(text)) return undefined;
+  // TextDecoder drops a leading byte order mark, as body-parser does.
+  const json = typeof text === "string" ? text : new TextDecoder().decode(text);
+  const reviver: SourceReviver = (_key, value, context) =>
+    typeof value === "number" &&
+    !Number.isSafeInteger(value) &&
+    Number.isFinite(value) &&
+    /^-?[0-9]+$/.test(context.source ?? "")
+      ? INEXACT_INTEGER
+      : value;
+  return JSON.parse(json, reviver as Parameters<typeof JSON.parse>[1]);
 }

@@ -5,8 +5,9 @@
 // ago (a kill -9 or a crash leaves them locked, and graphile-worker itself waits 4 hours).
 import os from "node:os";
 import { randomBytes } from "node:crypto";
-import { Logger, run, runMigrations, type Runner, type TaskList } from "graphile-worker";
+import { Logger as GraphileLogger, run, runMigrations, type Runner, type TaskList } from "graphile-worker";
 import type { Services } from "../server/services.ts";
+import type { Logger } from "../server/logger.ts";
 import {
   pruneHeartbeats,
   recordHeartbeat,
@@ -28,11 +29,22 @@ export function heartbeatIntervalMs(deadAfterSeconds: number): number {
 
 /** graphile-worker's own schema (graphile_worker); every role applies it at start, like the knex migrations. */
 export async function migrateWorkerSchema(connectionString: string): Promise<void> {
-  await runMigrations({ connectionString, logger: quietLogger() });
+  await runMigrations({ connectionString, logger: new GraphileLogger(() => () => undefined) });
 }
 
-function quietLogger(log: (level: string, message: string) => void = () => undefined): Logger {
-  return new Logger(() => (level, message) => log(level, message));
+/**
+ * graphile-worker's log lines into ours, level for level (its "warning" is our warn). Its line per
+ * completed job ("Completed task ... with success", at info) goes to debug: one line per delivery.
+ */
+function graphileLogger(log: Logger): GraphileLogger {
+  return new GraphileLogger(() => (level, message, meta) => {
+    // LogLevel is a const enum of these strings, which type-stripped code cannot import.
+    const name: string = level;
+    if (name === "error") log.error(message);
+    else if (name === "warning") log.warn(message);
+    else if (name === "info" && meta?.success !== true) log.info(message);
+    else log.debug(message);
+  });
 }
 
 export interface WorkerHandle {
@@ -47,8 +59,9 @@ export interface WorkerHandle {
 export async function startWorker(
   services: Services,
   connectionString: string,
-  options: { log?: (level: string, message: string) => void; tasks?: TaskList; pollInterval?: number } = {},
+  options: { tasks?: TaskList; pollInterval?: number } = {},
 ): Promise<WorkerHandle> {
+  const log = services.logger.child({ component: "worker" });
   const workerId = `${os.hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
   const { workerDeadAfterSeconds } = services.config;
   const slots = new TenantSlots(services.config.workerConcurrency);
@@ -60,10 +73,13 @@ export async function startWorker(
       .then(() => releaseJobsOfDeadWorkers(services.db, workerDeadAfterSeconds))
       .then((released) => {
         if (released.length > 0)
-          options.log?.("warn", `released the jobs of stopped workers ${released.join(", ")} to the queue`);
+          log.warn(
+            { runner_ids: released, dead_after_seconds: workerDeadAfterSeconds },
+            "released the jobs of stopped workers to the queue",
+          );
       })
       .catch(() => undefined);
-  const pool = createWorkerPool(connectionString, (message) => options.log?.("error", message));
+  const pool = createWorkerPool(connectionString, (message) => log.error(message));
   let runner: Runner;
   try {
     runner = await run({
@@ -94,14 +110,14 @@ export async function startWorker(
         },
       },
       crontab,
-      logger: quietLogger(options.log),
+      logger: graphileLogger(log),
     });
   } catch (error) {
     await pool.end().catch(() => undefined);
     throw error;
   }
   // A lost database connection ends the runner's promise; the health check reports it, the process keeps serving.
-  runner.promise.catch((error: unknown) => options.log?.("error", `worker stopped: ${errorMessage(error)}`));
+  runner.promise.catch((error: unknown) => log.error(`worker stopped: ${errorMessage(error)}`));
   await beat();
   const heartbeat = setInterval(() => void beat(), heartbeatIntervalMs(workerDeadAfterSeconds));
   heartbeat.unref();

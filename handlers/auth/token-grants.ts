@@ -1,20 +1,15 @@
 // POST /token (RFC 6749): the password grant for users and the client_credentials grant for API
 // clients (credentials in the form or in HTTP Basic). Abuse bounds: failed password grants back off per
-// username in PostgreSQL (every replica sees the same count; unknown usernames are counted alike, so the
+// username in PostgreSQL (every replica sees the same count; an attempt is counted before its password is
+// checked, so concurrent guesses cannot outrun the lock; unknown usernames are counted alike, so the
 // answer reveals nothing), and secret checks (scrypt) run through the bounded hash gate: when too many
 // wait, 503 at once. Disabled users and clients get no token.
 import type { components } from "../../generated/openapi.ts";
-import { createHash } from "node:crypto";
 import { ApiError, OAuthError } from "../../http/errors.ts";
 import type { Services } from "../../server/services.ts";
 import { findClient, findUserByUsername } from "../../db/principals.ts";
 import { DUMMY_HASH, HashingBusy } from "../../server/auth/passwords.ts";
-import {
-  clearLoginFailures,
-  loginLockedFor,
-  purgeOldLoginFailures,
-  recordLoginFailure,
-} from "../../db/login-failures.ts";
+import { clearLoginFailures, purgeOldLoginFailures, reserveLoginAttempt } from "../../db/login-failures.ts";
 import { recordRateLimited } from "../../server/metrics.ts";
 
 /** Seconds a client is asked to wait when every secret-check slot is taken. */
@@ -30,11 +25,6 @@ async function checkSecret(services: Services, secret: string, stored: string): 
       details: { reason: "credential_checks_saturated" },
     });
   }
-}
-
-/** The login_failures key of a username: a hash, so guessed names are not stored as sent. */
-function usernameKey(username: string): string {
-  return createHash("sha256").update(username.toLowerCase()).digest("base64url");
 }
 
 function usernameLocked(seconds: number): ApiError {
@@ -77,21 +67,20 @@ export async function issueTokenFor(
   if (grantType === "password") {
     if (!form.username || !form.password)
       throw new OAuthError("invalid_request", "username and password are required for the password grant");
-    const key = usernameKey(form.username);
-    const locked = await loginLockedFor(services.db, key);
-    if (locked > 0) throw usernameLocked(locked);
+    const attempt = await reserveLoginAttempt(services.db, form.username, {
+      freeFailures: services.config.login.freeFailures,
+      baseSeconds: services.config.login.backoffBaseSeconds,
+      maxSeconds: services.config.login.backoffMaxSeconds,
+    });
+    if (!attempt.allowed) throw usernameLocked(attempt.lockedForSeconds);
     const user = await findUserByUsername(services.db, form.username);
+    // The attempt is already counted as a failure: a wrong password (or a busy hash gate) leaves it so.
     const valid = await checkSecret(services, form.password, user?.password_hash ?? DUMMY_HASH);
     if (!user || !valid) {
-      await recordLoginFailure(services.db, key, {
-        freeFailures: services.config.login.freeFailures,
-        baseSeconds: services.config.login.backoffBaseSeconds,
-        maxSeconds: services.config.login.backoffMaxSeconds,
-      });
       if (Math.random() < 0.01) await purgeOldLoginFailures(services.db);
       throw new OAuthError("invalid_grant", "Invalid username or password");
     }
-    await clearLoginFailures(services.db, key);
+    await clearLoginFailures(services.db, form.username);
     // Same answer as a wrong password: a disabled account is not confirmed to exist.
     if (user.disabled_at) throw new OAuthError("invalid_grant", "Invalid username or password");
     const { token, expiresIn } = await services.tokens.issue({

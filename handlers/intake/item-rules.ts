@@ -48,10 +48,52 @@ export function storedMediaType(mimeType: string): string {
   return (mimeType.split(";")[0] ?? "").trim().toLowerCase();
 }
 
+/** What is stored as an item's filename: its NFC form, so that one name has one spelling (NFD "e\u0301" is "é"). */
+export function storedFilename(filename: string): string {
+  return filename.normalize("NFC");
+}
+
 // Control characters (Cc), and the invisible characters that change how a name reads: Unicode format
 // characters (Cf: bidi controls such as U+202E make "invoice\u202efdp.exe" display as "invoiceexe.pdf",
 // zero-width characters) and the line and paragraph separators (Zl U+2028, Zp U+2029).
 const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+
+// Slashes, and characters that look like one: those NFKC maps to "/" or "\" (fullwidth U+FF0F, U+FF3C,
+// small U+FE68) and the look-alikes it leaves alone (fraction and division slashes, set minus, the big and
+// box-drawing diagonals).
+const SEPARATOR_LOOK_ALIKE = /[/\\\u2044\u2215\u2216\u2571\u2572\u27cb\u27cd\u29f5\u29f8\u29f9]/u;
+
+// Characters that render as nothing or as blank space without being a space: the default-ignorable code
+// points (Hangul fillers U+115F, U+1160, U+3164, U+FFA0, the combining grapheme joiner, variation
+// selectors) and the braille blank U+2800.
+const FILLER = /[\p{Default_Ignorable_Code_Point}\u2800]/u;
+
+// Spaces that pad: at either end (trimmed away or unseen), before a dot ("invoice.pdf   .exe" shows as
+// "invoice.pdf" where the name is cut), or three or more in a row. \s covers no-break and ideographic spaces.
+const PADDING = /^\s|\s$|\s\.|\s{3}/u;
+
+/** More combining marks on one character than any script needs (Tibetan stacks reach four): Zalgo text. */
+const MAX_COMBINING_MARKS = 4;
+const STACKED_MARKS = new RegExp(`\\p{M}{${MAX_COMBINING_MARKS + 1}}`, "u");
+
+/** Why a filename is refused, or undefined. Checked on its stored (NFC) form. */
+function filenameRejection(filename: string): string | undefined {
+  const name = storedFilename(filename);
+  if (SEPARATOR_LOOK_ALIKE.test(name) || /[/\\]/.test(name.normalize("NFKC")))
+    return "filename must not contain a path separator or a character that looks like one";
+  if (INVISIBLE.test(name))
+    return "filename must not contain control characters, Unicode format characters (such as bidi controls) or line separators";
+  if (name.replace(/[\s\p{Default_Ignorable_Code_Point}\u2800]/gu, "") === "") return "filename must not be blank";
+  if (FILLER.test(name))
+    return "filename must not contain invisible fillers (such as U+3164 or U+2800) or other default-ignorable characters";
+  if (PADDING.test(name))
+    return "filename must not begin or end with a space, or pad with spaces (before a dot, or three in a row)";
+  if (/^\.+$/.test(name)) return "filename must not consist of dots only";
+  if (name.endsWith(".")) return "filename must not end with a dot";
+  if (STACKED_MARKS.test(name))
+    return `filename must not stack more than ${MAX_COMBINING_MARKS} combining marks on one character`;
+  return undefined;
+}
 
 /** The rules checked after the schema; each rejects its item only. Returns why, or undefined. */
 export function itemRejection(item: IntakeItemInput, intake: Config["intake"]): string | undefined {
@@ -60,9 +102,5 @@ export function itemRejection(item: IntakeItemInput, intake: Config["intake"]): 
   if (!intake.allowedMimeTypes.includes(mediaType)) return `mime_type ${mediaType} is not accepted`;
   if (item.file_size > intake.maxFileSizeBytes)
     return `file_size exceeds the maximum of ${intake.maxFileSizeBytes} bytes`;
-  if (/[/\\]/.test(item.filename)) return "filename must not contain a path separator";
-  if (INVISIBLE.test(item.filename))
-    return "filename must not contain control characters, Unicode format characters (such as bidi controls) or line separators";
-  if (/^\.+$/.test(item.filename)) return "filename must not consist of dots only";
-  return undefined;
+  return filenameRejection(item.filename);
 }

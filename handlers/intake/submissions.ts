@@ -15,7 +15,7 @@ import {
   type SubmissionRow,
 } from "../../db/intake.ts";
 
-import { itemRejection, metadataIssues, storedMediaType, type IntakeItemInput } from "./item-rules.ts";
+import { itemRejection, metadataIssues, storedFilename, storedMediaType, type IntakeItemInput } from "./item-rules.ts";
 import { aggregate } from "./submission-status.ts";
 
 export interface IntakeRequest {
@@ -50,7 +50,7 @@ export async function submitIntake(
   const items: NewItem[] = request.items.map((item) => {
     const rejection = itemRejection(item, services.config.intake);
     return {
-      filename: item.filename,
+      filename: storedFilename(item.filename),
       file_size: item.file_size,
       mime_type: storedMediaType(item.mime_type),
       item_metadata: item.item_metadata ?? null,

@@ -4,6 +4,7 @@
 import { randomUUID } from "node:crypto";
 import t from "tap";
 import { createTestTenant, createTestUser, startReplica, startTestServer, type TestServer } from "../helpers/server.ts";
+import { registerUser } from "../../handlers/auth/principals.ts";
 
 const grant = (server: TestServer, username: string, password: string) =>
   server.request("/token", {
@@ -86,3 +87,50 @@ t.test(
     t.equal((await grant(server, "after-the-flood", "guess")).status, 400, "and the grant works again");
   },
 );
+
+t.test("concurrent wrong passwords: at most the free failures and one more are checked, the rest wait", async (t) => {
+  const server = await startTestServer(t, {
+    env: { ...BACKOFF, AUTH_HASH_CONCURRENCY: "4", AUTH_HASH_QUEUE_MAX: "100" },
+  });
+  const tenant = await createTestTenant(server.services);
+  const user = await createTestUser(server.services, tenant.tenantId);
+  const statuses = await Promise.all(
+    Array.from({ length: 30 }, async () => (await grant(server, user.username, "wrong-password")).status),
+  );
+  const checked = statuses.filter((status) => status === 400).length;
+  const locked = statuses.filter((status) => status === 429).length;
+  t.equal(checked + locked, 30, `only invalid_grant and RATE_LIMITED (${statuses.join(",")})`);
+  t.ok(checked <= 4, `at most AUTH_LOGIN_FREE_FAILURES + 1 = 4 guesses were checked (${checked})`);
+  t.equal((await grant(server, user.username, user.password)).status, 429, "the username is locked now");
+});
+
+t.test("the username's counter is the one PostgreSQL's lower() finds the user by (İvan is ivan)", async (t) => {
+  const server = await startTestServer(t, { env: BACKOFF });
+  const tenant = await createTestTenant(server.services);
+  // PostgreSQL's lower('İvan') is 'ivan'; JavaScript's 'İvan'.toLowerCase() is 'i̇van' (with U+0307).
+  const spellings = async () => {
+    const suffix = randomUUID().slice(0, 8);
+    const password = randomUUID();
+    const plain = `ivan-${suffix}`;
+    await registerUser(server.services.db, {
+      tenantId: tenant.tenantId,
+      username: plain,
+      password,
+      roles: ["client_admin"],
+    });
+    return { plain, dotted: `İvan-${suffix}`, password };
+  };
+
+  const first = await spellings();
+  t.equal((await grant(server, first.dotted, first.password)).status, 200, "the dotted spelling names the same user");
+  for (let i = 0; i < 4; i++) t.equal((await grant(server, first.plain, "wrong")).status, 400);
+  t.equal((await grant(server, first.dotted, first.password)).status, 429, "locked under the other spelling too");
+
+  const second = await spellings();
+  for (let i = 0; i < 4; i++) t.equal((await grant(server, second.dotted, "wrong")).status, 400);
+  t.equal(
+    (await grant(server, second.plain, second.password)).status,
+    429,
+    "failures under the dotted spelling lock the plain one",
+  );
+});

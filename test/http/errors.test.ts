@@ -220,11 +220,11 @@ t.test("error statuses and bodies", async (t) => {
       ctx: { le: 200 },
     },
     {
-      rule: "a limit that is not a number is int_type",
+      rule: "a limit that is not a number is int_parsing (parameters are text)",
       path: "/v1/webhooks/deliveries?limit=ten",
       method: "GET",
       loc: ["query", "limit"],
-      type: "int_type",
+      type: "int_parsing",
     },
     {
       rule: "an unknown event kind is enum",

@@ -1,7 +1,7 @@
 // The body guard's one walk (server/json-limits.ts): unstorable text and non-finite numbers by path, in
 // document order, nothing listed twice below an unstorable key, at most `limit` of each.
 import t from "tap";
-import { unrepresentablePaths } from "../../server/json-limits.ts";
+import { parseMarkingInexactIntegers, unrepresentablePaths } from "../../server/json-limits.ts";
 
 t.test("both kinds are found in one walk, in document order", async (t) => {
   const body = JSON.parse(
@@ -18,12 +18,17 @@ t.test("both kinds are found in one walk, in document order", async (t) => {
       ["body", "b", 0],
       ["body", "c", "d"],
     ],
+    inexactIntegers: [],
   });
 });
 
 t.test("below an unstorable key text is not listed again, numbers still are", async (t) => {
   const body = JSON.parse('{"k\\u0000": {"s": "\\u0000", "n": 1e400}}') as unknown;
-  t.same(unrepresentablePaths(body, []), { unstorableText: [["k\u0000"]], nonFiniteNumbers: [["k\u0000", "n"]] });
+  t.same(unrepresentablePaths(body, []), {
+    unstorableText: [["k\u0000"]],
+    nonFiniteNumbers: [["k\u0000", "n"]],
+    inexactIntegers: [],
+  });
 });
 
 t.test("each list stops at the limit", async (t) => {
@@ -31,4 +36,16 @@ t.test("each list stops at the limit", async (t) => {
   const found = unrepresentablePaths(body, [], 3);
   t.same(found.unstorableText, [[0], [2], [4]]);
   t.same(found.nonFiniteNumbers, [[1], [3], [5]]);
+});
+
+t.test("integer literals beyond ±(2^53−1) are found in the JSON text, by path", async (t) => {
+  const text =
+    '{"a": 9007199254740991, "b": [9007199254740992, "12345678901234567890"], "c": {"d": -1e16, "e": 1.5e300}}';
+  t.same(unrepresentablePaths(parseMarkingInexactIntegers(Buffer.from(text)), ["body"]).inexactIntegers, [
+    ["body", "b", 0],
+  ]);
+});
+
+t.test("text without a run of 16 digits is not parsed again", async (t) => {
+  t.equal(parseMarkingInexactIntegers('{"a": 123456789012345, "b": "x"}'), undefined);
 });

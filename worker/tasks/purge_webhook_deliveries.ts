@@ -5,19 +5,29 @@
 import type { Task } from "graphile-worker";
 import type { Services } from "../../server/services.ts";
 import { purgeDeliveriesBatch, tenantsWithDeliveries } from "../../db/webhooks.ts";
+import { JOB } from "../../db/jobs.ts";
 
 export function purgeWebhookDeliveries(services: Services): Task<"purge_webhook_deliveries"> {
   const { retentionDays, purgeBatchSize } = services.config.webhooks;
+  const log = services.logger.child({ component: "worker", task: JOB.purgeWebhookDeliveries });
   return async (_payload, helpers) => {
     let purged = 0;
-    for (const tenantId of await tenantsWithDeliveries(services.db)) {
+    let stopped = false;
+    tenants: for (const tenantId of await tenantsWithDeliveries(services.db)) {
       for (;;) {
-        if (helpers.abortSignal?.aborted) return;
+        if (helpers.abortSignal?.aborted) {
+          stopped = true;
+          break tenants;
+        }
         const batch = await purgeDeliveriesBatch(services.db, tenantId, retentionDays, purgeBatchSize);
         purged += batch;
         if (batch < purgeBatchSize) break;
       }
     }
-    if (purged > 0) helpers.logger.info(`purged ${purged} webhook deliveries older than ${retentionDays} days`);
+    // Every run says what it removed, none included, and whether the worker's stop cut it short.
+    log.info(
+      { purged, retention_days: retentionDays, ...(stopped ? { stopped_early: true } : {}) },
+      `purged ${purged} webhook deliveries older than ${retentionDays} days${stopped ? " (stopped early)" : ""}`,
+    );
   };
 }
