@@ -23,9 +23,17 @@ declare module "express-serve-static-core" {
  * carrier. The strategy is shown the request without its query and body, so a token there is no token.
  */
 function headerOnly<S extends { authenticate(req: Request, options?: object): void }>(strategy: S): S {
-  const authenticate = strategy.authenticate.bind(strategy);
-  strategy.authenticate = (req, options) =>
-    authenticate(Object.create(req, { query: { value: {} }, body: { value: undefined } }) as Request, options);
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- called below with passport's `this`
+  const authenticate = strategy.authenticate;
+  // passport calls authenticate on a per-request object made from the strategy (with success, fail, ...):
+  // `this` is that object, not the strategy.
+  strategy.authenticate = function (this: S, req: Request, options?: object) {
+    authenticate.call(
+      this,
+      Object.create(req, { query: { value: {} }, body: { value: undefined } }) as Request,
+      options,
+    );
+  };
   return strategy;
 }
 
