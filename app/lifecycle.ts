@@ -116,6 +116,12 @@ export interface RunningService {
   /** The API's bound port (role all or api). */
   port: number | undefined;
   metricsPort: number | undefined;
+  /**
+   * Settles when a part of the process ends by itself, with why (the worker's job runner: no job would run
+   * any more): the process should stop and exit non-zero, so that its supervisor starts it again. Never
+   * settles otherwise.
+   */
+  failed: Promise<string>;
   /** Idempotent: a second call returns the first call's report. */
   stop(reason: string): Promise<StopReport>;
 }
@@ -256,6 +262,7 @@ export async function startService(config: Config, role: Role, logger: Logger): 
       database,
       port,
       metricsPort: metrics?.port,
+      failed: worker?.ended ?? new Promise<string>(() => undefined),
       stop: (reason) => (stopping ??= stop(reason)),
     };
   } catch (error) {

@@ -1,6 +1,8 @@
 // npm start (API and worker), npm run start:api, npm run start:worker.
 // Logs are JSON lines on stdout; a bad setting stops the start with a plain message on stderr naming
-// the variable. SIGTERM and SIGINT stop the process gracefully (app/lifecycle.ts), exit code 0.
+// the variable. SIGTERM and SIGINT stop the process gracefully (app/lifecycle.ts), exit code 0. A part
+// that ends by itself (the worker's job runner) stops it the same way, exit code 1, for its supervisor
+// to start it again.
 import { ConfigError, loadConfig, type Config } from "../server/config.ts";
 import { EmbeddedPostgresUnavailable, loadEmbeddedPostgres } from "../db/database.ts";
 import { demoCurlLine, seedDemoTenant } from "./demo.ts";
@@ -52,13 +54,18 @@ async function main(): Promise<void> {
   process.removeAllListeners("SIGTERM");
   let running: RunningService | undefined;
   let signalled: string | undefined;
+  /** Set by the first reason to stop, which decides the exit code. */
+  let stopping = false;
   const shutdown = (signal: string) => {
     if (signalled) return;
     signalled = signal;
     // A signal during start-up is acted on as soon as the start has finished.
     if (running) stopAndExit(running, signal);
   };
-  const stopAndExit = (service: RunningService, signal: string) => {
+  const stopAndExit = (service: RunningService, reason: string, failed = false) => {
+    // A signal while a failure already stops the process (or the reverse) joins that stop.
+    if (stopping) return;
+    stopping = true;
     const backstop = setTimeout(
       () => {
         logger.fatal("shutdown did not finish in time; exiting");
@@ -67,8 +74,8 @@ async function main(): Promise<void> {
       config.shutdownDrainSeconds * 1000 + config.shutdownTimeoutMs + STOP_MARGIN_MS,
     );
     backstop.unref();
-    service.stop(signal).then(
-      (report) => process.exit(report.errors.length === 0 ? 0 : 1),
+    service.stop(reason).then(
+      (report) => process.exit(!failed && report.errors.length === 0 ? 0 : 1),
       (error: unknown) => {
         logger.fatal({ err: error }, "shutdown failed");
         process.exit(1);
@@ -89,6 +96,11 @@ async function main(): Promise<void> {
     logger.fatal({ err: error }, "start-up failed");
     process.exit(1);
   }
+  const service = running;
+  void service.failed.then((reason) => {
+    logger.error({ reason }, "stopping: a part of the process ended by itself; exiting 1 for a restart");
+    stopAndExit(service, reason, true);
+  });
   const { services, database, port } = running;
   const databaseKind = database.embedded ? "embedded" : "DATABASE_URL";
   if (port !== undefined) {

@@ -53,6 +53,12 @@ export interface WorkerHandle {
   /** graphile-worker's pool id: what this worker writes into the locked_by of the jobs it takes. */
   runnerIds(): string[];
   slots: TenantSlots;
+  /**
+   * Settles when the job runner ends by itself, not through stop(), with why: graphile-worker shut itself
+   * down (a breaking migration of its schema by a newer version) or failed (a lost database connection).
+   * No job runs any more; the heartbeat is already gone. Never settles otherwise.
+   */
+  ended: Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -116,19 +122,40 @@ export async function startWorker(
     await pool.end().catch(() => undefined);
     throw error;
   }
-  // A lost database connection ends the runner's promise; the health check reports it, the process keeps serving.
-  runner.promise.catch((error: unknown) => log.error(`worker stopped: ${errorMessage(error)}`));
   await beat();
   const heartbeat = setInterval(() => void beat(), heartbeatIntervalMs(workerDeadAfterSeconds));
   heartbeat.unref();
+  let stopping = false;
+  let runnerEnded = false;
+  // A runner that ends while nobody stops it leaves a process that looks alive (its heartbeat kept beating)
+  // and runs no job: the heartbeat goes at once, and `ended` tells the process to stop.
+  const ended = new Promise<string>((resolve) => {
+    const end = async (reason: string) => {
+      runnerEnded = true;
+      if (stopping) return;
+      clearInterval(heartbeat);
+      await removeHeartbeat(services.db, workerId).catch(() => undefined);
+      log.error({ reason }, "the job runner stopped by itself; no job runs in this worker any more");
+      resolve(reason);
+    };
+    runner.promise.then(
+      () => end("graphile-worker's job runner ended without an error"),
+      (error: unknown) => {
+        log.error(`worker stopped: ${errorMessage(error)}`);
+        return end(`graphile-worker's job runner failed: ${errorMessage(error)}`);
+      },
+    );
+  });
   return {
     workerId,
     runner,
     runnerIds: () => [...runnerIds],
     slots,
+    ended,
     async stop() {
+      stopping = true;
       clearInterval(heartbeat);
-      await runner.stop();
+      if (!runnerEnded) await runner.stop();
       // Our pool, ended once graphile-worker is done with it (db/database.ts createWorkerPool says why).
       await pool.end().catch(() => undefined);
       await removeHeartbeat(services.db, workerId).catch(() => undefined);

@@ -1,4 +1,5 @@
-// Starts the real `node app/main.ts` as a child process and waits for its "listening" log line.
+// Starts the real `node app/main.ts` as a child process and waits for its "listening" log line (a
+// worker-only process: its "running" line).
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
@@ -9,6 +10,7 @@ const MAIN = path.join(import.meta.dirname, "..", "..", "app", "main.ts");
 
 export interface MainProcess {
   child: ChildProcessWithoutNullStreams;
+  /** The API's port; 0 for a process without the API (`--role=worker`). */
   port: number;
   stdout: () => string;
   /** The JSON log lines written so far. */
@@ -57,9 +59,12 @@ export async function startMainProcess(
       .split("\n")
       .filter((line) => line.startsWith("{"))
       .map((line) => JSON.parse(line) as Record<string, unknown>);
+  const workerOnly = options.args?.includes("--role=worker") === true;
   const port = await waitFor(
     async () => {
       if (gone) throw new Error(`the service exited during start-up:\n${out}\n${err}`);
+      if (workerOnly)
+        return logLines().some((line) => /^Integrator worker .* running$/.test(String(line.msg))) ? 0 : undefined;
       const listening = logLines().find((line) => String(line.msg).includes("listening on"));
       return typeof listening?.port === "number" ? listening.port : undefined;
     },
