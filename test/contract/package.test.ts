@@ -1,5 +1,5 @@
 // The published contract package: built and packed as `npm run contract:package -- --pack DIR` does, it
-// stays small, depends on openapi-fetch alone, and a strict TypeScript consumer of the installed tarball
+// stays small, depends on openapi-fetch and standardwebhooks alone, and a strict TypeScript consumer of the installed tarball
 // compiles and runs.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -32,9 +32,9 @@ t.test("the contract package", async (t) => {
   });
   const installed = path.join(consumer, "node_modules/integrator-api-contract");
 
-  t.test("it depends on openapi-fetch and nothing else, and carries no server code", async (t) => {
+  t.test("it depends on openapi-fetch and standardwebhooks alone, and carries no server code", async (t) => {
     const manifest = JSON.parse(fs.readFileSync(path.join(installed, "package.json"), "utf8"));
-    t.same(Object.keys(manifest.dependencies ?? {}), ["openapi-fetch"]);
+    t.same(Object.keys(manifest.dependencies ?? {}).sort(), ["openapi-fetch", "standardwebhooks"]);
     t.same(manifest.peerDependencies ?? {}, {});
     t.same(fs.readdirSync(path.join(installed, "dist")).sort(), [
       "index.d.ts",
@@ -43,6 +43,12 @@ t.test("the contract package", async (t) => {
       "openapi.js",
       "openapi.json",
       "openapi.yaml",
+      "retries.d.ts",
+      "retries.js",
+      "token-provider.d.ts",
+      "token-provider.js",
+      "webhooks.d.ts",
+      "webhooks.js",
     ]);
   });
 
