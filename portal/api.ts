@@ -50,7 +50,8 @@ export type Attempt = components["schemas"]["WebhookDeliveryAttempt"];
 export type DeliveredEventKind = components["schemas"]["WebhookDeliveredEventKind"];
 
 export function portalApi(token: string, baseUrl = window.location.origin) {
-  const client = createIntegratorClient({ baseUrl, token });
+  // A refusal is shown at once with a button to try again, rather than waited out behind a spinner.
+  const client = createIntegratorClient({ baseUrl, token, retry: false });
   const subscription = (id: string) => ({ params: { path: { subscription_id: id } } });
   const delivery = (id: string) => ({ params: { path: { delivery_id: id } } });
   return {

@@ -1,7 +1,8 @@
 // Builds the contract package (openapi/package) into openapi/package/dist, with no server code in it:
 //   openapi.json, openapi.yaml   the bundled document (generated/openapi.json) and the hand-written source
 //   openapi.d.ts, openapi.js     the types openapi-typescript writes (generated/openapi.ts), as declarations
-//   index.js, index.d.ts         the typed client (openapi/package/src/index.ts) compiled by tsc
+//   index.js, index.d.ts, ...    the SDK (openapi/package/src/*.ts: the typed client, the token provider,
+//                                retries, webhook verification) compiled by tsc
 // `--pack DIR` then runs `npm pack` of the package into DIR and prints the tarball's path.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -30,13 +31,21 @@ export function buildContractPackage(): void {
   fs.rmSync(DIST, { recursive: true, force: true });
   fs.rmSync(STAGING, { recursive: true, force: true });
   fs.mkdirSync(STAGING, { recursive: true });
-  const client = fs.readFileSync(path.join(PACKAGE_DIR, "src/index.ts"), "utf8");
-  if (!client.includes(`"${REPOSITORY_TYPES}"`))
-    throw new Error(`openapi/package/src/index.ts must import the types from "${REPOSITORY_TYPES}"`);
-  fs.writeFileSync(path.join(STAGING, "index.ts"), client.replaceAll(`"${REPOSITORY_TYPES}"`, `"${PACKAGE_TYPES}"`));
+  const sources = fs.readdirSync(path.join(PACKAGE_DIR, "src")).filter((name) => name.endsWith(".ts"));
+  for (const name of sources) {
+    const source = fs.readFileSync(path.join(PACKAGE_DIR, "src", name), "utf8");
+    if (name === "index.ts" && !source.includes(`"${REPOSITORY_TYPES}"`))
+      throw new Error(`openapi/package/src/index.ts must import the types from "${REPOSITORY_TYPES}"`);
+    // The sources import each other as `./name.ts`, as the repository runs them; the package's files are `.js`.
+    const packaged = source
+      .replaceAll(`"${REPOSITORY_TYPES}"`, `"${PACKAGE_TYPES}"`)
+      .replace(/(from "\.\/[\w-]+)\.ts"/g, '$1.js"');
+    fs.writeFileSync(path.join(STAGING, name), packaged);
+  }
   fs.copyFileSync(path.join(ROOT, "generated/openapi.ts"), path.join(STAGING, "openapi.ts"));
 
-  const program = ts.createProgram([path.join(STAGING, "index.ts"), path.join(STAGING, "openapi.ts")], {
+  const staged = [...sources, "openapi.ts"].map((name) => path.join(STAGING, name));
+  const program = ts.createProgram(staged, {
     target: ts.ScriptTarget.ES2022,
     module: ts.ModuleKind.NodeNext,
     moduleResolution: ts.ModuleResolutionKind.NodeNext,

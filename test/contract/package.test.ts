@@ -1,26 +1,79 @@
 // The published contract package: built and packed as `npm run contract:package -- --pack DIR` does, it
-// stays small, depends on openapi-fetch alone, and a strict TypeScript consumer of the installed tarball
-// compiles and runs.
-import { execFileSync } from "node:child_process";
+// stays small, depends on openapi-fetch and standardwebhooks alone, a strict TypeScript consumer of the
+// installed tarball compiles (event kinds checked by the compiler), and the installed SDK works against the
+// running service: a token from the provider, an intake call whose retry is replayed, a 429 waited out for
+// Retry-After, a real delivery verified.
+import { execFile, execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import { promisify } from "node:util";
 import t from "tap";
 import { tempDir } from "../helpers/temp-dir.ts";
+import { runAdminCli } from "../helpers/admin-cli.ts";
+import { createTestTenant, startReplica, tokenRequest } from "../helpers/server.ts";
+import { startWebhookRig, testCa } from "../helpers/webhooks.ts";
+import { waitFor } from "../helpers/wait.ts";
 import { buildContractPackage, PACKAGE_DIR, packContractPackage, ROOT } from "../../scripts/contract-package.ts";
 
 const MAX_PACKED_BYTES = 200 * 1024;
+const TSC = path.join(ROOT, "node_modules/typescript/bin/tsc");
+
+/** tsc's report on a project of the consumer: "" when it compiles. */
+function compile(project: string): string {
+  try {
+    return execFileSync(process.execPath, [TSC, "-p", project], { encoding: "utf8", stdio: "pipe" });
+  } catch (error) {
+    return String((error as { stdout?: string }).stdout ?? error);
+  }
+}
 
 t.test("the contract package", async (t) => {
   const work = tempDir(t, "contract-package-");
+  const consumer = path.join(work, "consumer");
+
+  // The running service. The slowest check is a 429 waited out for Retry-After: another API process of the
+  // deployment allows two requests a minute per principal; an API client makes its first request now, so
+  // that the minute it later waits for runs while the package is built and the other checks run.
+  const rig = await startWebhookRig(t, testCa(t));
+  const limited = await startReplica(t, rig.server, { RATE_LIMIT_PER_MINUTE: "2" });
+  const run = async (script: string, env: Record<string, string>) => {
+    const { stdout } = await promisify(execFile)(process.execPath, [path.join(consumer, script)], {
+      cwd: consumer,
+      env: { ...process.env, ...env },
+      encoding: "utf8",
+    });
+    return JSON.parse(stdout);
+  };
+  /** An API client of a tenant, made as an operator makes one. */
+  const apiClient = async (tenantId: string) => {
+    const created = await runAdminCli(rig.server, ["client:create", "--tenant", tenantId, "--roles", "client_admin"]);
+    t.equal(created.code, 0, "npm run admin -- client:create");
+    const { client_id, client_secret } = JSON.parse(created.stdout);
+    return { CLIENT_ID: client_id as string, CLIENT_SECRET: client_secret as string };
+  };
+  const submissionsOf = async (tenantId: string) =>
+    Number(
+      (
+        await rig.server.services
+          .db("integrator.intake_submissions")
+          .where({ tenant_id: tenantId })
+          .count<{ count: string }[]>("* as count")
+      )[0]?.count,
+    );
+  const limitedTenant = await createTestTenant(limited.services);
+  const limitedClient = await apiClient(limitedTenant.tenantId);
+  const opened = await tokenRequest(limited, {
+    grant_type: "client_credentials",
+    client_id: limitedClient.CLIENT_ID,
+    client_secret: limitedClient.CLIENT_SECRET,
+  });
+  const { access_token } = (await opened.json()) as { access_token: string };
+  t.equal((await limited.request("/v1/me", { token: access_token })).status, 200, "the first request of its minute");
+
   buildContractPackage();
   const tarball = packContractPackage(work);
 
-  t.test("npm pack of it stays under 200 KB", async (t) => {
-    const size = fs.statSync(tarball).size;
-    t.ok(size < MAX_PACKED_BYTES, `packed size ${size} bytes`);
-  });
-
-  const consumer = path.join(work, "consumer");
+  // An empty project that installs the tarball, as an integrator's would.
   fs.mkdirSync(consumer);
   fs.writeFileSync(
     path.join(consumer, "package.json"),
@@ -31,11 +84,48 @@ t.test("the contract package", async (t) => {
     stdio: ["ignore", "pipe", "pipe"],
   });
   const installed = path.join(consumer, "node_modules/integrator-api-contract");
+  const consumerConfig = JSON.parse(fs.readFileSync(path.join(PACKAGE_DIR, "example/tsconfig.json"), "utf8"));
+  /** A tsconfig of the consumer's strict settings for `files`; returns its path. */
+  const project = (name: string, files: string[]) => {
+    const file = path.join(consumer, `tsconfig.${name}.json`);
+    fs.writeFileSync(file, JSON.stringify({ ...consumerConfig, files }));
+    return file;
+  };
 
-  t.test("it depends on openapi-fetch and nothing else, and carries no server code", async (t) => {
+  // The API client's second request of the minute, then a 429 (its Retry-After noted), then an intake call.
+  fs.writeFileSync(
+    path.join(consumer, "rate-limited.mjs"),
+    `import { createIntegratorClient, createTokenProvider } from "integrator-api-contract";
+    const { BASE_URL: baseUrl, CLIENT_ID: clientId, CLIENT_SECRET: clientSecret } = process.env;
+    const token = createTokenProvider({ baseUrl, clientId, clientSecret });
+    const statuses = [];
+    let retryAfter;
+    while (retryAfter === undefined && statuses.length < 5) {
+      const answer = await fetch(baseUrl + "/v1/me", { headers: { Authorization: "Bearer " + (await token()) } });
+      statuses.push(answer.status);
+      if (answer.status === 429) retryAfter = Number(answer.headers.get("retry-after"));
+    }
+    const notices = [];
+    const api = createIntegratorClient({ baseUrl, token, retry: { maxWaitSeconds: 90, onRetry: (notice) => notices.push(notice) } });
+    const started = Date.now();
+    const submitted = await api.POST("/v1/intake/submit", { body: { filename: "later.pdf", file_size: 1, mime_type: "application/pdf" } });
+    console.log(JSON.stringify({ statuses, retryAfter, notices, elapsedMs: Date.now() - started, status: submitted.response.status }));
+    `,
+  );
+  const rateLimited = run("rate-limited.mjs", { BASE_URL: limited.baseUrl, ...limitedClient });
+  rateLimited.catch(() => {}); // awaited, and its failure reported, by the test below
+
+  t.test("npm pack of it stays under 200 KB", async (t) => {
+    const size = fs.statSync(tarball).size;
+    t.ok(size < MAX_PACKED_BYTES, `packed size ${size} bytes`);
+  });
+
+  t.test("it depends on openapi-fetch and standardwebhooks alone, carries a licence and no server code", async (t) => {
     const manifest = JSON.parse(fs.readFileSync(path.join(installed, "package.json"), "utf8"));
-    t.same(Object.keys(manifest.dependencies ?? {}), ["openapi-fetch"]);
+    t.same(Object.keys(manifest.dependencies ?? {}).sort(), ["openapi-fetch", "standardwebhooks"]);
     t.same(manifest.peerDependencies ?? {}, {});
+    t.equal(manifest.license, "MIT");
+    t.match(fs.readFileSync(path.join(installed, "LICENSE"), "utf8"), /^MIT License/);
     t.same(fs.readdirSync(path.join(installed, "dist")).sort(), [
       "index.d.ts",
       "index.js",
@@ -43,6 +133,12 @@ t.test("the contract package", async (t) => {
       "openapi.js",
       "openapi.json",
       "openapi.yaml",
+      "retries.d.ts",
+      "retries.js",
+      "token-provider.d.ts",
+      "token-provider.js",
+      "webhooks.d.ts",
+      "webhooks.js",
     ]);
   });
 
@@ -57,48 +153,43 @@ t.test("the contract package", async (t) => {
     );
   });
 
-  t.test("a strict TypeScript example consuming the installed tarball compiles", async (t) => {
-    for (const file of ["example.ts", "tsconfig.json"])
+  t.test("strict TypeScript consumers of the installed tarball compile, the README's example too", async (t) => {
+    for (const file of fs.readdirSync(path.join(PACKAGE_DIR, "example")))
       fs.copyFileSync(path.join(PACKAGE_DIR, "example", file), path.join(consumer, file));
-    const tsc = path.join(ROOT, "node_modules/typescript/bin/tsc");
-    const output = (() => {
-      try {
-        return execFileSync(process.execPath, [tsc, "-p", consumer], { encoding: "utf8", stdio: "pipe" });
-      } catch (error) {
-        return String((error as { stdout?: string }).stdout ?? error);
-      }
-    })();
-    t.equal(output, "", "tsc reports nothing");
+    const readme = fs.readFileSync(path.join(PACKAGE_DIR, "README.md"), "utf8");
+    const example = /```ts\n([\s\S]*?)```/.exec(readme)?.[1] ?? "";
+    t.ok(example.split("\n").filter(Boolean).length <= 12, "the README's example is about ten lines");
+    // What a web framework hands a webhook endpoint, and Node's process, declared for the compiler.
+    const preamble =
+      "declare const process: { env: Record<string, string | undefined> };\n" +
+      "declare const rawBody: string;\ndeclare const request: { headers: Headers };\n";
+    fs.writeFileSync(path.join(consumer, "readme.ts"), preamble + example);
+    t.equal(compile(project("good", ["example.ts", "events.ts", "readme.ts"])), "", "tsc reports nothing");
   });
 
-  t.test("a type error in the consumer is caught (the compile check can fail)", async (t) => {
+  t.test("the compile check can fail: a wrong body, a misspelt event kind, another kind's data", async (t) => {
     fs.writeFileSync(
       path.join(consumer, "broken.ts"),
       `import { createIntegratorClient } from "integrator-api-contract";\n` +
         `const api = createIntegratorClient({ baseUrl: "http://localhost:8080" });\n` +
         `export const call = api.POST("/v1/intake/submit", { body: { filename: "a.pdf", file_size: "big", mime_type: "application/pdf" } });\n`,
     );
-    const tsc = path.join(ROOT, "node_modules/typescript/bin/tsc");
-    const args = [
-      tsc,
-      "--strict",
-      "--noEmit",
-      "--module",
-      "nodenext",
-      "--moduleResolution",
-      "nodenext",
-      "--target",
-      "es2022",
-      "--lib",
-      "es2022,dom",
-      "--types",
-      "",
-      path.join(consumer, "broken.ts"),
-    ];
-    t.throws(() => execFileSync(process.execPath, args, { stdio: "pipe" }), "file_size as a string does not compile");
+    // events.ts without its @ts-expect-error lines: each line they guarded is an error.
+    const events = fs.readFileSync(path.join(PACKAGE_DIR, "example/events.ts"), "utf8");
+    fs.writeFileSync(path.join(consumer, "unguarded.ts"), events.replace(/^ *\/\/ @ts-expect-error.*\n/gm, ""));
+    const report = compile(project("bad", ["broken.ts", "unguarded.ts"]));
+    t.match(report, /broken\.ts\(3,\d+\): error TS2322/, "file_size as a string");
+    t.match(report, /unguarded\.ts\(\d+,\d+\): error TS2367: .*"intake\.submited"/, "a misspelt kind in a comparison");
+    t.match(
+      report,
+      /unguarded\.ts\(\d+,\d+\): error TS2678: .*"document\.statuschanged"/,
+      "a misspelt kind in a switch",
+    );
+    t.match(report, /unguarded\.ts\(\d+,\d+\): error TS2322: Type 'unknown' is not assignable to type 'number'/);
+    t.equal(report.match(/error TS/g)?.length, 4, "and nothing else");
   });
 
-  t.test("the installed client runs: it builds requests with the bearer token and Idempotency-Key", async (t) => {
+  t.test("the installed client builds requests with the bearer token and Idempotency-Key", async (t) => {
     const script = `
       import { createIntegratorClient, withIdempotencyKey } from "integrator-api-contract";
       import document from "integrator-api-contract/openapi.json" with { type: "json" };
@@ -117,6 +208,95 @@ t.test("the contract package", async (t) => {
       key: "k-1",
       data: { ok: true },
       version: manifest.version,
+    });
+  });
+
+  t.test("the installed SDK against the running service", async (t) => {
+    const { secret } = await rig.subscribe(rig.receiver.url("/sdk"), ["intake.submitted"]);
+    const credentials = await apiClient(rig.tenant.tenantId);
+
+    t.test("a token from the provider, and an intake call whose lost answer is retried and replayed", async (t) => {
+      fs.writeFileSync(
+        path.join(consumer, "intake.mjs"),
+        `import { createIntegratorClient, createTokenProvider } from "integrator-api-contract";
+        const { BASE_URL: baseUrl, CLIENT_ID: clientId, CLIENT_SECRET: clientSecret } = process.env;
+        const token = createTokenProvider({ baseUrl, clientId, clientSecret });
+        const sent = [];
+        const api = createIntegratorClient({ baseUrl, token, fetch: async (request) => {
+          const pathname = new URL(request.url).pathname;
+          sent.push({ pathname, key: request.headers.get("idempotency-key") });
+          const answer = await fetch(request);
+          if (pathname !== "/v1/intake/submit" || sent.filter((s) => s.pathname === pathname).length > 1) return answer;
+          // The service acts on the first submit, but its answer is lost on the way back.
+          await answer.arrayBuffer();
+          throw new TypeError("fetch failed");
+        } });
+        const me = await api.GET("/v1/me");
+        const submitted = await api.POST("/v1/intake/submit", { body: { filename: "claim-4711.pdf", file_size: 482133, mime_type: "application/pdf" } });
+        console.log(JSON.stringify({ subject: me.data.subject, status: submitted.response.status,
+          replayed: submitted.response.headers.get("idempotent-replayed"), submissionId: submitted.data.id, sent }));
+        `,
+      );
+      const before = await submissionsOf(rig.tenant.tenantId);
+      const printed = await run("intake.mjs", { BASE_URL: rig.server.baseUrl, ...credentials });
+      t.equal(printed.subject, credentials.CLIENT_ID, "the provider's token is the API client's");
+      t.equal(printed.status, 201);
+      t.equal(printed.replayed, "true", "the service replayed the first answer");
+      const submits = printed.sent.filter((call: { pathname: string }) => call.pathname === "/v1/intake/submit");
+      t.equal(submits.length, 2);
+      t.match(submits[0].key, /^[0-9a-f-]{36}$/, "the client made up an Idempotency-Key");
+      t.equal(submits[1].key, submits[0].key, "and sent it again with the retry");
+      t.equal(await submissionsOf(rig.tenant.tenantId), before + 1, "one submission");
+
+      t.test("the service's delivery of it verifies with the secret as returned", async (t) => {
+        const received = await waitFor(
+          async () => rig.receiver.receivedAt("/sdk"),
+          (requests) => requests.length > 0,
+        );
+        const [delivery] = received;
+        t.ok(delivery, "a delivery arrived");
+        if (!delivery) return;
+        fs.writeFileSync(path.join(consumer, "body.bin"), delivery.rawBody);
+        fs.writeFileSync(path.join(consumer, "headers.json"), JSON.stringify(delivery.headers));
+        fs.writeFileSync(
+          path.join(consumer, "verify.mjs"),
+          `import fs from "node:fs";
+          import { verifyWebhook } from "integrator-api-contract";
+          const body = fs.readFileSync("body.bin");
+          const headers = JSON.parse(fs.readFileSync("headers.json", "utf8"));
+          const event = verifyWebhook(body, headers, process.env.WEBHOOK_SECRET);
+          let tampered;
+          try { verifyWebhook(Buffer.concat([body, Buffer.from(" ")]), headers, process.env.WEBHOOK_SECRET); }
+          catch (error) { tampered = error.name; }
+          console.log(JSON.stringify({ event: event.event, submissionId: event.data.submission_id, tampered }));
+          `,
+        );
+        t.same(await run("verify.mjs", { WEBHOOK_SECRET: secret }), {
+          event: "intake.submitted",
+          submissionId: printed.submissionId,
+          tampered: "WebhookVerificationError",
+        });
+      });
+    });
+
+    t.test("a 429 is waited out for Retry-After, then the call succeeds", async (t) => {
+      const printed = await rateLimited;
+      t.equal(printed.statuses.at(-1), 429, "the principal used up its two requests");
+      t.ok(
+        printed.statuses.slice(0, -1).every((status: number) => status === 200),
+        `and was served before: ${printed.statuses.join(", ")}`,
+      );
+      t.ok(printed.retryAfter >= 1 && printed.retryAfter <= 60, `Retry-After: ${printed.retryAfter}`);
+      t.equal(printed.notices.length, 1, "one retry");
+      const [notice] = printed.notices;
+      t.match(notice, { attempt: 1, status: 429, method: "POST" });
+      t.ok(
+        notice.waitMs >= (printed.retryAfter - 1) * 1000 && notice.waitMs <= printed.retryAfter * 1000,
+        `waited ${notice.waitMs} ms as Retry-After asked`,
+      );
+      t.ok(printed.elapsedMs >= notice.waitMs, `the call took ${printed.elapsedMs} ms`);
+      t.equal(printed.status, 201);
+      t.equal(await submissionsOf(limitedTenant.tenantId), 1);
     });
   });
 });

@@ -1,6 +1,14 @@
 // A consumer of the packed contract package, compiled in strict mode by test/contract/package.test.ts
 // against the tarball `npm pack` makes (not against the repository's sources).
-import { createIntegratorClient, withIdempotencyKey, type Schemas, type WebhookEvent } from "integrator-api-contract";
+import {
+  createIntegratorClient,
+  createTokenProvider,
+  TokenRequestError,
+  withIdempotencyKey,
+  type RetryNotice,
+  type Schemas,
+  type WebhookEvent,
+} from "integrator-api-contract";
 import type { paths } from "integrator-api-contract/types";
 
 export async function submitOne(baseUrl: string, token: string): Promise<Schemas["IntakeSubmissionResponse"]> {
@@ -15,8 +23,27 @@ export async function submitOne(baseUrl: string, token: string): Promise<Schemas
   return data;
 }
 
-export async function whoAmI(baseUrl: string, token: string): Promise<string> {
-  const api = createIntegratorClient({ baseUrl, token });
+export async function asApiClient(baseUrl: string, clientId: string, clientSecret: string): Promise<string> {
+  const retries: RetryNotice[] = [];
+  const token = createTokenProvider({ baseUrl, clientId, clientSecret, clientAuthentication: "basic" });
+  const api = createIntegratorClient({
+    baseUrl,
+    token,
+    retry: { maxAttempts: 4, maxWaitSeconds: 30, onRetry: (retry) => retries.push(retry) },
+  });
+  try {
+    const { data } = await api.POST("/v1/intake/batch", {
+      body: { items: [{ filename: "a.pdf", file_size: 1, mime_type: "application/pdf" }] },
+    });
+    return `${data?.id ?? "refused"} after ${retries.length} retries`;
+  } catch (error) {
+    if (error instanceof TokenRequestError && error.error === "invalid_client") token.invalidate();
+    throw error;
+  }
+}
+
+export async function whoAmI(baseUrl: string, username: string, password: string): Promise<string> {
+  const api = createIntegratorClient({ baseUrl, token: createTokenProvider({ baseUrl, username, password }) });
   const { data } = await api.GET("/v1/me");
   return data ? `${data.subject} of ${data.tenant_id} (${data.roles.join(", ")})` : "nobody";
 }
