@@ -109,9 +109,17 @@ function documentTitle(): string {
   return document.info?.title ?? "API";
 }
 
-/** The routes; mounted by the app only when the description is to be served. */
-export function apiDocsRouter(): Router {
+/**
+ * The routes; mounted by the app only when the description is to be served. With redirectRoot (outside
+ * production), GET / answers a redirect to /docs, so a person opening the service's address finds it.
+ */
+export function apiDocsRouter(options: { redirectRoot?: boolean } = {}): Router {
   const router = express.Router();
+  if (options.redirectRoot)
+    router.get("/", (_req, res) => {
+      res.set("Cache-Control", "no-cache");
+      res.redirect(302, "/docs");
+    });
   const page = referencePageHtml(documentTitle(), {
     documentUrl: "/openapi.json",
     scriptUrl: "/docs/scalar.js",

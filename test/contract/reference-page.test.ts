@@ -35,6 +35,9 @@ t.test("the description is served in JSON and YAML, byte for byte the bundled co
     /script-src 'self'(;|$)/,
     "its own CSP: only its bundled script",
   );
+  const root = await server.request("/", { redirect: "manual" });
+  t.equal(root.status, 302, "outside production / redirects ...");
+  t.equal(root.headers.get("location"), "/docs", "... to the reference page");
   const script = await server.request("/docs/scalar.js");
   t.equal(script.status, 200);
   t.ok(Number(script.headers.get("content-length")) > 1_000_000, "the bundled reference script");
@@ -44,7 +47,7 @@ t.test("production serves no description and no reference page by default", asyn
   const server = await startTestServer(t, {
     env: { NODE_ENV: "production", PUBLIC_BASE_URL: "https://integrator.example.com" },
   });
-  for (const path of ["/openapi.json", "/openapi.yaml", "/docs", "/docs/scalar.js"]) {
+  for (const path of ["/", "/openapi.json", "/openapi.yaml", "/docs", "/docs/scalar.js"]) {
     const res = await server.request(path);
     t.equal(res.status, 404, path);
   }
@@ -56,11 +59,13 @@ t.test("production serves them with API_DOCS=true", async (t) => {
   });
   t.equal((await server.request("/openapi.json")).status, 200);
   t.equal((await server.request("/docs")).status, 200);
+  t.equal((await server.request("/", { redirect: "manual" })).status, 404, "/ is no redirect in production");
 });
 
 t.test("API_DOCS=false turns them off outside production", async (t) => {
   const server = await startTestServer(t, { env: { API_DOCS: "false" } });
   t.equal((await server.request("/openapi.json")).status, 404);
+  t.equal((await server.request("/", { redirect: "manual" })).status, 404, "no redirect to a page not served");
 });
 
 /** The page in a fresh browser context that records every request and aborts any to another origin. */
