@@ -117,7 +117,10 @@ async function main(): Promise<void> {
       const curl = await demoCurlLine(services, base);
       if (curl) process.stdout.write(`Try it:\n${curl}\n`);
       const portal = await demoPortalLink(services, base);
-      if (portal) process.stdout.write(`The demo tenant's webhook portal (the link works for a while):\n${portal}\n`);
+      if (portal)
+        process.stdout.write(
+          `The demo tenant's webhook portal (the link is valid for ${config.portal.sessionTtlMinutes} minutes; the page can extend it):\n${portal}\n`,
+        );
       if (config.serveApiDocs) process.stdout.write(`The API reference: ${base}/docs\n`);
     }
   } else {
