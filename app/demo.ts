@@ -1,5 +1,6 @@
 // First start on an empty embedded database: a demo tenant with a client_admin user, and a curl line
-// with a fresh token so the service can be tried at once. Never in production (config.seedDemo).
+// with a fresh token and a webhook portal link so the service can be tried at once. Never in production
+// (config.seedDemo).
 import { randomBytes } from "node:crypto";
 import { countTenants, createTenant, findUserByUsername } from "../db/principals.ts";
 import { registerUser } from "../handlers/auth/principals.ts";
@@ -32,4 +33,16 @@ export async function demoCurlLine(services: Services, baseUrl: string): Promise
     external_reference: "demo-1",
   });
   return `curl -s -X POST ${baseUrl}/v1/intake/submit -H 'Authorization: Bearer ${token}' -H 'Content-Type: application/json' -d '${body}'`;
+}
+
+/** A webhook portal link for the demo tenant, valid for PORTAL_SESSION_TTL_MINUTES (as POST /v1/webhooks/portal-sessions makes). */
+export async function demoPortalLink(services: Services, baseUrl: string): Promise<string | undefined> {
+  const user = await findUserByUsername(services.db, DEMO_USERNAME);
+  if (!user) return undefined;
+  const { token } = await services.tokens.issuePortal({
+    subject: user.id,
+    tenantId: user.tenant_id,
+    expiresInSeconds: services.config.portal.sessionTtlMinutes * 60,
+  });
+  return `${baseUrl}/portal#token=${token}`;
 }

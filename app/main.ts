@@ -5,7 +5,7 @@
 // to start it again.
 import { ConfigError, loadConfig, type Config } from "../server/config.ts";
 import { EmbeddedPostgresUnavailable, loadEmbeddedPostgres } from "../db/database.ts";
-import { demoCurlLine, seedDemoTenant } from "./demo.ts";
+import { demoCurlLine, demoPortalLink, seedDemoTenant } from "./demo.ts";
 import { startService, type Role, type RunningService } from "./lifecycle.ts";
 import { createLogger } from "../server/logger.ts";
 import { errorMessage } from "../server/error-message.ts";
@@ -104,17 +104,36 @@ async function main(): Promise<void> {
   const { services, database, port } = running;
   const databaseKind = database.embedded ? "embedded" : "DATABASE_URL";
   if (port !== undefined) {
+    const base = `http://localhost:${port}`;
+    const pages = [
+      ...(config.serveApiDocs ? [`API reference ${base}/docs`] : []),
+      `webhook portal ${base}/portal (opened by a link from POST /v1/webhooks/portal-sessions)`,
+    ];
     logger.info(
-      { role, port, metrics_port: running.metricsPort, database: databaseKind, version: services.version },
-      `Integrator API ${services.version} listening on http://localhost:${port}`,
+      {
+        role,
+        port,
+        metrics_port: running.metricsPort,
+        database: databaseKind,
+        version: services.version,
+        ...(config.serveApiDocs ? { docs_url: `${base}/docs` } : {}),
+        portal_url: `${base}/portal`,
+      },
+      `Integrator API ${services.version} listening on ${base}; ${pages.join("; ")}`,
     );
     if (database.embedded && config.seedDemo && !signalled) {
       const seeded = await seedDemoTenant(services);
       // The demo hints are for a person at a terminal: plain text, not log lines.
       if (seeded)
         process.stdout.write(`Seeded a demo tenant. Demo user: ${seeded.username} / ${seeded.password} (shown once)\n`);
-      const curl = await demoCurlLine(services, `http://localhost:${port}`);
+      const curl = await demoCurlLine(services, base);
       if (curl) process.stdout.write(`Try it:\n${curl}\n`);
+      const portal = await demoPortalLink(services, base);
+      if (portal)
+        process.stdout.write(
+          `The demo tenant's webhook portal (the link is valid for ${config.portal.sessionTtlMinutes} minutes; the page can extend it):\n${portal}\n`,
+        );
+      if (config.serveApiDocs) process.stdout.write(`The API reference: ${base}/docs\n`);
     }
   } else {
     logger.info(

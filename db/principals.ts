@@ -28,6 +28,12 @@ export async function tenantExists(db: Knex, tenantId: string): Promise<boolean>
   return Boolean(await db("integrator.tenants").where({ id: tenantId }).first("id"));
 }
 
+/** A tenant's registered name; undefined when no such tenant is registered. */
+export async function tenantName(db: Knex, tenantId: string): Promise<string | undefined> {
+  const row = (await db("integrator.tenants").where({ id: tenantId }).first("name")) as { name: string } | undefined;
+  return row?.name;
+}
+
 export async function countTenants(db: Knex): Promise<number> {
   const row = (await db("integrator.tenants").count<{ count: number }[]>("* as count"))[0];
   return Number(row?.count ?? 0);

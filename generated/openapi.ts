@@ -305,7 +305,15 @@ export interface paths {
          * Send a test event to a subscription
          * @description Queues one `webhook.test` delivery (see the top-level `webhooks` section) to the subscription,
          *     whatever event kinds it subscribes to, signed and retried like any other delivery (`origin: test`).
-         *     `webhook.test` is sent only by this operation; it cannot be subscribed to. No request body.
+         *     `webhook.test` is sent only by this operation; it cannot be subscribed to. The request body is
+         *     optional.
+         *
+         *     **An example of a kind.** With a body `{"event_type": "<kind>"}` (a `WebhookEventKind`) the delivery
+         *     is instead an example event of that kind: the payload of the kind's example in the top-level
+         *     `webhooks` section (its `data` as shown there), with the subscription's tenant in `tenant_id`, the
+         *     current time in `timestamp`, `event_type` that kind and `origin: test`, so a receiver can be tried
+         *     with each event it will get. It is sent whatever kinds the subscription subscribes to; nothing else
+         *     happens (no submission or document exists behind its ids).
          *
          *     Manual sends (test events and redeliveries together) are limited per tenant to
          *     `WEBHOOK_MANUAL_SENDS_PER_MINUTE` in any 60 seconds (default 10): beyond it 429 `RATE_LIMITED` with
@@ -425,9 +433,12 @@ export interface paths {
          *     The link is `PUBLIC_BASE_URL` + `/portal#token=<credential>`. The credential sits in the URL fragment,
          *     which browsers never send to a server, so it does not reach request logs or `Referer` headers. It is an
          *     ES256 JWT (`aud` `integrator-portal`, `scope` `webhooks:portal`, `tenant_id`, `sub` = the caller's
-         *     subject, `iat`, `exp`, `jti`) valid for `PORTAL_SESSION_TTL_MINUTES` minutes (default 15):
+         *     subject, `iat`, `exp`, `jti`, and `session_iat`, when the link was made) valid for
+         *     `PORTAL_SESSION_TTL_MINUTES` minutes (default 15); the page can exchange it for a fresh one before it
+         *     ends (`POST /v1/webhooks/portal-sessions/refresh`), up to 8 hours after the link was made:
          *     - it is accepted only by the operations that declare the `PortalSession` security scheme (the
-         *       webhook operations the page uses), always for that one tenant;
+         *       webhook operations the page uses, `GET /v1/me` and `POST /v1/webhooks/portal-sessions/refresh`),
+         *       always for that one tenant;
          *     - every other operation refuses it with 401 `UNAUTHORIZED`, this one included: a portal credential
          *       cannot create portal sessions;
          *     - it cannot be revoked before it expires; keep the lifetime short.
@@ -436,6 +447,35 @@ export interface paths {
          *     Each session is recorded as the audit action `webhooks.portal_session_created`.
          */
         post: operations["createWebhookPortalSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/portal-sessions/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Refresh a webhook portal session before it ends
+         * @description Exchanges a valid portal credential (`PortalSession`, the bearer token of the portal page) for a new
+         *     one for the same tenant and subject, valid for `PORTAL_SESSION_TTL_MINUTES` minutes from now, so a
+         *     teammate working in the portal is not cut off after 15 minutes. The old credential stays valid until
+         *     its own `exp` (credentials cannot be revoked).
+         *
+         *     A session cannot be refreshed forever: the new credential never outlives 8 hours after the link was
+         *     made (`session_iat`, carried over from credential to credential); once that time has come, the
+         *     answer is 403 `FORBIDDEN` and a new link is needed (`POST /v1/webhooks/portal-sessions`). An access
+         *     token (not a portal credential) answers 403 `FORBIDDEN` too: it creates portal sessions instead. Each
+         *     refresh is recorded as the audit action `webhooks.portal_session_refreshed`. No request body.
+         */
+        post: operations["refreshWebhookPortalSession"];
         delete?: never;
         options?: never;
         head?: never;
@@ -685,9 +725,11 @@ export interface paths {
         };
         /**
          * Who am I (the caller's tenant, subject, roles and token expiry)
-         * @description Returns what the service read from the bearer token: the tenant it acts for, the subject (user id or
-         *     client id), the roles and when the token expires. Like every protected operation it needs the role
-         *     `client_admin` or `platform_admin` (403 `FORBIDDEN` otherwise).
+         * @description Returns what the service read from the bearer token: the tenant it acts for and its name, the subject
+         *     (user id or client id), the roles and when the token expires. Like every protected operation it needs
+         *     the role `client_admin` or `platform_admin` (403 `FORBIDDEN` otherwise). A webhook portal credential
+         *     (`PortalSession`) is accepted too, so the portal page can name its tenant: its subject is the link
+         *     creator's, prefixed `portal:`, and it has no roles.
          */
         get: operations["getCurrentPrincipal"];
         put?: never;
@@ -1119,6 +1161,11 @@ export interface components {
          * @enum {string}
          */
         WebhookEventKind: "document.status_changed" | "document.uploaded" | "document.completed" | "adjudication.case_created" | "adjudication.case_resolved" | "intake.submitted" | "intake.batch_submitted" | "scorecard.created";
+        /** @description What `sendWebhookTestEvent` sends; an empty body (or none) sends a `webhook.test` event. */
+        WebhookTestEventRequest: {
+            /** @description Send an example event of this kind (the kind's example in the `webhooks` section) instead. */
+            event_type?: components["schemas"]["WebhookEventKind"];
+        };
         /**
          * @description An event kind of `WebhookEventKind`, or `*` for all of them.
          * @enum {string}
@@ -1783,6 +1830,12 @@ export interface components {
              * @description The tenant the token acts for.
              */
             tenant_id: string;
+            /**
+             * @description The tenant's name as registered (`npm run admin -- tenant:create --name`); null when the tenant is
+             *     not registered here (a token of an external identity provider may name any tenant id).
+             * @example Acme Insurance
+             */
+            tenant_name: string | null;
             /** @description The token's subject (`sub`): a user id, a client id or the external identity provider's subject. */
             subject: string;
             /** @description The token's roles; `client_admin` or `platform_admin` is needed by the other protected operations. */
@@ -2599,7 +2652,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["WebhookTestEventRequest"];
+            };
+        };
         responses: {
             /** @description The test delivery, queued. */
             202: {
@@ -2774,6 +2831,45 @@ export interface operations {
                 };
             };
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    refreshWebhookPortalSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The refreshed link (the same page, a new credential) and when it expires. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookPortalSessionResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description `FORBIDDEN`: the session is 8 hours old and can no longer be refreshed, or the bearer token is an
+             *     access token rather than a portal credential.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReviewApiErrorEnvelope"];
+                };
+            };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];

@@ -1,6 +1,7 @@
 // The API description and its reference page: GET /openapi.json (the bundled copy), /openapi.yaml (the
 // hand-written source, self-contained) and /docs, a Scalar page whose script is served from the installed
-// @scalar/api-reference package (no CDN: it works offline). Served when config.serveApiDocs (API_DOCS; by
+// @scalar/api-reference package (no CDN, no web fonts, no vendor AI or MCP features: it works offline, and
+// every request the page makes goes to this origin). Served when config.serveApiDocs (API_DOCS; by
 // default everywhere but production). `npm run docs` writes the same page as a static folder.
 import fs from "node:fs";
 import express, { type Router } from "express";
@@ -39,6 +40,13 @@ export interface ReferencePageLinks {
   sameOriginServer: boolean;
 }
 
+/**
+ * The element Scalar mounts on. Not "api-reference": Scalar's script mounts a second, empty reference on
+ * an element of that id by itself (its HTML API), which showed a loading skeleton that never finished,
+ * the vendor's AI and MCP buttons and a search over no document, above the configured one.
+ */
+export const REFERENCE_ELEMENT_ID = "reference";
+
 export function referencePageHtml(title: string, links: ReferencePageLinks): string {
   const escape = (value: string) => value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
   return `<!doctype html>
@@ -46,10 +54,11 @@ export function referencePageHtml(title: string, links: ReferencePageLinks): str
   <head>
     <meta charset="utf-8" />
     <meta name="viewport" content="width=device-width, initial-scale=1" />
+    <link rel="icon" href="data:," />
     <title>${escape(title)} reference</title>
   </head>
   <body>
-    <div id="api-reference" data-document-url="${escape(links.documentUrl)}" data-same-origin-server="${String(links.sameOriginServer)}"></div>
+    <div id="${REFERENCE_ELEMENT_ID}" data-document-url="${escape(links.documentUrl)}" data-title="${escape(title)}" data-same-origin-server="${String(links.sameOriginServer)}"></div>
     <script src="${escape(links.scriptUrl)}"></script>
     <script src="${escape(links.initUrl)}"></script>
   </body>
@@ -57,17 +66,37 @@ export function referencePageHtml(title: string, links: ReferencePageLinks): str
 `;
 }
 
-/** Starts Scalar on #api-reference; a file of its own so that the page needs no inline script. */
+/**
+ * Starts Scalar on #reference; a file of its own so that the page needs no inline script. The document is
+ * given by url with a title and slug, so search indexes it (operations, schemas, webhooks). Everything that
+ * would call the vendor is off: no web fonts (the page uses the system's), no telemetry, no AI agent, no
+ * MCP button, no developer tools bar. Try it offers a pasted bearer token first (an access token from
+ * POST /token, sent as Authorization: Bearer); the document's OAuth2 flows stay selectable.
+ */
 export const REFERENCE_INIT_SCRIPT = `(function () {
-  var element = document.getElementById("api-reference");
+  var element = document.getElementById("${REFERENCE_ELEMENT_ID}");
   var configuration = {
     url: element.getAttribute("data-document-url"),
+    title: element.getAttribute("data-title"),
+    slug: "api",
     withDefaultFonts: false,
-    defaultOpenAllTags: true,
     telemetry: false,
     showDeveloperTools: "never",
     agent: { disabled: true },
-    hideDownloadButton: false,
+    mcp: { disabled: true },
+    defaultOpenAllTags: true,
+    modelsSectionLabel: "Schemas",
+    authentication: {
+      preferredSecurityScheme: "BearerToken",
+      securitySchemes: {
+        BearerToken: {
+          type: "http",
+          scheme: "bearer",
+          bearerFormat: "JWT",
+          description: "Paste an access token (POST /token answers one); it is sent as Authorization: Bearer.",
+        },
+      },
+    },
   };
   if (element.getAttribute("data-same-origin-server") === "true")
     configuration.servers = [{ url: window.location.origin, description: "This server" }];
@@ -80,9 +109,17 @@ function documentTitle(): string {
   return document.info?.title ?? "API";
 }
 
-/** The routes; mounted by the app only when the description is to be served. */
-export function apiDocsRouter(): Router {
+/**
+ * The routes; mounted by the app only when the description is to be served. With redirectRoot (outside
+ * production), GET / answers a redirect to /docs, so a person opening the service's address finds it.
+ */
+export function apiDocsRouter(options: { redirectRoot?: boolean } = {}): Router {
   const router = express.Router();
+  if (options.redirectRoot)
+    router.get("/", (_req, res) => {
+      res.set("Cache-Control", "no-cache");
+      res.redirect(302, "/docs");
+    });
   const page = referencePageHtml(documentTitle(), {
     documentUrl: "/openapi.json",
     scriptUrl: "/docs/scalar.js",

@@ -71,7 +71,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
   app.use(access(services, logger));
   // The portal page and the description are no operations of the document: served before validation.
   app.use(portalPage(config.portal.frameAncestors));
-  if (config.serveApiDocs) app.use(apiDocsRouter());
+  if (config.serveApiDocs) app.use(apiDocsRouter({ redirectRoot: !config.isProduction }));
   app.use(bodyParsing());
   app.use(requestValidation(document, config.validateResponses));
   app.use(dispatch(handlers));

@@ -49,7 +49,8 @@ export type DeliveryDetail = components["schemas"]["WebhookDeliveryDetailRespons
 export type Attempt = components["schemas"]["WebhookDeliveryAttempt"];
 export type DeliveredEventKind = components["schemas"]["WebhookDeliveredEventKind"];
 
-export function portalApi(token: string, baseUrl = window.location.origin) {
+/** `token` is read at each call: a refreshed session's credential is used from then on. */
+export function portalApi(token: () => string, baseUrl = window.location.origin) {
   // A refusal is shown at once with a button to try again, rather than waited out behind a spinner.
   const client = createIntegratorClient({ baseUrl, token, retry: false });
   const subscription = (id: string) => ({ params: { path: { subscription_id: id } } });
@@ -72,11 +73,21 @@ export function portalApi(token: string, baseUrl = window.location.origin) {
       settle(client.POST("/v1/webhooks/subscriptions/{subscription_id}/enable", subscription(id))),
     rotateSecret: (id: string) =>
       settle(client.POST("/v1/webhooks/subscriptions/{subscription_id}/rotate-secret", subscription(id))),
-    sendTestEvent: (id: string) =>
-      settle(client.POST("/v1/webhooks/subscriptions/{subscription_id}/test", subscription(id))),
+    /** A webhook.test event, or with `kind` the document's example event of that kind. */
+    sendTestEvent: (id: string, kind?: EventKind) =>
+      settle(
+        client.POST("/v1/webhooks/subscriptions/{subscription_id}/test", {
+          ...subscription(id),
+          ...(kind ? { body: { event_type: kind } } : {}),
+        }),
+      ),
     listDeliveries: (query: DeliveryFilters) => settle(client.GET("/v1/webhooks/deliveries", { params: { query } })),
     getDelivery: (id: string) => settle(client.GET("/v1/webhooks/deliveries/{delivery_id}", delivery(id))),
     redeliver: (id: string) => settle(client.POST("/v1/webhooks/deliveries/{delivery_id}/redeliver", delivery(id))),
+    /** The tenant (its name) as the service reads the portal credential. */
+    me: () => settle(client.GET("/v1/me")),
+    /** A new credential for this session, valid for another PORTAL_SESSION_TTL_MINUTES. */
+    refreshSession: () => settle(client.POST("/v1/webhooks/portal-sessions/refresh")),
   };
 }
 

@@ -12,7 +12,7 @@ import {
   type Subscription,
 } from "./api.ts";
 import { h, replace, time } from "./dom.ts";
-import { forgetSession, readSession, type Session } from "./session.ts";
+import { forgetSession, readSession, storeSession, type Session } from "./session.ts";
 
 const EVENT_KINDS = [
   "intake.submitted",
@@ -29,7 +29,23 @@ type Missing = Exclude<EventKind, (typeof EVENT_KINDS)[number]>;
 const everyKindListed: Missing extends never ? true : Missing = true;
 void everyKindListed;
 
+/** The event catalogue: what each subscribable kind means (a new kind fails the typecheck until described). */
+const EVENT_DESCRIPTIONS: Record<EventKind, string> = {
+  "intake.submitted": "A single-document submission was created (POST /v1/intake/submit).",
+  "intake.batch_submitted": "A batch submission was created (POST /v1/intake/batch).",
+  "document.uploaded": "A document's content was uploaded.",
+  "document.status_changed": "A document's status changed.",
+  "document.completed": "A document's review completed.",
+  "adjudication.case_created": "An adjudication case was opened.",
+  "adjudication.case_resolved": "An adjudication case was resolved.",
+  "scorecard.created": "A scorecard was created.",
+};
+
 const PAGE_SIZE = 25;
+/** How many of an endpoint's newest deliveries its health is read from. */
+const HEALTH_SAMPLE = 50;
+/** The session warns this long before it ends, with a button to stay. */
+const SESSION_WARNING_MS = 2 * 60 * 1000;
 /** How `disabled_reason` begins when the tenant disabled the endpoint (disableWebhookSubscription). */
 const DISABLED_BY_HAND = "Disabled by hand";
 
@@ -70,34 +86,35 @@ class Portal {
   private subscriptions: Subscription[] = [];
   private readonly root: HTMLElement;
   private readonly api: PortalApi;
-  private readonly session: Session;
+  private session: Session;
+  private readonly tenantLabel = h("strong", { id: "tenant-name" });
+  private readonly sessionLabel = h("span", { id: "session-ends" });
+  private readonly sessionWarning = h("div", { id: "session-warning" });
+  private readonly catalogueView = h("div", { id: "catalogue-view" });
+  private sessionTimers: number[] = [];
   private readonly subscriptionsView = h("div", { id: "subscriptions-view" });
   private readonly deliveriesView = h("div", { id: "deliveries-view" });
   private readonly notice = h("div", { id: "notice", "aria-live": "assertive" });
 
-  constructor(api: PortalApi, session: Session, root: HTMLElement) {
-    this.api = api;
+  constructor(session: Session, root: HTMLElement) {
     this.session = session;
+    this.api = portalApi(() => this.session.token);
     this.root = root;
   }
 
   start(): void {
-    const expires = this.session.expiresAt ? new Date(this.session.expiresAt).toLocaleString() : "unknown";
+    replace(this.tenantLabel, this.session.tenantId ?? "unknown");
+    const extend = h("button", { type: "button", class: "link", id: "extend-session" }, "Extend session");
+    extend.addEventListener("click", () => this.busyWhile(extend, () => this.extendSession()));
     replace(
       this.root,
       h(
         "header",
         { class: "top" },
         h("h1", {}, "Webhooks"),
-        h(
-          "p",
-          { class: "meta" },
-          "Tenant ",
-          h("code", {}, this.session.tenantId ?? "unknown"),
-          " · link valid until ",
-          expires,
-        ),
+        h("p", { class: "meta" }, "Tenant ", this.tenantLabel, " · ", this.sessionLabel, " ", extend),
       ),
+      this.sessionWarning,
       this.notice,
       h(
         "section",
@@ -108,13 +125,95 @@ class Portal {
       ),
       h(
         "section",
+        { "aria-labelledby": "catalogue-title" },
+        h("h2", { id: "catalogue-title" }, "Event catalogue"),
+        h(
+          "p",
+          { class: "meta" },
+          "The events an endpoint can subscribe to. Send an example of one to see exactly what your endpoint will receive (marked as a test delivery).",
+        ),
+        this.catalogueView,
+      ),
+      h(
+        "section",
         { "aria-labelledby": "deliveries-title" },
         h("h2", { id: "deliveries-title" }, "Deliveries"),
         this.deliveriesView,
       ),
     );
+    this.showSession();
+    this.renderCatalogue();
+    void this.loadTenant();
     void this.loadSubscriptions();
     void this.loadDeliveries();
+  }
+
+  // ---- tenant and session ----------------------------------------------------------------------------
+
+  private async loadTenant(): Promise<void> {
+    try {
+      const me = await this.api.me();
+      if (me.tenant_name) {
+        replace(this.tenantLabel, me.tenant_name);
+        this.tenantLabel.title = me.tenant_id;
+      }
+    } catch (error) {
+      // The id stays shown; an expired link is handled by whichever call notices it first.
+      this.refused(error);
+    }
+  }
+
+  /** When the session ends; a warning with "Stay signed in" shortly before, and the stop page at the end. */
+  private showSession(): void {
+    for (const timer of this.sessionTimers) window.clearTimeout(timer);
+    this.sessionTimers = [];
+    replace(this.sessionWarning);
+    const ends = this.session.expiresAt;
+    if (ends === undefined) return replace(this.sessionLabel, "session without an end");
+    replace(this.sessionLabel, "session until ", h("time", { datetime: new Date(ends).toISOString() }, clock(ends)));
+    const warnIn = ends - SESSION_WARNING_MS - Date.now();
+    if (warnIn <= 0) this.warnSessionEnding();
+    else this.sessionTimers.push(window.setTimeout(() => this.warnSessionEnding(), warnIn));
+    this.sessionTimers.push(
+      window.setTimeout(
+        () => {
+          forgetSession();
+          showStop(
+            this.root,
+            "This portal session has ended",
+            "Portal links are valid for a few minutes. Ask your administrator for a new one.",
+          );
+        },
+        Math.max(0, ends - Date.now()),
+      ),
+    );
+  }
+
+  private warnSessionEnding(): void {
+    const stay = h("button", { type: "button", class: "primary" }, "Stay signed in");
+    stay.addEventListener("click", () => this.busyWhile(stay, () => this.extendSession()));
+    replace(
+      this.sessionWarning,
+      h(
+        "div",
+        { class: "notice warn", role: "alert" },
+        h(
+          "p",
+          {},
+          `Your session ends at ${clock(this.session.expiresAt ?? Date.now())}. Stay signed in to keep working.`,
+        ),
+        stay,
+      ),
+    );
+  }
+
+  private async extendSession(): Promise<void> {
+    const refreshed = await this.api.refreshSession();
+    const token = new URLSearchParams(new URL(refreshed.url).hash.replace(/^#/, "")).get("token");
+    if (!token) throw new Error("the refreshed link holds no credential");
+    this.session = storeSession(token);
+    this.showSession();
+    this.say(`Session extended until ${clock(this.session.expiresAt ?? Date.now())}.`);
   }
 
   /** A refused credential ends the session: nothing already shown stays on screen. */
@@ -185,6 +284,16 @@ class Portal {
         kind === "*" ? "all events (*)" : kind,
       ),
     );
+    // "All events" and single kinds exclude each other: choosing one clears the other.
+    const all = boxes[0]?.querySelector("input");
+    for (const label of boxes) {
+      const box = label.querySelector("input");
+      box?.addEventListener("change", () => {
+        if (!box.checked) return;
+        for (const other of boxes.map((candidate) => candidate.querySelector("input")))
+          if (other && other !== box && (box === all || other === all)) other.checked = false;
+      });
+    }
     const submit = h("button", { type: "submit", class: "primary" }, "Add endpoint");
     const form = h(
       "form",
@@ -202,7 +311,7 @@ class Portal {
       if (events.length === 0) return this.say("Choose at least one event (or all events).", "error");
       this.busyWhile(submit, async () => {
         const created = await this.api.createSubscription(url.value.trim(), events);
-        url.value = "";
+        form.reset();
         this.showSecret("Endpoint added.", created.secret);
         void this.loadSubscriptions();
       });
@@ -217,6 +326,8 @@ class Portal {
       this.subscriptions = subscriptions;
       this.renderSubscriptions();
       this.syncSubscriptionFilter();
+      this.renderCatalogue();
+      void this.loadHealth();
     } catch (error) {
       if (this.refused(error)) return;
       replace(
@@ -275,6 +386,7 @@ class Portal {
         " · created ",
         time(subscription.created_at),
       ),
+      h("p", { class: "meta health", "data-health-for": subscription.id }, "Health: reading recent deliveries…"),
       disabled ? this.disabledNote(subscription) : null,
       subscription.previous_secret_expires_at
         ? h(
@@ -287,6 +399,25 @@ class Portal {
         : null,
       actions,
       confirmArea,
+    );
+  }
+
+  /** Each endpoint's health: the share of its newest finished deliveries that were delivered. */
+  private async loadHealth(): Promise<void> {
+    await Promise.all(
+      this.subscriptions.map(async (subscription) => {
+        const into = this.subscriptionsView.querySelector<HTMLElement>(`[data-health-for="${subscription.id}"]`);
+        if (!into) return;
+        try {
+          const { deliveries } = await this.api.listDeliveries({
+            subscription_id: subscription.id,
+            limit: HEALTH_SAMPLE,
+          });
+          replace(into, healthLine(deliveries));
+        } catch (error) {
+          if (!this.refused(error)) replace(into, "Health: could not be read just now.");
+        }
+      }),
     );
   }
 
@@ -433,6 +564,61 @@ class Portal {
     this.showSecret(`Secret rotated.${until}`, rotated.secret);
   }
 
+  /** The subscribable kinds, each with what it means and a button that sends its example to a chosen endpoint. */
+  private renderCatalogue(): void {
+    const active = this.subscriptions.filter((subscription) => subscription.status !== "disabled");
+    const chosen = this.catalogueView.querySelector<HTMLSelectElement>("#example-target")?.value;
+    const target = h(
+      "select",
+      { id: "example-target", name: "example-target", disabled: active.length === 0 },
+      active.map((subscription) => h("option", { value: subscription.id }, subscription.url)),
+    );
+    if (chosen && active.some((subscription) => subscription.id === chosen)) target.value = chosen;
+    replace(
+      this.catalogueView,
+      h(
+        "div",
+        { class: "card catalogue-target" },
+        h("label", { for: "example-target" }, "Send examples to"),
+        active.length > 0
+          ? target
+          : h(
+              "p",
+              { class: "state empty" },
+              this.subscriptions.length > 0
+                ? "No active endpoint: re-enable one or add one above to send examples to it."
+                : "Add an endpoint above to send examples to it.",
+            ),
+      ),
+      h(
+        "ul",
+        { class: "catalogue", id: "event-catalogue" },
+        EVENT_KINDS.map((kind) => {
+          const send = h(
+            "button",
+            { type: "button", disabled: active.length === 0, "aria-label": `Send an example ${kind} event` },
+            "Send example",
+          );
+          send.addEventListener("click", () => this.busyWhile(send, () => this.sendExample(kind, target.value)));
+          return h(
+            "li",
+            { class: "event-kind", "data-kind": kind },
+            h("div", {}, h("code", {}, kind), h("p", { class: "meta" }, EVENT_DESCRIPTIONS[kind])),
+            send,
+          );
+        }),
+      ),
+    );
+  }
+
+  private async sendExample(kind: EventKind, subscriptionId: string): Promise<void> {
+    const target = this.subscriptions.find((subscription) => subscription.id === subscriptionId);
+    if (!target) return this.say("Choose an endpoint to send the example to.", "error");
+    await this.api.sendTestEvent(target.id, kind);
+    await this.loadDeliveries();
+    this.say(`Example ${kind} event queued for ${target.url}. It appears under Deliveries.`);
+  }
+
   private async sendTest(subscription: Subscription): Promise<void> {
     await this.api.sendTestEvent(subscription.id);
     await this.loadDeliveries();
@@ -565,6 +751,7 @@ class Portal {
     replace(this.deliveryList, loading("deliveries"));
     replace(this.deliveryFooter);
     replace(this.deliverySummary);
+    void this.loadHealth();
     await this.loadDeliveryPage(undefined, ++this.deliveryLoads);
   }
 
@@ -699,7 +886,8 @@ class Portal {
           h(
             "tr",
             {},
-            ["#", "Time", "Duration", "Outcome", "HTTP status", "Failure"].map((title) =>
+            // Outcome and status first: at 360 px they are on screen without scrolling the table.
+            ["#", "Outcome", "HTTP status", "Time", "Duration", "Failure"].map((title) =>
               h("th", { scope: "col" }, title),
             ),
           ),
@@ -712,10 +900,10 @@ class Portal {
               "tr",
               { class: `attempt ${attempt.outcome}` },
               h("td", {}, String(attempt.number)),
-              h("td", {}, time(attempt.attempted_at)),
-              h("td", {}, `${attempt.duration_ms} ms`),
               h("td", {}, statusBadge(attempt.outcome, attempt.outcome === "delivered" ? "ok" : "bad")),
               h("td", {}, attempt.response_code === null ? "—" : String(attempt.response_code)),
+              h("td", {}, time(attempt.attempted_at)),
+              h("td", {}, `${attempt.duration_ms} ms`),
               h("td", {}, attempt.error_class ?? "—"),
             ),
           ),
@@ -729,6 +917,30 @@ class Portal {
     await this.loadDeliveries();
     this.say("Resend queued: it appears as a new delivery at the top of the list.");
   }
+}
+
+/** A time of day in the reader's locale (hours and minutes). */
+function clock(ms: number): string {
+  return new Date(ms).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+}
+
+/** "Health: 9 of 10 recent deliveries delivered (90%)", with the newest one's status and time. */
+function healthLine(deliveries: Delivery[]): (Node | string)[] {
+  if (deliveries.length === 0) return ["Health: no deliveries yet."];
+  const finished = deliveries.filter((delivery) => delivery.status !== "pending");
+  const delivered = finished.filter((delivery) => delivery.status === "delivered").length;
+  const pending = deliveries.length - finished.length;
+  const newest = deliveries[0];
+  const parts: (Node | string)[] = ["Health: "];
+  if (finished.length === 0) parts.push(statusBadge("waiting", "wait"), " nothing finished yet");
+  else {
+    const rate = Math.round((delivered / finished.length) * 100);
+    const tone = rate >= 95 ? "ok" : rate >= 50 ? "wait" : "bad";
+    parts.push(statusBadge(`${rate}%`, tone), ` ${delivered} of ${finished.length} recent deliveries delivered`);
+  }
+  if (pending > 0) parts.push(` · ${pending} pending`);
+  if (newest) parts.push(" · newest ", newest.status, " ", time(newest.created_at));
+  return parts;
 }
 
 function showStop(root: HTMLElement, title: string, text: string): void {
@@ -756,7 +968,7 @@ function main(): void {
     );
     return;
   }
-  new Portal(portalApi(session.token), session, root).start();
+  new Portal(session, root).start();
 }
 
 main();

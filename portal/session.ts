@@ -19,6 +19,26 @@ function claims(token: string): { tenant_id?: unknown; exp?: unknown } {
   }
 }
 
+/** The session of a credential: its tenant and expiry read from its claims (the service checks them). */
+export function sessionOf(token: string): Session {
+  const { tenant_id, exp } = claims(token);
+  return {
+    token,
+    tenantId: typeof tenant_id === "string" ? tenant_id : undefined,
+    expiresAt: typeof exp === "number" ? exp * 1000 : undefined,
+  };
+}
+
+/** Keeps a refreshed credential for this tab (a reload goes on with it). */
+export function storeSession(token: string): Session {
+  try {
+    sessionStorage.setItem(STORAGE_KEY, token);
+  } catch {
+    // Storage may be blocked in a third-party frame; the page goes on with the credential in memory.
+  }
+  return sessionOf(token);
+}
+
 export function readSession(): Session | undefined {
   const fragment = new URLSearchParams(window.location.hash.replace(/^#/, ""));
   const fromLink = fragment.get("token");
@@ -38,12 +58,7 @@ export function readSession(): Session | undefined {
     }
   }
   if (!token) return undefined;
-  const { tenant_id, exp } = claims(token);
-  return {
-    token,
-    tenantId: typeof tenant_id === "string" ? tenant_id : undefined,
-    expiresAt: typeof exp === "number" ? exp * 1000 : undefined,
-  };
+  return sessionOf(token);
 }
 
 export function forgetSession(): void {

@@ -2,6 +2,7 @@
 import { issueTokenFor } from "./token-grants.ts";
 import { principalOf, type OperationHandler } from "../../http/operations.ts";
 import { rfc3339 } from "../../db/timestamps.ts";
+import { tenantName } from "../../db/principals.ts";
 
 export const issueToken: OperationHandler<"issueToken"> = async ({ services, body, headers }) => ({
   status: 200,
@@ -21,6 +22,7 @@ export const getCurrentPrincipal: OperationHandler<"getCurrentPrincipal"> = asyn
     status: 200,
     body: {
       tenant_id: tenantId,
+      tenant_name: (await tenantName(call.services.db, tenantId)) ?? null,
       subject,
       roles,
       expires_at: expiresAt === undefined ? null : rfc3339(new Date(expiresAt * 1000)),

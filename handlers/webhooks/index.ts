@@ -21,6 +21,7 @@ import {
 } from "../../db/webhooks.ts";
 import { decodeCursor, encodeCursor } from "../../http/keyset-cursor.ts";
 import { rfc3339 } from "../../db/timestamps.ts";
+import { examplePayload } from "./example-events.ts";
 
 const DEFAULT_DELIVERIES_LIMIT = 50;
 const MANUAL_SENDS_WINDOW_SECONDS = 60;
@@ -154,6 +155,7 @@ export const deleteWebhookSubscription: OperationHandler<"deleteWebhookSubscript
 
 export const sendWebhookTestEvent: OperationHandler<"sendWebhookTestEvent"> = async ({
   params,
+  body,
   principal,
   services,
 }) => {
@@ -162,16 +164,15 @@ export const sendWebhookTestEvent: OperationHandler<"sendWebhookTestEvent"> = as
   if (!subscription) throw notFound("Webhook subscription");
   if (subscription.status === "disabled") throw subscriptionDisabled();
   const perMinute = services.config.webhooks.manualSendsPerMinute;
+  const now = rfc3339(new Date());
+  const kind = body?.event_type;
   const outcome = await queueManualDelivery(services.db, {
     tenantId,
     subscriptionId: subscription.id,
-    eventType: "webhook.test",
-    payload: {
-      event: "webhook.test",
-      tenant_id: tenantId,
-      timestamp: rfc3339(new Date()),
-      data: { subscription_id: subscription.id },
-    },
+    eventType: kind ?? "webhook.test",
+    payload: kind
+      ? examplePayload(kind, tenantId, now)
+      : { event: "webhook.test", tenant_id: tenantId, timestamp: now, data: { subscription_id: subscription.id } },
     origin: "test",
     redeliveryOf: null,
     perMinute,
@@ -234,4 +235,4 @@ export const getWebhookDelivery: OperationHandler<"getWebhookDelivery"> = async 
   return { status: 200, body: found };
 };
 
-export { createWebhookPortalSession } from "./portal-sessions.ts";
+export { createWebhookPortalSession, refreshWebhookPortalSession } from "./portal-sessions.ts";

@@ -1,7 +1,8 @@
 // Webhook portal links: a short-lived credential for one tenant's webhook operations, in the fragment
 // of a link to the /portal page (browsers never send a fragment to a server, so it reaches no log).
 import { effectiveTenant } from "../../http/tenancy.ts";
-import { notFound } from "../../http/errors.ts";
+import { ApiError, notFound } from "../../http/errors.ts";
+import { PORTAL_SESSION_MAX_AGE_SECONDS, PORTAL_SUBJECT_PREFIX } from "../../server/auth/tokens.ts";
 import { principalOf, type OperationHandler } from "../../http/operations.ts";
 import { recordAudit } from "../../db/audit.ts";
 import { tenantExists } from "../../db/principals.ts";
@@ -36,6 +37,53 @@ export const createWebhookPortalSession: OperationHandler<"createWebhookPortalSe
     body: {
       url: `${services.config.publicBaseUrl}/portal#token=${token}`,
       tenant_id: tenantId,
+      expires_at: expiresAtText,
+      expires_in: expiresIn,
+    },
+  };
+};
+
+/** A fresh credential for the portal page's own session, never past PORTAL_SESSION_MAX_AGE_SECONDS from its link. */
+export const refreshWebhookPortalSession: OperationHandler<"refreshWebhookPortalSession"> = async ({
+  principal,
+  requestId,
+  services,
+}) => {
+  const caller = principalOf({ principal });
+  if (!caller.portal)
+    throw new ApiError(
+      "FORBIDDEN",
+      "Only a portal credential can be refreshed; create a portal session (POST /v1/webhooks/portal-sessions)",
+    );
+  const now = Math.floor(Date.now() / 1000);
+  const startedAt = caller.portalSessionStartedAt ?? now;
+  const lifetime = Math.min(
+    services.config.portal.sessionTtlMinutes * 60,
+    startedAt + PORTAL_SESSION_MAX_AGE_SECONDS - now,
+  );
+  if (lifetime < 1)
+    throw new ApiError("FORBIDDEN", "This portal session can no longer be extended; ask for a new portal link");
+  const { token, expiresIn, expiresAt } = await services.tokens.issuePortal({
+    subject: caller.subject.slice(PORTAL_SUBJECT_PREFIX.length),
+    tenantId: caller.tenantId,
+    expiresInSeconds: lifetime,
+    sessionStartedAt: startedAt,
+  });
+  const expiresAtText = rfc3339(new Date(expiresAt * 1000));
+  await recordAudit(services.db, {
+    tenantId: caller.tenantId,
+    action: "webhooks.portal_session_refreshed",
+    actor: caller.subject,
+    resourceType: "portal_session",
+    resourceId: caller.tenantId,
+    requestId,
+    details: { expires_at: expiresAtText },
+  });
+  return {
+    status: 201,
+    body: {
+      url: `${services.config.publicBaseUrl}/portal#token=${token}`,
+      tenant_id: caller.tenantId,
       expires_at: expiresAtText,
       expires_in: expiresIn,
     },

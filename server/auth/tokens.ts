@@ -48,6 +48,8 @@ export interface Principal {
   portal?: true;
   /** The token's exp claim (seconds since the epoch); undefined when the token has none. */
   expiresAt: number | undefined;
+  /** A portal credential's session start (its session_iat claim, else its iat; seconds since the epoch). */
+  portalSessionStartedAt?: number;
 }
 
 /** The audience and scope of webhook portal credentials (POST /v1/webhooks/portal-sessions). */
@@ -57,6 +59,8 @@ export const PORTAL_SCOPE = "webhooks:portal";
 export const PORTAL_SUBJECT_PREFIX = "portal:";
 /** The longest portal session PORTAL_SESSION_TTL_MINUTES allows; a longer-lived portal credential is refused. */
 export const PORTAL_MAX_LIFETIME_SECONDS = 60 * 60;
+/** How long after its link was made a portal session may be refreshed to (refreshWebhookPortalSession). */
+export const PORTAL_SESSION_MAX_AGE_SECONDS = 8 * 60 * 60;
 
 export class TokenRejected extends Error {
   override name = "TokenRejected";
@@ -114,6 +118,8 @@ export interface TokenService {
     subject: string;
     tenantId: string;
     expiresInSeconds: number;
+    /** When the session's first link was made (seconds since the epoch); now when unset. */
+    sessionStartedAt?: number;
   }): Promise<{ token: string; expiresIn: number; expiresAt: number }>;
   /** The public keys that verify: the signing key and retired keys whose tokens may still be valid. */
   jwks(): { keys: JWK[] };
@@ -271,8 +277,15 @@ export async function createTokenService(
         if ((payload.exp ?? 0) - (payload.iat ?? 0) > PORTAL_MAX_LIFETIME_SECONDS)
           throw new TokenRejected("portal credential lives longer than a portal session may");
         const principal = principalFrom(payload, "tenant_id", "roles");
+        const sessionStartedAt = typeof payload.session_iat === "number" ? payload.session_iat : payload.iat;
         return {
-          principal: { ...principal, subject: `${PORTAL_SUBJECT_PREFIX}${principal.subject}`, roles: [], portal: true },
+          principal: {
+            ...principal,
+            subject: `${PORTAL_SUBJECT_PREFIX}${principal.subject}`,
+            roles: [],
+            portal: true,
+            ...(sessionStartedAt === undefined ? {} : { portalSessionStartedAt: sessionStartedAt }),
+          },
           expiresAt: expiryOf(payload),
         };
       }
@@ -340,14 +353,14 @@ export async function createTokenService(
         .sign(signing.key);
       return { token, expiresIn, expiresAt };
     },
-    async issuePortal({ subject, tenantId, expiresInSeconds }) {
+    async issuePortal({ subject, tenantId, expiresInSeconds, sessionStartedAt }) {
       return service.issue({
         subject,
         tenantId,
         roles: [],
         expiresInSeconds,
         audience: PORTAL_AUDIENCE,
-        extraClaims: { scope: PORTAL_SCOPE },
+        extraClaims: { scope: PORTAL_SCOPE, session_iat: sessionStartedAt ?? Math.floor(Date.now() / 1000) },
       });
     },
     async verify(token, options = {}) {

@@ -55,7 +55,25 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   await page.getByText("No endpoints yet").waitFor();
   t.notOk(page.url().includes("#token="), "the credential is removed from the address bar");
   t.ok(await page.getByText("No deliveries yet").isVisible(), "the empty deliveries state says what to do");
+  await page.locator("#tenant-name", { hasText: "Test tenant" }).waitFor();
+  t.pass("the header names the tenant (GET /v1/me)");
   await screenshot(page, SHOTS, "01-empty");
+
+  // The session is extended before it ends: a new credential, used from then on.
+  const tokenBefore = await page.evaluate(() => sessionStorage.getItem("integrator-portal-token"));
+  await page.getByRole("button", { name: "Extend session" }).click();
+  await page.getByText("Session extended until").waitFor();
+  const tokenAfter = await page.evaluate(() => sessionStorage.getItem("integrator-portal-token"));
+  t.ok(tokenAfter && tokenAfter !== tokenBefore, "the page holds a new credential");
+  t.equal(decodeJwt(tokenAfter ?? "").session_iat, decodeJwt(tokenBefore ?? "").session_iat, "of the same session");
+  const refreshes = await server.services.db("integrator.audit_actions").where({
+    tenant_id: tenant.tenantId,
+    action: "webhooks.portal_session_refreshed",
+  });
+  t.equal(refreshes.length, 1, "the service refreshed the session once");
+
+  // Keyboard use starts from the top of the page.
+  await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
 
   // Add an endpoint with the keyboard alone: focus the URL field by tabbing, type, press Enter.
   const hookUrl = receiver.url("/portal-hook");
@@ -69,9 +87,29 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   const secretField = page.locator("input.secret");
   await secretField.waitFor();
   const firstSecret = await secretField.inputValue();
-  t.match(firstSecret, /^whsec_[A-Za-z0-9+/]{43}=$/, "the secret is shown once");
+  t.match(firstSecret, /^whsec_[A-Za-z0-9+/]{43}=$/, "the secret is shown once (32 bytes, standard base64)");
   t.ok(await page.getByRole("button", { name: "Copy" }).isVisible(), "with a copy button");
   await page.locator(`#subscription-list code:text-is("${hookUrl}")`).waitFor();
+  t.equal(await page.locator("#new-url").inputValue(), "", "the form is empty again after adding");
+  t.same(
+    await page
+      .locator("#create-form input[name=events]:checked")
+      .evaluateAll((boxes) => boxes.map((box) => (box as HTMLInputElement).value)),
+    ["*"],
+    "with its default choice",
+  );
+  const created = (await (await server.request("/v1/webhooks/subscriptions", { token: tenant.token })).json()) as {
+    subscriptions: { events: string[] }[];
+  };
+  t.same(created.subscriptions[0]?.events, ["*"], "saved as all events, nothing else");
+  // "All events" and single kinds exclude each other.
+  const allEvents = page.getByRole("checkbox", { name: "all events (*)" });
+  const intakeOnly = page.getByRole("checkbox", { name: "intake.submitted", exact: true });
+  await intakeOnly.check();
+  t.notOk(await allEvents.isChecked(), "choosing one kind clears all events");
+  await allEvents.check();
+  t.notOk(await intakeOnly.isChecked(), "choosing all events clears the kinds");
+  await page.locator(".health", { hasText: "no deliveries yet" }).waitFor();
   await screenshot(page, SHOTS, "02-endpoint-created");
 
   // Copy really puts the secret on the clipboard (the page may use it once the origin is granted it).
@@ -92,6 +130,8 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   await page.getByText("Test event queued").waitFor();
   t.equal(await newestDeliveryBecomes(page, "delivered"), "delivered", "the test delivery is delivered");
   t.equal(receiver.receivedAt("/portal-hook").length, 1, "the receiver got it");
+  await page.locator(".health", { hasText: "1 of 1 recent deliveries delivered" }).waitFor();
+  t.match(await page.locator(".health").innerText(), /100%/, "the endpoint's health: every recent delivery delivered");
   const newest = page.locator("#delivery-list li.delivery").first();
   t.match(await newest.locator("summary").textContent(), /webhook\.test/);
   await newest.locator("summary").focus();
@@ -101,9 +141,9 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   t.equal(await attemptRow.count(), 1, "one attempt");
   const cells = await attemptRow.first().locator("td").allTextContents();
   t.equal(cells[0], "1", "attempt number");
-  t.match(cells[2], /^\d+ ms$/, "its duration");
-  t.equal(cells[3], "delivered", "its outcome");
-  t.equal(cells[4], "204", "its HTTP status");
+  t.equal(cells[1], "delivered", "its outcome");
+  t.equal(cells[2], "204", "its HTTP status");
+  t.match(cells[4], /^\d+ ms$/, "its duration");
   t.match(await newest.locator("pre.payload").textContent(), /"event": "webhook.test"/, "and the payload");
   await screenshot(page, SHOTS, "03-delivery-attempts");
 
@@ -117,6 +157,29 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
     (count) => count === 2,
   );
   t.equal(receiver.receivedAt("/portal-hook").length, 2, "the receiver got the resend");
+
+  // The event catalogue: every subscribable kind, and an example of one sent to the endpoint.
+  t.equal(await page.locator("#event-catalogue li.event-kind").count(), 8, "the eight subscribable kinds");
+  t.same(
+    await page.locator("#example-target option").allTextContents(),
+    [hookUrl],
+    "examples go to a chosen active endpoint",
+  );
+  await page.getByRole("button", { name: "Send an example intake.batch_submitted event" }).click();
+  await page.getByText("Example intake.batch_submitted event queued").waitFor();
+  t.equal(await newestDeliveryBecomes(page, "delivered"), "delivered", "the example is delivered");
+  const [, , example] = await waitFor(
+    async () => receiver.receivedAt("/portal-hook"),
+    (requests) => requests.length === 3,
+  );
+  const exampleBody = JSON.parse(example?.rawBody.toString("utf8") ?? "{}") as { event?: string; tenant_id?: string };
+  t.match(exampleBody, { event: "intake.batch_submitted", tenant_id: tenant.tenantId }, "the receiver got the example");
+  t.match(
+    await page.locator("#delivery-list li.delivery").first().locator("summary").innerText(),
+    /intake\.batch_submitted[\s\S]*test/,
+    "listed as a test delivery of its kind",
+  );
+  await screenshot(page, SHOTS, "11-event-catalogue");
 
   // Rotate the secret: a new one, shown once.
   await page.getByRole("button", { name: "Rotate secret" }).click();
@@ -193,13 +256,19 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   const card = page.locator("li.subscription.disabled");
   t.equal(await card.count(), 1, "the disabled endpoint stands out");
   t.match(await card.locator(".reason").textContent(), /Disabled .+: .+/, "with its reason");
+  await card.locator(".health", { hasText: "of 5 recent deliveries" }).waitFor();
+  t.match(
+    await card.locator(".health").innerText(),
+    /60% 3 of 5 recent deliveries delivered/,
+    "its health: the test, the resend and the example delivered; two failed",
+  );
   const failed = page.locator("#delivery-list li.delivery").first();
   await failed.locator("summary").click();
   const failedAttempt = failed.locator("table.attempts tbody tr").first();
   await failedAttempt.waitFor();
   const failedCells = await failedAttempt.locator("td").allTextContents();
-  t.equal(failedCells[3], "failed", "the attempt shows why: failed");
-  t.equal(failedCells[4], "500", "with the HTTP status");
+  t.equal(failedCells[1], "failed", "the attempt shows why: failed");
+  t.equal(failedCells[2], "500", "with the HTTP status");
   t.equal(failedCells[5], "http_status", "and the failure class");
   await screenshot(page, SHOTS, "04-endpoint-disabled");
 
@@ -230,6 +299,16 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   await page.locator("table.attempts").first().waitFor();
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth);
   t.ok(overflow <= 360, `no horizontal scrolling at 360 px (page is ${overflow} px wide)`);
+  const firstAttempt = page.locator("table.attempts tbody tr").first();
+  for (const [column, name] of [
+    [1, "outcome"],
+    [2, "HTTP status"],
+  ] as const) {
+    const box = await firstAttempt.locator("td").nth(column).boundingBox();
+    t.ok(box && box.x >= 0 && box.x + box.width <= 360, `the ${name} is on screen at 360 px without scrolling`);
+  }
+  await firstAttempt.scrollIntoViewIfNeeded();
+  await screenshot(page, SHOTS, "05-narrow-360px-attempts", { fullPage: false });
   await screenshot(page, SHOTS, "05-narrow-360px");
   await page.locator("li.subscription").first().getByRole("button", { name: "Disable", exact: true }).click();
   await page.locator("form.confirm").waitFor();
@@ -245,6 +324,33 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
     browser.problems.filter((problem) => /Content Security Policy|Refused/i.test(problem)),
     [],
     "no CSP violation",
+  );
+});
+
+t.test("shortly before the session ends the page offers to stay, and staying refreshes it", async (t) => {
+  // One-minute links: the two-minute warning shows at once.
+  const rig = await startWebhookRig(t, ca, { worker: false, env: { PORTAL_SESSION_TTL_MINUTES: "1" } });
+  const browser = await launchBrowser(t);
+  const page = await browser.context.newPage();
+  await page.goto(await portalLink(rig.server, rig.tenant));
+  const warning = page.locator("#session-warning [role=alert]");
+  await warning.waitFor();
+  t.match(await warning.innerText(), /Your session ends at .+\. Stay signed in to keep working\./);
+  await screenshot(page, SHOTS, "12-session-ending", { fullPage: false });
+  const before = await page.evaluate(() => sessionStorage.getItem("integrator-portal-token"));
+  await warning.getByRole("button", { name: "Stay signed in" }).click();
+  await page.getByText("Session extended until").waitFor();
+  const after = await page.evaluate(() => sessionStorage.getItem("integrator-portal-token"));
+  t.ok(after && after !== before, "a new credential");
+  const res = await rig.server.request("/v1/webhooks/subscriptions", { token: after ?? "" });
+  t.equal(res.status, 200, "which the service accepts");
+  await page.reload();
+  await page.getByText("No endpoints yet").waitFor();
+  t.pass("a reload goes on with the refreshed credential");
+  t.same(
+    browser.problems.filter((problem) => !/status of 404/.test(problem)),
+    [],
+    "no console errors (but the browser's own favicon request)",
   );
 });
 

@@ -76,6 +76,11 @@ t.test("SIGTERM to the npm start process stops the service and its embedded Post
   );
   t.ok(port, `the service listens (${out.slice(-500)})`);
   t.ok(fs.existsSync(path.join(dataDir, "pg", "postmaster.pid")), "the embedded PostgreSQL runs");
+  t.match(
+    out,
+    /"msg":"Integrator API \S+ listening on http:\/\/localhost:(\d+); API reference http:\/\/localhost:\1\/docs; webhook portal http:\/\/localhost:\1\/portal /,
+    "the start banner names the reference page and the portal",
+  );
 
   npm.kill("SIGTERM");
   const { code, signal } = await exited;

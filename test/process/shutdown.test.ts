@@ -157,6 +157,18 @@ t.test(
       body,
     });
     t.equal(res.status, 201, "the printed curl line works");
+    const portal = await waitFor(
+      "the demo portal link",
+      () => /^http:\/\/\S+\/portal#token=(\S+)$/m.exec(service.stdout()) ?? undefined,
+      5,
+    );
+    const portalToken = portal?.[1];
+    t.ok(portalToken, "a webhook portal link for the demo tenant is printed");
+    const subscriptions = await fetch(`http://127.0.0.1:${service.port}/v1/webhooks/subscriptions`, {
+      headers: { Authorization: `Bearer ${portalToken}` },
+    });
+    t.equal(subscriptions.status, 200, "the printed portal link's credential works");
+    t.match(service.stdout(), /^The API reference: http:\/\/localhost:\d+\/docs$/m, "and the reference page is named");
     t.ok(fs.existsSync(path.join(dataDir, "pg", "postmaster.pid")), "the embedded PostgreSQL runs");
 
     service.child.kill("SIGINT");

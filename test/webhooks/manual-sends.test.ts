@@ -82,6 +82,48 @@ t.test(
   },
 );
 
+t.test("an example of each kind: the document's example event, signed, valid against its webhooks entry", async (t) => {
+  const kinds = [
+    "document.status_changed",
+    "document.uploaded",
+    "document.completed",
+    "adjudication.case_created",
+    "adjudication.case_resolved",
+    "intake.submitted",
+    "intake.batch_submitted",
+    "scorecard.created",
+  ];
+  for (const kind of kinds) {
+    const who = await tenant();
+    const path = `/example-${kind}-${crypto.randomUUID()}`;
+    const { id } = await subscribeAs(who.token, rig.receiver.url(path));
+    const res = await rig.server.request(`/v1/webhooks/subscriptions/${id}/test`, {
+      method: "POST",
+      token: who.token,
+      json: { event_type: kind },
+    });
+    t.equal(res.status, 202, kind);
+    const queued = (await res.json()) as DeliveryView;
+    t.match(queued, { subscription_id: id, event_type: kind, origin: "test", status: "pending" }, kind);
+    const [request] = await received(path);
+    if (!request) return t.fail(`nothing received for ${kind}`);
+    const body = JSON.parse(request.rawBody.toString("utf8")) as { event: string; tenant_id: string };
+    t.same(webhookSchemaErrors(kind, body), [], `${kind}: the body matches the document`);
+    t.match(body, { event: kind, tenant_id: who.tenantId }, `${kind}: for the subscription's tenant`);
+    t.equal(request.headers["x-service-review-event"], kind);
+  }
+  const who = await tenant();
+  const { id } = await subscribeAs(who.token, rig.receiver.url("/example-refused"));
+  for (const event_type of ["webhook.test", "*", "intake.unknown"]) {
+    const res = await rig.server.request(`/v1/webhooks/subscriptions/${id}/test`, {
+      method: "POST",
+      token: who.token,
+      json: { event_type },
+    });
+    t.equal(res.status, 422, `${event_type} is no kind to send an example of`);
+  }
+});
+
 t.test("a lifecycle event never produces webhook.test deliveries", async (t) => {
   const path = `/no-test-${crypto.randomUUID()}`;
   await rig.subscribe(rig.receiver.url(path), ["*"]);

@@ -8,17 +8,19 @@ import { emitEvent } from "../../db/events.ts";
 import { loadConfig, ConfigError } from "../../server/config.ts";
 import { intakeEventData } from "../helpers/webhooks.ts";
 
-/** The webhook operations the portal page uses: the only ones a portal credential may call. */
+/** The operations the portal page uses: the only ones a portal credential may call. */
 const PORTAL_OPERATIONS = [
   "createWebhookSubscription",
   "deleteWebhookSubscription",
   "disableWebhookSubscription",
   "enableWebhookSubscription",
+  "getCurrentPrincipal",
   "getWebhookDelivery",
   "getWebhookSubscription",
   "listWebhookDeliveries",
   "listWebhookSubscriptions",
   "redeliverWebhookDelivery",
+  "refreshWebhookPortalSession",
   "rotateWebhookSecret",
   "sendWebhookTestEvent",
 ].sort();
@@ -140,6 +142,73 @@ t.test("every other operation refuses the portal credential, portal sessions inc
       t.match(res.headers.get("www-authenticate") ?? "", /invalid_token/);
     }
   }
+});
+
+t.test("GET /v1/me names the tenant, for an access token and for a portal credential", async (t) => {
+  const asAdmin = await server.request("/v1/me", { token: tenantA.token });
+  t.equal(asAdmin.status, 200);
+  t.match(await asAdmin.json(), { tenant_id: tenantA.tenantId, tenant_name: "Tenant A", subject: tenantA.subject });
+  const asPortal = await server.request("/v1/me", { token: await portalToken(tenantA) });
+  t.equal(asPortal.status, 200);
+  t.match(await asPortal.json(), {
+    tenant_id: tenantA.tenantId,
+    tenant_name: "Tenant A",
+    subject: `portal:${tenantA.subject}`,
+    roles: [],
+  });
+  const unregistered = await server.services.tokens.issue({
+    subject: "someone",
+    tenantId: crypto.randomUUID(),
+    roles: ["client_admin"],
+  });
+  t.match(await (await server.request("/v1/me", { token: unregistered.token })).json(), { tenant_name: null });
+});
+
+t.test("a portal session is refreshed with a new credential, up to 8 hours after its link", async (t) => {
+  const first = await portalToken(tenantA);
+  const started = decodeJwt(first).session_iat as number;
+  t.ok(Math.abs(started - Date.now() / 1000) < 60, "the link's credential carries the session's start");
+  const refresh = (token: string) => server.request("/v1/webhooks/portal-sessions/refresh", { method: "POST", token });
+  const res = await refresh(first);
+  t.equal(res.status, 201);
+  const body = (await res.json()) as { url: string; tenant_id: string; expires_at: string; expires_in: number };
+  t.match(body.url, /^https:\/\/integrator\.example\.com\/portal#token=[\w-]+\.[\w-]+\.[\w-]+$/);
+  t.equal(body.tenant_id, tenantA.tenantId);
+  t.equal(body.expires_in, 7 * 60, "PORTAL_SESSION_TTL_MINUTES from now");
+  const second = new URL(body.url).hash.replace(/^#token=/, "");
+  t.not(second, first, "a new credential");
+  const claims = decodeJwt(second);
+  t.match(claims, { aud: "integrator-portal", scope: "webhooks:portal", tenant_id: tenantA.tenantId });
+  t.equal(claims.sub, tenantA.subject, "the link creator's subject, as in the first credential");
+  t.equal(claims.session_iat, started, "the session's start is carried over");
+  t.equal((await server.request("/v1/webhooks/subscriptions", { token: second })).status, 200, "it works");
+  t.equal((await server.request("/v1/webhooks/subscriptions", { token: first })).status, 200, "the old one too");
+  const audit = await server.services.db("integrator.audit_actions").where({
+    tenant_id: tenantA.tenantId,
+    action: "webhooks.portal_session_refreshed",
+  });
+  t.ok(audit.length >= 1, "the refresh is audited");
+
+  const now = Math.floor(Date.now() / 1000);
+  const nearlyOld = await server.services.tokens.issuePortal({
+    subject: tenantA.subject,
+    tenantId: tenantA.tenantId,
+    expiresInSeconds: 300,
+    sessionStartedAt: now - 8 * 3600 + 120,
+  });
+  const capped = (await (await refresh(nearlyOld.token)).json()) as { expires_in: number };
+  t.ok(capped.expires_in <= 120 && capped.expires_in > 60, `never past 8 hours from the link (${capped.expires_in} s)`);
+  const old = await server.services.tokens.issuePortal({
+    subject: tenantA.subject,
+    tenantId: tenantA.tenantId,
+    expiresInSeconds: 300,
+    sessionStartedAt: now - 8 * 3600 - 1,
+  });
+  const refused = await refresh(old.token);
+  t.equal(refused.status, 403, "8 hours after the link: no more");
+  t.match(await refused.json(), { error: { code: "FORBIDDEN", message: /ask for a new portal link/ } });
+  t.equal((await refresh(tenantA.token)).status, 403, "an access token is no portal credential to refresh");
+  t.equal((await server.request("/v1/webhooks/portal-sessions/refresh", { method: "POST" })).status, 401);
 });
 
 t.test("an expired, tampered or foreign-scoped credential is refused by the portal operations", async (t) => {
