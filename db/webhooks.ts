@@ -3,7 +3,7 @@
 import type { Knex } from "knex";
 import { runPrepared } from "./prepared.ts";
 import type { components } from "../generated/openapi.ts";
-import type { EventSelector } from "./events.ts";
+import { eventIdOf, type EventSelector } from "./events.ts";
 import { isUuid } from "./ids.ts";
 import { rfc3339, rfc3339OrNull } from "./timestamps.ts";
 
@@ -11,6 +11,7 @@ type Schemas = components["schemas"];
 /** A subscription as the API shows it; the secret is never read back. */
 export type SubscriptionView = Omit<Schemas["WebhookSubscriptionResponse"], "secret">;
 export type DeliveryView = Schemas["WebhookDeliveryResponse"];
+export type EventView = Schemas["WebhookEventResponse"];
 export type DeliveryStatus = Schemas["WebhookDeliveryStatus"];
 export type DeliveryOrigin = Schemas["WebhookDeliveryOrigin"];
 export type DeliveredEventKind = Schemas["WebhookDeliveredEventKind"];
@@ -39,6 +40,8 @@ interface SubscriptionRow {
 interface DeliveryRow {
   id: string;
   subscription_id: string;
+  /** The event's UUID (shown as `evt_…`). */
+  event_id: string;
   event_type: string;
   payload: DeliveryEnvelope;
   status: DeliveryStatus;
@@ -66,6 +69,7 @@ const SUBSCRIPTION_COLUMNS = [
 const DELIVERY_COLUMNS = [
   "id",
   "subscription_id",
+  "event_id",
   "event_type",
   "payload",
   "status",
@@ -99,6 +103,7 @@ function deliveryView(row: DeliveryRow): DeliveryView {
   return {
     id: row.id,
     subscription_id: row.subscription_id,
+    event_id: eventIdOf(row.event_id),
     event_type: row.event_type,
     payload: row.payload,
     status: row.status,
@@ -299,6 +304,8 @@ export interface DeliveryFilters {
   subscriptionId?: string;
   status?: DeliveryStatus;
   eventType?: string;
+  /** The event's UUID. */
+  eventId?: string;
   createdAfter?: string;
   createdBefore?: string;
 }
@@ -310,7 +317,7 @@ export interface DeliveryPageRequest extends DeliveryFilters {
 
 /**
  * The page query: keyset on (created_at, id) descending, so each filter is one range scan of an index
- * leading with tenant_id (webhook_deliveries_newest, _by_subscription, _by_status, _by_event) and the
+ * leading with tenant_id (webhook_deliveries_newest, _by_subscription, _by_status, _by_event, _by_event_id) and the
  * cost of a page does not depend on how many deliveries exist. Exported for the EXPLAIN test.
  */
 export function deliveriesPageQuery(db: Knex, tenantId: string, page: DeliveryPageRequest): Knex.QueryBuilder {
@@ -318,6 +325,22 @@ export function deliveriesPageQuery(db: Knex, tenantId: string, page: DeliveryPa
   if (page.subscriptionId !== undefined) query.andWhere({ subscription_id: page.subscriptionId });
   if (page.status !== undefined) query.andWhere({ status: page.status });
   if (page.eventType !== undefined) query.andWhere({ event_type: page.eventType });
+  if (page.eventId !== undefined) query.andWhere({ event_id: page.eventId });
+  return newestFirstPage(query, page).select([...DELIVERY_COLUMNS, createdAtKey(db)]);
+}
+
+/** The keyset text of a row's created_at, to the microsecond (KEYSET_TIMESTAMP). */
+const createdAtKey = (db: Knex) =>
+  db.raw(`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_at_key`);
+
+/**
+ * A newest-first keyset page of `query` (a table with created_at and id): the creation range, the position
+ * after the previous page, the order and one row more than the page, to tell whether another follows.
+ */
+function newestFirstPage(
+  query: Knex.QueryBuilder,
+  page: { limit: number; after?: DeliveryKeyset; createdAfter?: string; createdBefore?: string },
+): Knex.QueryBuilder {
   // Exclusive bounds at the millisecond precision the API shows (created_at is stored to the microsecond),
   // written as plain ranges on created_at so the index serves them.
   if (page.createdAfter !== undefined)
@@ -335,11 +358,17 @@ export function deliveriesPageQuery(db: Knex, tenantId: string, page: DeliveryPa
       { column: "created_at", order: "desc" },
       { column: "id", order: "desc" },
     ])
-    .limit(page.limit + 1)
-    .select([
-      ...DELIVERY_COLUMNS,
-      db.raw(`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_at_key`),
-    ]);
+    .limit(page.limit + 1);
+}
+
+/** The rows of a page, and the keyset of the next one (null on the last). */
+function pageOf<Row extends { id: string; created_at_key: string }>(
+  rows: Row[],
+  limit: number,
+): { shown: Row[]; next: DeliveryKeyset | null } {
+  const shown = rows.slice(0, limit);
+  const last = shown.at(-1);
+  return { shown, next: rows.length > limit && last ? { createdAt: last.created_at_key, id: last.id } : null };
 }
 
 /** The tenant's exact delivery count: the sum of its counter rows (kept by triggers on every insert and delete of deliveries). */
@@ -360,9 +389,7 @@ export async function listDeliveries(
     deliveriesPageQuery(db, tenantId, page) as Promise<(DeliveryRow & { created_at_key: string })[]>,
     countDeliveries(db, tenantId),
   ]);
-  const shown = rows.slice(0, page.limit);
-  const last = shown.at(-1);
-  const next = rows.length > page.limit && last ? { createdAt: last.created_at_key, id: last.id } : null;
+  const { shown, next } = pageOf(rows, page.limit);
   return { deliveries: shown.map(deliveryView), total, next };
 }
 
@@ -399,7 +426,9 @@ export async function findDeliveryForRedelivery(
   db: Knex,
   tenantId: string,
   deliveryId: string,
-): Promise<{ delivery: DeliveryView; subscriptionState: "active" | "disabled" | "deleted" } | undefined> {
+): Promise<
+  { delivery: DeliveryView; eventUuid: string; subscriptionState: "active" | "disabled" | "deleted" } | undefined
+> {
   if (!isUuid(deliveryId)) return undefined;
   const row = (await db("integrator.webhook_deliveries as d")
     .join("integrator.webhook_subscriptions as s", function joinSubscription() {
@@ -410,7 +439,7 @@ export async function findDeliveryForRedelivery(
     (DeliveryRow & { is_active: boolean; disabled_at: Date | null }) | undefined;
   if (!row) return undefined;
   const subscriptionState = !row.is_active ? "deleted" : row.disabled_at === null ? "active" : "disabled";
-  return { delivery: deliveryView(row), subscriptionState };
+  return { delivery: deliveryView(row), eventUuid: row.event_id, subscriptionState };
 }
 
 export type ManualDeliveryOutcome = { queued: DeliveryView } | { retryAfterSeconds: number };
@@ -418,7 +447,8 @@ export type ManualDeliveryOutcome = { queued: DeliveryView } | { retryAfterSecon
 /**
  * Queues a redelivery or a test delivery with its job and counts it, unless the tenant already asked for
  * `perMinute` manual sends in the last 60 seconds. The count is read under a per-tenant lock, so
- * concurrent requests (on any replica) cannot overshoot it.
+ * concurrent requests (on any replica) cannot overshoot it. A redelivery belongs to the event of the
+ * delivery it resends; a test is an event of its own, recorded here with its delivery.
  */
 export async function queueManualDelivery(
   db: Knex,
@@ -429,6 +459,8 @@ export async function queueManualDelivery(
     payload: DeliveryEnvelope;
     origin: "redelivery" | "test";
     redeliveryOf: string | null;
+    /** The UUID of the event the delivery carries (the payload's `id` is `evt_` and it). */
+    eventUuid: string;
     perMinute: number;
   },
 ): Promise<ManualDeliveryOutcome> {
@@ -443,10 +475,19 @@ export async function queueManualDelivery(
     );
     const recent = window.rows[0];
     if (recent && recent.sent >= input.perMinute) return { retryAfterSeconds: Math.max(1, recent.retry_after ?? 1) };
+    if (input.origin === "test")
+      await trx("integrator.webhook_events").insert({
+        tenant_id: input.tenantId,
+        id: input.eventUuid,
+        event_type: input.eventType,
+        payload: JSON.stringify(input.payload),
+        created_at: trx.raw("clock_timestamp()"),
+      });
     const [row] = (await trx("integrator.webhook_deliveries")
       .insert({
         tenant_id: input.tenantId,
         subscription_id: input.subscriptionId,
+        event_id: input.eventUuid,
         event_type: input.eventType,
         payload: JSON.stringify(input.payload),
         origin: input.origin,
@@ -464,12 +505,83 @@ export async function queueManualDelivery(
   });
 }
 
+// ---------------------------------------------------------------- the events
+
+interface EventRow {
+  id: string;
+  event_type: DeliveredEventKind;
+  payload: DeliveryEnvelope;
+  created_at: Date;
+}
+
+const EVENT_COLUMNS = ["id", "event_type", "payload", "created_at"];
+
+function eventView(row: EventRow): EventView {
+  return { id: eventIdOf(row.id), type: row.event_type, created_at: rfc3339(row.created_at), payload: row.payload };
+}
+
+export interface EventPageRequest {
+  limit: number;
+  after?: DeliveryKeyset;
+  type?: string;
+  createdAfter?: string;
+  createdBefore?: string;
+}
+
+/**
+ * The events page query: keyset on (created_at, id) descending over webhook_events_newest, or
+ * webhook_events_by_type with a kind, so a page costs the same however many events exist. Exported for
+ * the EXPLAIN test.
+ */
+export function eventsPageQuery(db: Knex, tenantId: string, page: EventPageRequest): Knex.QueryBuilder {
+  const query = db("integrator.webhook_events").where({ tenant_id: tenantId });
+  if (page.type !== undefined) query.andWhere({ event_type: page.type });
+  return newestFirstPage(query, page).select([...EVENT_COLUMNS, createdAtKey(db)]);
+}
+
+/** A page of the tenant's events, newest first, and the key of the next page (or null). */
+export async function listEvents(
+  db: Knex,
+  tenantId: string,
+  page: EventPageRequest,
+): Promise<{ events: EventView[]; next: DeliveryKeyset | null }> {
+  const rows = (await eventsPageQuery(db, tenantId, page)) as (EventRow & { created_at_key: string })[];
+  const { shown, next } = pageOf(rows, page.limit);
+  return { events: shown.map(eventView), next };
+}
+
+/**
+ * One event of the tenant and the first page (newest first, at most `limit`) of its deliveries, with the
+ * key of the next page of the deliveries list filtered by the event; undefined when the tenant has no
+ * event with that UUID.
+ */
+export async function findEventWithDeliveries(
+  db: Knex,
+  tenantId: string,
+  eventUuid: string,
+  limit: number,
+): Promise<{ event: EventView; deliveries: DeliveryView[]; next: DeliveryKeyset | null } | undefined> {
+  const [row, rows] = await Promise.all([
+    db("integrator.webhook_events").where({ tenant_id: tenantId, id: eventUuid }).first(EVENT_COLUMNS) as Promise<
+      EventRow | undefined
+    >,
+    deliveriesPageQuery(db, tenantId, { limit, eventId: eventUuid }) as Promise<
+      (DeliveryRow & { created_at_key: string })[]
+    >,
+  ]);
+  if (!row) return undefined;
+  const { shown, next } = pageOf(rows, limit);
+  return { event: eventView(row), deliveries: shown.map(deliveryView), next };
+}
+
 // ---------------------------------------------------------------- the deliver_webhook task
 
 /** What the deliver_webhook task needs: the delivery's state and payload and its subscription's target. */
 export interface DeliveryToSend {
   id: string;
   tenant_id: string;
+  /** The event's UUID: webhook-id is `evt_` and it. */
+  event_id: string;
   event_type: string;
   payload: DeliveryEnvelope;
   status: DeliveryStatus;
@@ -606,6 +718,38 @@ export async function purgeDeliveriesBatch(
        delete from integrator.webhook_deliveries d using doomed
         where d.tenant_id = doomed.tenant_id and d.id = doomed.id
        returning d.id
+     )
+     select count(*)::int as purged from deleted`,
+    [tenantId, retentionDays, batchSize],
+  );
+  return result.rows[0]?.purged ?? 0;
+}
+
+/**
+ * Deletes at most `batchSize` of the tenant's events created more than `retentionDays` ago of which no
+ * delivery is left (run after purgeDeliveriesBatch: an event goes with the last of its deliveries, and
+ * stays while a resend of it is kept). Rows another transaction holds are skipped. Returns how many.
+ */
+export async function purgeEventsBatch(
+  db: Knex,
+  tenantId: string,
+  retentionDays: number,
+  batchSize: number,
+): Promise<number> {
+  const result = await db.raw<{ rows: { purged: number }[] }>(
+    `with doomed as (
+       select e.tenant_id, e.id from integrator.webhook_events e
+        where e.tenant_id = ? and e.created_at < now() - make_interval(days => ?)
+          and not exists (select 1 from integrator.webhook_deliveries d
+                           where d.tenant_id = e.tenant_id and d.event_id = e.id)
+        order by e.created_at, e.id
+        limit ?
+        for update skip locked
+     ),
+     deleted as (
+       delete from integrator.webhook_events e using doomed
+        where e.tenant_id = doomed.tenant_id and e.id = doomed.id
+       returning e.id
      )
      select count(*)::int as purged from deleted`,
     [tenantId, retentionDays, batchSize],

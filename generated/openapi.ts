@@ -275,7 +275,8 @@ export interface paths {
          * Send a test event to a subscription
          * @description Queues one `webhook.test` delivery (see the top-level `webhooks` section) to the subscription,
          *     whatever event kinds it subscribes to, signed and retried like any other delivery (`origin: test`).
-         *     `webhook.test` is sent only by this operation; it cannot be subscribed to. No request body.
+         *     `webhook.test` is sent only by this operation; it cannot be subscribed to. Each test is an event of
+         *     its own, with its own `evt_` id (listed by `listEvents`). No request body.
          *
          *     Manual sends (test events and redeliveries together) are limited per tenant to
          *     `WEBHOOK_MANUAL_SENDS_PER_MINUTE` in any 60 seconds (default 10): beyond it 429 `RATE_LIMITED` with
@@ -308,7 +309,8 @@ export interface paths {
          *     shift or repeat a page; they appear on a new first page. `next_cursor` is null on the last page. A
          *     cursor that this operation did not hand out is 422 `value_error` at `["query", "cursor"]`.
          *
-         *     **Filters** (combined with AND): `subscription_id`, `status`, `event_type`, and the creation time
+         *     **Filters** (combined with AND): `subscription_id`, `status`, `event_type`, `event_id` (the
+         *     deliveries of one event: one per subscription it went to, and their resends), and the creation time
          *     range `created_after` (exclusive) / `created_before` (exclusive).
          *
          *     A delivery stays `pending` until a send answers 2xx (`delivered`) or its last attempt fails
@@ -362,14 +364,83 @@ export interface paths {
          * @description Queues a new delivery of the same event to the same subscription: a new delivery record (its own id,
          *     sent as `X-Service-Review-Delivery`, and its own attempts) with `origin: redelivery` and
          *     `redelivery_of` naming the delivery given here; the body is the original envelope, byte for byte
-         *     (same `timestamp`). The original is left as it is. Any delivery can be resent, whatever its status.
-         *     No request body.
+         *     (same `id` and `timestamp`), and it belongs to the same event (`event_id`): `webhook-id` is the
+         *     event's id again, so a receiver that already handled the event recognises the resend. The original
+         *     is left as it is. Any delivery can be resent, whatever its status. No request body.
          *
          *     Counted with test events in `WEBHOOK_MANUAL_SENDS_PER_MINUTE` per tenant (429 `RATE_LIMITED` with
          *     `Retry-After` beyond it). A delivery whose subscription was deleted answers 409
          *     `WEBHOOK_SUBSCRIPTION_INACTIVE`; one whose subscription is disabled 409 `WEBHOOK_SUBSCRIPTION_DISABLED`.
          */
         post: operations["redeliverWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the events sent to the tenant's endpoints
+         * @description Lists the tenant's events, newest first (`created_at` descending, then `id` descending), at most
+         *     `limit` of them. An event is one occurrence of a lifecycle event kind (or one `webhook.test`): it
+         *     has an id (`evt_…`), carried in every delivery's body as `id` and sent as the Standard Webhooks
+         *     `webhook-id` header, the same for every subscription it went to, on every retry and on every resend.
+         *     `getEvent` shows the deliveries of one event.
+         *
+         *     **Which events are recorded.** An event is recorded when it matched at least one subscription of
+         *     the tenant (active or disabled), that is, when at least one delivery was queued for it. An event
+         *     that no subscription takes is not recorded: the list is what was sent, or is being sent, to your
+         *     endpoints, and an event nobody listens to costs nothing.
+         *
+         *     **Paging.** When more events match, `next_cursor` is an opaque string: pass it as `cursor` (with the
+         *     same filters) for the next page. Paging is keyset-based, so events recorded meanwhile never shift or
+         *     repeat a page; they appear on a new first page. `next_cursor` is null on the last page. A cursor
+         *     that this operation did not hand out is 422 `value_error` at `["query", "cursor"]`.
+         *
+         *     **Filters** (combined with AND): `type`, and the creation time range `created_after` (exclusive) /
+         *     `created_before` (exclusive).
+         *
+         *     **Retention.** An event is kept as long as any of its deliveries is: deliveries are purged
+         *     `WEBHOOK_RETENTION_DAYS` days after creation (default 30) once final, and their event with the last
+         *     of them.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/{event_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get one event and the deliveries it went to
+         * @description Returns one event of the tenant (`event`, as `listEvents` shows it) and its deliveries
+         *     (`deliveries`): one per subscription the event went to, and every resend of them
+         *     (`origin: redelivery`), newest first, at most 200. When there are more, `deliveries_next_cursor` is
+         *     the `cursor` of `listWebhookDeliveries` with `event_id` set to this event for the next ones; else
+         *     null. Each delivery's attempts are in `getWebhookDelivery`.
+         *
+         *     An unknown id, an id that is not `evt_` and a UUID, a purged event and an event of another tenant
+         *     answer 404 `NOT_FOUND`.
+         */
+        get: operations["getEvent"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1059,6 +1130,11 @@ export interface components {
             items: components["schemas"]["IntakeItemResponse"][];
         };
         /**
+         * @description An event's id, `evt_` and a UUID (version 7, so ids made later sort later).
+         * @example evt_0192f0c4-8a9e-7c1b-9a4e-3f2d1c0b5a70
+         */
+        WebhookEventId: string;
+        /**
          * @description A lifecycle event kind that can be subscribed to.
          * @enum {string}
          */
@@ -1200,6 +1276,11 @@ export interface components {
             id: string;
             /** Format: uuid */
             subscription_id: string;
+            /**
+             * @description The event this delivery carries (`getEvent`), the payload's `id`, sent as `webhook-id`; the same for
+             *     every delivery of the event, resends included.
+             */
+            event_id: components["schemas"]["WebhookEventId"];
             /** @description The event kind (see `WebhookDeliveredEventKind`). */
             event_type: string;
             payload: components["schemas"]["WebhookEventPayload"];
@@ -1279,13 +1360,42 @@ export interface components {
             /** @description Pass as `cursor` for the next page; null on the last page. */
             next_cursor: string | null;
         };
+        /** @description One event, as recorded when it was queued for at least one subscription. */
+        WebhookEventResponse: {
+            id: components["schemas"]["WebhookEventId"];
+            type: components["schemas"]["WebhookDeliveredEventKind"];
+            /**
+             * Format: date-time
+             * @description When the event was recorded (RFC 3339 in UTC with `Z`); its deliveries were queued then.
+             */
+            created_at: string;
+            payload: components["schemas"]["WebhookEventPayload"];
+        };
+        /** @description A page of the tenant's newest events. */
+        WebhookEventListResponse: {
+            events: components["schemas"]["WebhookEventResponse"][];
+            /** @description Pass as `cursor` for the next page; null on the last page. */
+            next_cursor: string | null;
+        };
+        /** @description One event and the deliveries it went to. */
+        WebhookEventDetailResponse: {
+            event: components["schemas"]["WebhookEventResponse"];
+            /** @description The event's deliveries, newest first, at most 200; one per subscription it went to, and their resends. */
+            deliveries: components["schemas"]["WebhookDeliveryResponse"][];
+            /**
+             * @description When the event has more than 200 deliveries, the `cursor` of `listWebhookDeliveries` (with
+             *     `event_id` set to this event) for the next ones; null otherwise.
+             */
+            deliveries_next_cursor: string | null;
+        };
         /**
          * @description The body of every webhook delivery.
          *
          *     **Sending.** The envelope is serialised as JSON with keys sorted at every depth and no whitespace
          *     (`{"a":1,"b":[1,2]}`) and POSTed with `Content-Type: application/json` and the headers
          *     `X-Service-Review-Signature`, `X-Service-Review-Event`, `X-Service-Review-Delivery`, `User-Agent`,
-         *     and the Standard Webhooks headers `webhook-id`, `webhook-timestamp` and `webhook-signature`.
+         *     and the Standard Webhooks headers `webhook-id` (the event's `id`), `webhook-timestamp` and
+         *     `webhook-signature`.
          *
          *     **Signing.** Two schemes, side by side; verify either.
          *     - `X-Service-Review-Signature` is the lowercase hex HMAC-SHA256 of the raw body bytes, keyed with the
@@ -1296,9 +1406,10 @@ export interface components {
          *       secret encodes: the text after `whsec_` decoded as base64. Standard Webhooks libraries (such as the
          *       `standardwebhooks` npm package, `new Webhook(secret)`) take the secret exactly as it was returned.
          *       Secrets made by earlier versions are base64url (`-` and `_` for `+` and `/`, no padding): they keep
-         *       signing both headers; decode them with a base64 decoder that reads either alphabet. `webhook-id` is the delivery id (the same on every
-         *       retry: deduplicate on it) and `webhook-timestamp` the attempt's time in unix seconds: refuse
-         *       timestamps far from your clock (the libraries allow 5 minutes) to stop replays.
+         *       signing both headers; decode them with a base64 decoder that reads either alphabet. `webhook-id` is the event's `id` (the same on
+         *       every retry and every resend of the event: deduplicate on it) and `webhook-timestamp` the attempt's
+         *       time in unix seconds: refuse timestamps far from your clock (the libraries allow 5 minutes) to stop
+         *       replays.
          *     - While a subscription is signed with more than one secret (a secret rotation's overlap), both
          *       headers carry one signature per secret, newest secret first: `X-Service-Review-Signature` the hex
          *       digests separated by commas, `webhook-signature` the `v1,…` entries separated by spaces. A delivery
@@ -1308,10 +1419,17 @@ export interface components {
          *     followed), a timeout (`WEBHOOK_TIMEOUT_MS`, default 10 s) or a connection error is a failed attempt.
          *     Up to `MAX_DELIVERY_ATTEMPTS` attempts (default 3) are made; retry n (n ≥ 1) waits
          *     `WEBHOOK_RETRY_BASE_SECONDS × 6^(n−1)` seconds, at most 10 hours (default base 10 s: 10 s, 1 min,
-         *     6 min, …). `X-Service-Review-Delivery` is the same on every attempt of one delivery: receivers should
-         *     drop duplicates by it. A delivery of a deactivated subscription is not sent again.
+         *     6 min, …). `X-Service-Review-Delivery` is the same on every attempt of one delivery, and `webhook-id`
+         *     (the event's `id`) the same on every attempt of every delivery of one event, resends included:
+         *     receivers should drop duplicates by `webhook-id`. A delivery of a deactivated subscription is not
+         *     sent again.
          */
         WebhookEventEnvelope: {
+            /**
+             * @description The event's id: the same in every delivery of this event (to each subscription, on every retry and
+             *     every resend), sent as `webhook-id`. `GET /v1/events/{event_id}` shows the event and its deliveries.
+             */
+            id: components["schemas"]["WebhookEventId"];
             event: components["schemas"]["WebhookDeliveredEventKind"];
             /** Format: uuid */
             tenant_id: string;
@@ -2005,13 +2123,24 @@ export interface components {
         /** @description The delivery id (a UUID; any other value is answered 404). */
         DeliveryId: string;
         /**
+         * @description The event id (`evt_` and a UUID; any other value is answered 404).
+         * @example evt_0192f0c4-8a9e-7c1b-9a4e-3f2d1c0b5a70
+         */
+        EventId: string;
+        /**
          * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
          *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
          *     rotation's overlap, one digest per secret separated by commas, newest secret first.
          */
         WebhookSignature: string;
-        /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
-        WebhookStandardId: string;
+        /**
+         * @description Standard Webhooks message id: the event's id (`evt_…`, the body's `id`), the same on every retry and
+         *     every resend of the event (deduplicate on it). Every subscription the event went to gets the same
+         *     id; a receiver behind several subscriptions that wants each of their deliveries deduplicates on the
+         *     id and the subscription (its URL). Deliveries made before events had ids were given one when the
+         *     service was upgraded.
+         */
+        WebhookStandardId: components["schemas"]["WebhookEventId"];
         /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
         WebhookStandardTimestamp: string;
         /**
@@ -2022,7 +2151,10 @@ export interface components {
         WebhookStandardSignature: string;
         /** @description The event kind; equal to the body's `event`. */
         WebhookEvent: components["schemas"]["WebhookDeliveredEventKind"];
-        /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+        /**
+         * @description The delivery id, stable across retries of the same delivery. A resend is a new delivery with its own
+         *     id; to drop duplicates of an event whatever the delivery, use `webhook-id` (the event id).
+         */
         WebhookDelivery: string;
         /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
         WebhookUserAgent: string;
@@ -2527,6 +2659,8 @@ export interface operations {
                 status?: components["schemas"]["WebhookDeliveryStatus"];
                 /** @description Only deliveries of this event kind. */
                 event_type?: components["schemas"]["WebhookDeliveredEventKind"];
+                /** @description Only deliveries of this event (`evt_…`, see `listEvents`). */
+                event_id?: components["schemas"]["WebhookEventId"];
                 /** @description Only deliveries created after this instant (RFC 3339). */
                 created_after?: string;
                 /** @description Only deliveries created before this instant (RFC 3339). */
@@ -2618,6 +2752,86 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["WebhookConflict"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of events returned. */
+                limit?: number;
+                /**
+                 * @description The `next_cursor` of the previous page (opaque).
+                 * @example eyJjIjoiMjAyNi0xMS0yMVQyMzo0MDowNi42NDUxMjNaIiwiaSI6IjAxOTJmMGM0LThhOWUtN2MxYi05YTRlLTNmMmQxYzBiNWE3MCJ9
+                 */
+                cursor?: string;
+                /** @description Only events of this kind. */
+                type?: components["schemas"]["WebhookDeliveredEventKind"];
+                /** @description Only events created after this instant (RFC 3339). */
+                created_after?: string;
+                /** @description Only events created before this instant (RFC 3339). */
+                created_before?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the newest matching events. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEventListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The event id (`evt_` and a UUID; any other value is answered 404).
+                 * @example evt_0192f0c4-8a9e-7c1b-9a4e-3f2d1c0b5a70
+                 */
+                event_id: components["parameters"]["EventId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event and its deliveries. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEventDetailResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
@@ -3022,11 +3236,20 @@ export interface operations {
                 "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                 /** @description The event kind; equal to the body's `event`. */
                 "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                /**
+                 * @description The delivery id, stable across retries of the same delivery. A resend is a new delivery with its own
+                 *     id; to drop duplicates of an event whatever the delivery, use `webhook-id` (the event id).
+                 */
                 "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                 /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                 "User-Agent": components["parameters"]["WebhookUserAgent"];
-                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                /**
+                 * @description Standard Webhooks message id: the event's id (`evt_…`, the body's `id`), the same on every retry and
+                 *     every resend of the event (deduplicate on it). Every subscription the event went to gets the same
+                 *     id; a receiver behind several subscriptions that wants each of their deliveries deduplicates on the
+                 *     id and the subscription (its URL). Deliveries made before events had ids were given one when the
+                 *     service was upgraded.
+                 */
                 "webhook-id": components["parameters"]["WebhookStandardId"];
                 /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
@@ -3063,11 +3286,20 @@ export interface operations {
                 "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                 /** @description The event kind; equal to the body's `event`. */
                 "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                /**
+                 * @description The delivery id, stable across retries of the same delivery. A resend is a new delivery with its own
+                 *     id; to drop duplicates of an event whatever the delivery, use `webhook-id` (the event id).
+                 */
                 "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                 /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                 "User-Agent": components["parameters"]["WebhookUserAgent"];
-                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                /**
+                 * @description Standard Webhooks message id: the event's id (`evt_…`, the body's `id`), the same on every retry and
+                 *     every resend of the event (deduplicate on it). Every subscription the event went to gets the same
+                 *     id; a receiver behind several subscriptions that wants each of their deliveries deduplicates on the
+                 *     id and the subscription (its URL). Deliveries made before events had ids were given one when the
+                 *     service was upgraded.
+                 */
                 "webhook-id": components["parameters"]["WebhookStandardId"];
                 /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
@@ -3104,11 +3336,20 @@ export interface operations {
                 "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                 /** @description The event kind; equal to the body's `event`. */
                 "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                /**
+                 * @description The delivery id, stable across retries of the same delivery. A resend is a new delivery with its own
+                 *     id; to drop duplicates of an event whatever the delivery, use `webhook-id` (the event id).
+                 */
                 "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                 /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                 "User-Agent": components["parameters"]["WebhookUserAgent"];
-                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                /**
+                 * @description Standard Webhooks message id: the event's id (`evt_…`, the body's `id`), the same on every retry and
+                 *     every resend of the event (deduplicate on it). Every subscription the event went to gets the same
+                 *     id; a receiver behind several subscriptions that wants each of their deliveries deduplicates on the
+                 *     id and the subscription (its URL). Deliveries made before events had ids were given one when the
+                 *     service was upgraded.
+                 */
                 "webhook-id": components["parameters"]["WebhookStandardId"];
                 /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
@@ -3145,11 +3386,20 @@ export interface operations {
                 "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                 /** @description The event kind; equal to the body's `event`. */
                 "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                /**
+                 * @description The delivery id, stable across retries of the same delivery. A resend is a new delivery with its own
+                 *     id; to drop duplicates of an event whatever the delivery, use `webhook-id` (the event id).
+                 */
                 "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                 /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                 "User-Agent": components["parameters"]["WebhookUserAgent"];
-                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                /**
+                 * @description Standard Webhooks message id: the event's id (`evt_…`, the body's `id`), the same on every retry and
+                 *     every resend of the event (deduplicate on it). Every subscription the event went to gets the same
+                 *     id; a receiver behind several subscriptions that wants each of their deliveries deduplicates on the
+                 *     id and the subscription (its URL). Deliveries made before events had ids were given one when the
+                 *     service was upgraded.
+                 */
                 "webhook-id": components["parameters"]["WebhookStandardId"];
                 /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
@@ -3186,11 +3436,20 @@ export interface operations {
                 "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                 /** @description The event kind; equal to the body's `event`. */
                 "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                /**
+                 * @description The delivery id, stable across retries of the same delivery. A resend is a new delivery with its own
+                 *     id; to drop duplicates of an event whatever the delivery, use `webhook-id` (the event id).
+                 */
                 "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                 /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                 "User-Agent": components["parameters"]["WebhookUserAgent"];
-                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                /**
+                 * @description Standard Webhooks message id: the event's id (`evt_…`, the body's `id`), the same on every retry and
+                 *     every resend of the event (deduplicate on it). Every subscription the event went to gets the same
+                 *     id; a receiver behind several subscriptions that wants each of their deliveries deduplicates on the
+                 *     id and the subscription (its URL). Deliveries made before events had ids were given one when the
+                 *     service was upgraded.
+                 */
                 "webhook-id": components["parameters"]["WebhookStandardId"];
                 /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
@@ -3227,11 +3486,20 @@ export interface operations {
                 "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                 /** @description The event kind; equal to the body's `event`. */
                 "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                /**
+                 * @description The delivery id, stable across retries of the same delivery. A resend is a new delivery with its own
+                 *     id; to drop duplicates of an event whatever the delivery, use `webhook-id` (the event id).
+                 */
                 "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                 /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                 "User-Agent": components["parameters"]["WebhookUserAgent"];
-                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                /**
+                 * @description Standard Webhooks message id: the event's id (`evt_…`, the body's `id`), the same on every retry and
+                 *     every resend of the event (deduplicate on it). Every subscription the event went to gets the same
+                 *     id; a receiver behind several subscriptions that wants each of their deliveries deduplicates on the
+                 *     id and the subscription (its URL). Deliveries made before events had ids were given one when the
+                 *     service was upgraded.
+                 */
                 "webhook-id": components["parameters"]["WebhookStandardId"];
                 /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
@@ -3268,11 +3536,20 @@ export interface operations {
                 "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                 /** @description The event kind; equal to the body's `event`. */
                 "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                /**
+                 * @description The delivery id, stable across retries of the same delivery. A resend is a new delivery with its own
+                 *     id; to drop duplicates of an event whatever the delivery, use `webhook-id` (the event id).
+                 */
                 "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                 /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                 "User-Agent": components["parameters"]["WebhookUserAgent"];
-                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                /**
+                 * @description Standard Webhooks message id: the event's id (`evt_…`, the body's `id`), the same on every retry and
+                 *     every resend of the event (deduplicate on it). Every subscription the event went to gets the same
+                 *     id; a receiver behind several subscriptions that wants each of their deliveries deduplicates on the
+                 *     id and the subscription (its URL). Deliveries made before events had ids were given one when the
+                 *     service was upgraded.
+                 */
                 "webhook-id": components["parameters"]["WebhookStandardId"];
                 /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
@@ -3309,11 +3586,20 @@ export interface operations {
                 "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                 /** @description The event kind; equal to the body's `event`. */
                 "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                /**
+                 * @description The delivery id, stable across retries of the same delivery. A resend is a new delivery with its own
+                 *     id; to drop duplicates of an event whatever the delivery, use `webhook-id` (the event id).
+                 */
                 "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                 /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                 "User-Agent": components["parameters"]["WebhookUserAgent"];
-                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                /**
+                 * @description Standard Webhooks message id: the event's id (`evt_…`, the body's `id`), the same on every retry and
+                 *     every resend of the event (deduplicate on it). Every subscription the event went to gets the same
+                 *     id; a receiver behind several subscriptions that wants each of their deliveries deduplicates on the
+                 *     id and the subscription (its URL). Deliveries made before events had ids were given one when the
+                 *     service was upgraded.
+                 */
                 "webhook-id": components["parameters"]["WebhookStandardId"];
                 /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
@@ -3350,10 +3636,29 @@ export interface operations {
                 "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                 /** @description The event kind; equal to the body's `event`. */
                 "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                /**
+                 * @description The delivery id, stable across retries of the same delivery. A resend is a new delivery with its own
+                 *     id; to drop duplicates of an event whatever the delivery, use `webhook-id` (the event id).
+                 */
                 "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                 /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                 "User-Agent": components["parameters"]["WebhookUserAgent"];
+                /**
+                 * @description Standard Webhooks message id: the event's id (`evt_…`, the body's `id`), the same on every retry and
+                 *     every resend of the event (deduplicate on it). Every subscription the event went to gets the same
+                 *     id; a receiver behind several subscriptions that wants each of their deliveries deduplicates on the
+                 *     id and the subscription (its URL). Deliveries made before events had ids were given one when the
+                 *     service was upgraded.
+                 */
+                "webhook-id": components["parameters"]["WebhookStandardId"];
+                /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
+                "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
+                /**
+                 * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
+                 *     keyed with the bytes the secret encodes after `whsec_` (base64). One entry per signing secret,
+                 *     separated by spaces, newest first.
+                 */
+                "webhook-signature": components["parameters"]["WebhookStandardSignature"];
             };
             path?: never;
             cookie?: never;

@@ -651,6 +651,8 @@ class Portal {
           { class: "facts" },
           h("dt", {}, "Delivery id"),
           h("dd", {}, h("code", {}, current.id)),
+          h("dt", {}, "Event id"),
+          h("dd", {}, h("code", {}, current.event_id)),
           h("dt", {}, "Status"),
           h("dd", {}, current.status),
           current.redelivery_of ? [h("dt", {}, "Resend of"), h("dd", {}, h("code", {}, current.redelivery_of))] : null,

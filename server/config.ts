@@ -375,7 +375,7 @@ export const SETTINGS = {
   WEBHOOK_RETENTION_DAYS: setting(
     integer(1, 3650),
     "30",
-    "Days after creation when final deliveries and their attempts are purged by the purge_webhook_deliveries job.",
+    "Days after creation when final deliveries and their attempts are purged by the purge_webhook_deliveries job; an event goes with the last of its deliveries.",
   ),
   WEBHOOK_PURGE_BATCH_SIZE: setting(
     integer(1, 100_000),

@@ -21,6 +21,8 @@ import {
 } from "../../db/webhooks.ts";
 import { decodeDeliveryCursor, encodeDeliveryCursor } from "./delivery-cursor.ts";
 import { rfc3339 } from "../../db/timestamps.ts";
+import { uuidV7 } from "../../db/ids.ts";
+import { eventIdOf, eventUuidOf } from "../../db/events.ts";
 
 const DEFAULT_DELIVERIES_LIMIT = 50;
 const MANUAL_SENDS_WINDOW_SECONDS = 60;
@@ -162,11 +164,15 @@ export const sendWebhookTestEvent: OperationHandler<"sendWebhookTestEvent"> = as
   if (!subscription) throw notFound("Webhook subscription");
   if (subscription.status === "disabled") throw subscriptionDisabled();
   const perMinute = services.config.webhooks.manualSendsPerMinute;
+  // A test is an event of its own.
+  const eventUuid = uuidV7();
   const outcome = await queueManualDelivery(services.db, {
     tenantId,
     subscriptionId: subscription.id,
     eventType: "webhook.test",
+    eventUuid,
     payload: {
+      id: eventIdOf(eventUuid),
       event: "webhook.test",
       tenant_id: tenantId,
       timestamp: rfc3339(new Date()),
@@ -196,12 +202,22 @@ export const redeliverWebhookDelivery: OperationHandler<"redeliverWebhookDeliver
     subscriptionId: found.delivery.subscription_id,
     eventType: found.delivery.payload.event,
     payload: found.delivery.payload,
+    // The same event again: the same envelope, and the same webhook-id.
+    eventUuid: found.eventUuid,
     origin: "redelivery",
     redeliveryOf: found.delivery.id,
     perMinute,
   });
   return { status: 202, body: queuedOrLimited(outcome, perMinute) };
 };
+
+/** The UUID of the `event_id` filter (its pattern is the document's, checked before the handler runs). */
+function eventUuidOfQuery(eventId: string): string {
+  const eventUuid = eventUuidOf(eventId);
+  if (eventUuid === undefined)
+    throw new RequestValidationError([valueError(["query", "event_id"], "event_id is not an event id", eventId)]);
+  return eventUuid;
+}
 
 export const listWebhookDeliveries: OperationHandler<"listWebhookDeliveries"> = async ({
   query,
@@ -215,6 +231,7 @@ export const listWebhookDeliveries: OperationHandler<"listWebhookDeliveries"> = 
     ...(query.subscription_id === undefined ? {} : { subscriptionId: query.subscription_id }),
     ...(query.status === undefined ? {} : { status: query.status }),
     ...(query.event_type === undefined ? {} : { eventType: query.event_type }),
+    ...(query.event_id === undefined ? {} : { eventId: eventUuidOfQuery(query.event_id) }),
     ...(query.created_after === undefined ? {} : { createdAfter: query.created_after }),
     ...(query.created_before === undefined ? {} : { createdBefore: query.created_before }),
   });
@@ -235,3 +252,4 @@ export const getWebhookDelivery: OperationHandler<"getWebhookDelivery"> = async 
 };
 
 export { createWebhookPortalSession } from "./portal-sessions.ts";
+export { getEvent, listEvents } from "./events.ts";

@@ -305,6 +305,24 @@ t.test(
     );
     t.equal(counts.length, 2, "both tenants have deliveries");
     for (const row of counts) t.equal(row.counted, row.actual, "a tenant's delivery count is exact");
+    const { rows: events } = await upgraded.raw<{ rows: { deliveries: number; eventless: number; split: number }[] }>(
+      `select count(*)::integer as deliveries,
+              count(*) filter (where not exists (select 1 from integrator.webhook_events e
+                                                  where e.tenant_id = d.tenant_id and e.id = d.event_id
+                                                    and e.payload = d.payload)
+                                  or d.payload->>'id' <> 'evt_' || d.event_id)::integer as eventless,
+              count(*) filter (where exists (select 1 from integrator.webhook_deliveries o
+                                              where o.tenant_id = d.tenant_id and o.id = d.redelivery_of
+                                                and o.event_id <> d.event_id))::integer as split
+         from integrator.webhook_deliveries d`,
+    );
+    t.ok((events[0]?.deliveries ?? 0) > 0);
+    t.equal(
+      events[0]?.eventless,
+      0,
+      "every delivery made before events had ids has its event, whose id its envelope carries",
+    );
+    t.equal(events[0]?.split, 0, "a resend made before then belongs to the event of the delivery it resent");
     const { rows: unnamed } = await upgraded.raw<{ rows: { n: number }[] }>(
       `select count(*)::integer as n from graphile_worker._private_jobs j
          join graphile_worker._private_tasks k on k.id = j.task_id

@@ -69,7 +69,7 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   const secretField = page.locator("input.secret");
   await secretField.waitFor();
   const firstSecret = await secretField.inputValue();
-  t.match(firstSecret, /^whsec_[\w-]{43}$/, "the secret is shown once");
+  t.match(firstSecret, /^whsec_[A-Za-z0-9+/]{43}=$/, "the secret is shown once");
   t.ok(await page.getByRole("button", { name: "Copy" }).isVisible(), "with a copy button");
   await page.locator(`#subscription-list code:text-is("${hookUrl}")`).waitFor();
   await screenshot(page, SHOTS, "02-endpoint-created");
@@ -112,6 +112,18 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   await page.getByText("Resend queued").waitFor();
   t.equal(await newestDeliveryBecomes(page, "delivered"), "delivered");
   t.match(await page.locator("#delivery-list li.delivery").first().textContent(), /redelivery/);
+  const resent = page.locator("#delivery-list li.delivery").first();
+  await resent.locator("summary").click();
+  const shownEventId = resent.locator("dl.facts dt:text-is('Event id') + dd");
+  await shownEventId.waitFor();
+  const listed = (await (await server.request("/v1/webhooks/deliveries", { token: tenant.token })).json()) as {
+    deliveries: { event_id: string; origin: string }[];
+  };
+  t.equal(
+    await shownEventId.textContent(),
+    listed.deliveries.find((delivery) => delivery.origin === "test")?.event_id,
+    "the resend shows the event id of the delivery it resent",
+  );
   await waitFor(
     async () => receiver.receivedAt("/portal-hook").length,
     (count) => count === 2,

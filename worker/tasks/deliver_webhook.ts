@@ -11,6 +11,7 @@ import type { Services } from "../../server/services.ts";
 import { signatureHeaders } from "../signatures.ts";
 import { recordDeliveryOutcome } from "../../server/metrics.ts";
 import { isDeliverWebhookPayload } from "../../db/jobs.ts";
+import { eventIdOf } from "../../db/events.ts";
 import { sendSettings, sendWebhook, type SendSettings } from "../sender.ts";
 
 import { boundedMemo } from "../memo.ts";
@@ -30,11 +31,16 @@ export function retryDelaySeconds(retry: number, baseSeconds: number): number {
   return Math.min(baseSeconds * 6 ** (retry - 1), MAX_RETRY_DELAY_SECONDS);
 }
 
-/** The headers of one attempt: content type, user agent, the event kind and delivery id, and its signatures. */
+/**
+ * The headers of one attempt: content type, user agent, the event kind and delivery id, and its signatures;
+ * the Standard Webhooks message id is the event's id (`evt_…`), the same for every delivery of the event.
+ */
 export function deliveryHeaders(attempt: {
   userAgent: string;
   eventType: string;
   deliveryId: string;
+  /** The event's id as the envelope carries it (`evt_…`). */
+  eventId: string;
   /** Every secret that signs now, newest first. */
   secrets: readonly string[];
   attemptedAt: Date;
@@ -46,7 +52,7 @@ export function deliveryHeaders(attempt: {
     "X-Service-Review-Event": attempt.eventType,
     "X-Service-Review-Delivery": attempt.deliveryId,
     ...signatureHeaders(attempt.secrets, {
-      id: attempt.deliveryId,
+      id: attempt.eventId,
       timestamp: Math.floor(attempt.attemptedAt.getTime() / 1000),
       body: attempt.body,
     }),
@@ -132,6 +138,7 @@ export function deliverWebhook(
           userAgent,
           eventType: delivery.event_type,
           deliveryId: delivery.id,
+          eventId: eventIdOf(delivery.event_id),
           secrets,
           attemptedAt,
           body,

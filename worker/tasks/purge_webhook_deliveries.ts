@@ -1,23 +1,33 @@
 // Scheduled (see worker/crontab.ts): purges final deliveries, with their attempts, created more than
-// WEBHOOK_RETENTION_DAYS ago. Tenant by tenant, WEBHOOK_PURGE_BATCH_SIZE rows per statement (each its
-// own short transaction, skipping rows others hold), lowering each tenant's exact delivery count in the
-// same statement. Stops early when the worker shuts down; the next run carries on.
+// WEBHOOK_RETENTION_DAYS ago, then the events of that age of which no delivery is left (an event goes
+// with the last of its deliveries). Tenant by tenant, WEBHOOK_PURGE_BATCH_SIZE rows per statement (each
+// its own short transaction, skipping rows others hold), lowering each tenant's exact delivery count in
+// the same statement. Stops early when the worker shuts down; the next run carries on.
 import type { Task } from "graphile-worker";
 import type { Services } from "../../server/services.ts";
-import { purgeDeliveriesBatch, tenantsWithDeliveries } from "../../db/webhooks.ts";
+import { purgeDeliveriesBatch, purgeEventsBatch, tenantsWithDeliveries } from "../../db/webhooks.ts";
 
 export function purgeWebhookDeliveries(services: Services): Task<"purge_webhook_deliveries"> {
   const { retentionDays, purgeBatchSize } = services.config.webhooks;
   return async (_payload, helpers) => {
     let purged = 0;
+    let purgedEvents = 0;
     for (const tenantId of await tenantsWithDeliveries(services.db)) {
-      for (;;) {
-        if (helpers.abortSignal?.aborted) return;
-        const batch = await purgeDeliveriesBatch(services.db, tenantId, retentionDays, purgeBatchSize);
-        purged += batch;
-        if (batch < purgeBatchSize) break;
+      for (const [purge, count] of [
+        [purgeDeliveriesBatch, (batch: number) => (purged += batch)],
+        [purgeEventsBatch, (batch: number) => (purgedEvents += batch)],
+      ] as const) {
+        for (;;) {
+          if (helpers.abortSignal?.aborted) return;
+          const batch = await purge(services.db, tenantId, retentionDays, purgeBatchSize);
+          count(batch);
+          if (batch < purgeBatchSize) break;
+        }
       }
     }
-    if (purged > 0) helpers.logger.info(`purged ${purged} webhook deliveries older than ${retentionDays} days`);
+    if (purged > 0 || purgedEvents > 0)
+      helpers.logger.info(
+        `purged ${purged} webhook deliveries and ${purgedEvents} events older than ${retentionDays} days`,
+      );
   };
 }
