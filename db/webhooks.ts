@@ -47,6 +47,8 @@ interface DeliveryRow {
   status: DeliveryStatus;
   attempts: number;
   last_attempt_at: Date | null;
+  /** When the next attempt is due; meaningful while pending only. */
+  next_attempt_at: Date | null;
   response_code: number | null;
   error_message: string | null;
   created_at: Date;
@@ -75,6 +77,7 @@ const DELIVERY_COLUMNS = [
   "status",
   "attempts",
   "last_attempt_at",
+  "next_attempt_at",
   "response_code",
   "error_message",
   "created_at",
@@ -109,6 +112,8 @@ function deliveryView(row: DeliveryRow): DeliveryView {
     status: row.status,
     attempts: row.attempts,
     last_attempt_at: rfc3339OrNull(row.last_attempt_at),
+    // A final delivery has no next attempt, whoever made it final (an attempt, a deactivation, the task).
+    next_attempt_at: row.status === "pending" ? rfc3339OrNull(row.next_attempt_at) : null,
     response_code: row.response_code,
     error_message: row.error_message,
     created_at: rfc3339(row.created_at),
@@ -285,7 +290,12 @@ export async function deactivateSubscription(db: Knex, tenantId: string, subscri
     if (updated.length === 0) return false;
     await trx("integrator.webhook_deliveries")
       .where({ tenant_id: tenantId, subscription_id: subscriptionId, status: "pending" })
-      .update({ status: "failed", error_message: DEACTIVATED_MESSAGE, updated_at: trx.fn.now() });
+      .update({
+        status: "failed",
+        error_message: DEACTIVATED_MESSAGE,
+        next_attempt_at: null,
+        updated_at: trx.fn.now(),
+      });
     return true;
   });
 }
@@ -493,6 +503,7 @@ export async function queueManualDelivery(
         origin: input.origin,
         redelivery_of: input.redeliveryOf,
         created_at: trx.raw("clock_timestamp()"),
+        next_attempt_at: trx.raw("clock_timestamp()"),
       })
       .returning(DELIVERY_COLUMNS)) as DeliveryRow[];
     if (!row) throw new Error("the delivery insert returned no row");
@@ -631,7 +642,7 @@ export interface AttemptRecord {
   errorMessage: string | null;
   /** Null when delivered. */
   errorClass: AttemptErrorClass | null;
-  /** When set (status pending), the next attempt's job is queued for then, in the same statement. */
+  /** When set (status pending), the next attempt's job is queued for then, in the same statement, and the delivery shows it as next_attempt_at. */
   retryAt?: Date;
   health: HealthRules;
 }
@@ -681,7 +692,7 @@ export async function failWithoutAttempt(
 ): Promise<boolean> {
   const updated = await db("integrator.webhook_deliveries")
     .where({ tenant_id: tenantId, id: deliveryId, status: "pending" })
-    .update({ status: "failed", error_message: message.slice(0, 500), updated_at: db.fn.now() })
+    .update({ status: "failed", error_message: message.slice(0, 500), next_attempt_at: null, updated_at: db.fn.now() })
     .returning("id");
   return updated.length > 0;
 }

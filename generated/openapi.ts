@@ -314,8 +314,8 @@ export interface paths {
          *     range `created_after` (exclusive) / `created_before` (exclusive).
          *
          *     A delivery stays `pending` until a send answers 2xx (`delivered`) or its last attempt fails
-         *     (`failed`); `attempts`, `last_attempt_at`, `response_code` and `error_message` are updated after every
-         *     attempt. Each attempt's own record is in `getWebhookDelivery`. Deliveries and their attempts are
+         *     (`failed`); `attempts`, `last_attempt_at`, `next_attempt_at`, `response_code` and `error_message` are
+         *     updated after every attempt. Each attempt's own record is in `getWebhookDelivery`. Deliveries and their attempts are
          *     purged `WEBHOOK_RETENTION_DAYS` days after creation (default 30).
          */
         get: operations["listWebhookDeliveries"];
@@ -1292,6 +1292,14 @@ export interface components {
              * @description RFC 3339 timestamp in UTC with `Z` of the last attempt; null before the first.
              */
             last_attempt_at: string | null;
+            /**
+             * Format: date-time
+             * @description While the delivery is `pending`, when its next attempt is due (RFC 3339 in UTC with `Z`): its
+             *     creation until the first attempt, then the time the retry schedule set after each failed attempt
+             *     (see `WebhookEventEnvelope`, delivery and retries). The attempt starts then, or as soon as a worker
+             *     is free. Null once the delivery is final (`delivered` or `failed`): no attempt will follow.
+             */
+            next_attempt_at: string | null;
             /** @description The HTTP status of the last attempt; null before the first or when no response was received. */
             response_code: number | null;
             /**
@@ -1417,9 +1425,14 @@ export interface components {
          *
          *     **Delivery and retries.** Any 2xx marks the delivery `delivered`. Any other status, a redirect (never
          *     followed), a timeout (`WEBHOOK_TIMEOUT_MS`, default 10 s) or a connection error is a failed attempt.
-         *     Up to `MAX_DELIVERY_ATTEMPTS` attempts (default 3) are made; retry n (n ≥ 1) waits
-         *     `WEBHOOK_RETRY_BASE_SECONDS × 6^(n−1)` seconds, at most 10 hours (default base 10 s: 10 s, 1 min,
-         *     6 min, …). `X-Service-Review-Delivery` is the same on every attempt of one delivery, and `webhook-id`
+         *     Up to `MAX_DELIVERY_ATTEMPTS` attempts (default 3) are made, spread over hours so that an endpoint
+         *     down for a deploy or an outage still gets the event: retry n waits the n-th entry of
+         *     `WEBHOOK_RETRY_SCHEDULE` after the attempt before it, the last entry repeating (default 5 minutes,
+         *     2 hours, 8 hours, then 10 hours each). With the default 3 attempts: the first at once, the second
+         *     5 minutes after it fails, the third 2 hours after that; a delivery still failing is `failed` about
+         *     2 hours 5 minutes after its event. Each delivery shows when its next attempt is due
+         *     (`next_attempt_at`; null once final). A deployment may set `WEBHOOK_RETRY_BASE_SECONDS` instead: retry
+         *     n then waits base × 6^(n−1) seconds, at most 10 hours. `X-Service-Review-Delivery` is the same on every attempt of one delivery, and `webhook-id`
          *     (the event's `id`) the same on every attempt of every delivery of one event, resends included:
          *     receivers should drop duplicates by `webhook-id`. A delivery of a deactivated subscription is not
          *     sent again.

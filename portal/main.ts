@@ -627,6 +627,9 @@ class Portal {
         delivery.origin !== "event" ? h("span", { class: "badge off" }, delivery.origin) : null,
         " ",
         h("span", { class: "meta" }, time(delivery.created_at), target ? ` → ${target.url}` : ""),
+        delivery.next_attempt_at
+          ? h("span", { class: "meta next-attempt" }, " · next attempt ", time(delivery.next_attempt_at))
+          : null,
       ),
       detail,
     );
@@ -655,6 +658,12 @@ class Portal {
           h("dd", {}, h("code", {}, current.event_id)),
           h("dt", {}, "Status"),
           h("dd", {}, current.status),
+          h("dt", {}, "Next attempt"),
+          h(
+            "dd",
+            { class: "next-attempt" },
+            current.next_attempt_at ? time(current.next_attempt_at) : `none: the delivery is ${current.status}`,
+          ),
           current.redelivery_of ? [h("dt", {}, "Resend of"), h("dd", {}, h("code", {}, current.redelivery_of))] : null,
         ),
         h("h3", {}, "Attempts"),

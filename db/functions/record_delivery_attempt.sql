@@ -1,5 +1,6 @@
 -- integrator.record_delivery_attempt: one delivery attempt's outcome in ONE statement (db/webhooks.ts
--- recordAttempt says what each part means): the delivery's status and attempt count, a row of its attempt
+-- recordAttempt says what each part means): the delivery's status, attempt count and when its next attempt
+-- is due (p_retry_at; null once final), a row of its attempt
 -- history, its subscription's health (disabling it when p_failed_in_a_row failures in a row or
 -- p_failing_days of failing say so; 0 turns a rule off), and, when p_retry_at is set, the next attempt's
 -- job (queue_delivery_jobs, for the attempt after this one). It applies only while the delivery is
@@ -20,7 +21,8 @@ begin
   with recorded as (
     update integrator.webhook_deliveries
        set status = p_status, attempts = attempts + 1, last_attempt_at = p_attempted_at,
-           response_code = p_response_code, error_message = p_error_message, updated_at = now()
+           next_attempt_at = p_retry_at, response_code = p_response_code, error_message = p_error_message,
+           updated_at = now()
      where tenant_id = p_tenant_id and id = p_delivery_id and status = 'pending' and attempts = p_attempts_before
     returning tenant_id, id, subscription_id, attempts
   ),

@@ -21,6 +21,7 @@ import * as webhookManualDisable from "./0015_webhook_manual_disable.ts";
 import * as webhookOperations from "./0007_webhook_operations.ts";
 import * as webhooks from "./0003_webhooks.ts";
 import * as webhookEvents from "./0024_webhook_events.ts";
+import * as deliveryNextAttempt from "./0025_delivery_next_attempt.ts";
 import * as writePath from "./0010_write_path.ts";
 
 interface Migration {
@@ -53,6 +54,7 @@ const migrations: [string, Migration][] = [
   ["0022_queued_jobs_name_their_attempt", queuedJobsNameTheirAttempt],
   ["0023_an_event_s_deliveries_in_one_job", anEventsDeliveriesInOneJob],
   ["0024_webhook_events", webhookEvents],
+  ["0025_delivery_next_attempt", deliveryNextAttempt],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

@@ -323,6 +323,19 @@ t.test(
       "every delivery made before events had ids has its event, whose id its envelope carries",
     );
     t.equal(events[0]?.split, 0, "a resend made before then belongs to the event of the delivery it resent");
+    const { rows: due } = await upgraded.raw<{ rows: { pending: number; undue: number; retried: number }[] }>(
+      `select count(*)::integer as pending,
+              count(*) filter (where next_attempt_at is null)::integer as undue,
+              count(*) filter (where attempts > 0 and next_attempt_at > last_attempt_at)::integer as retried
+         from integrator.webhook_deliveries where status = 'pending'`,
+    );
+    t.ok((due[0]?.pending ?? 0) > 0);
+    t.equal(
+      due[0]?.undue,
+      0,
+      "every delivery pending before next_attempt_at existed says when its next attempt is due",
+    );
+    t.equal(due[0]?.retried, 2, "the two waiting for a retry: when their retry's job runs, after their last attempt");
     const { rows: unnamed } = await upgraded.raw<{ rows: { n: number }[] }>(
       `select count(*)::integer as n from graphile_worker._private_jobs j
          join graphile_worker._private_tasks k on k.id = j.task_id

@@ -105,6 +105,11 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   t.equal(cells[3], "delivered", "its outcome");
   t.equal(cells[4], "204", "its HTTP status");
   t.match(await newest.locator("pre.payload").textContent(), /"event": "webhook.test"/, "and the payload");
+  t.equal(
+    await newest.locator("dd.next-attempt").textContent(),
+    "none: the delivery is delivered",
+    "a final delivery has no next attempt",
+  );
   await screenshot(page, SHOTS, "03-delivery-attempts");
 
   // Resend it: a new delivery of the same event, delivered too.
@@ -311,6 +316,14 @@ t.test(
     const firstPage = await listedDeliveries(page);
     t.same(firstPage, ids(() => true).slice(0, 25), "the newest 25, newest first");
     t.match(await page.locator("#delivery-summary").textContent(), /25 shown, newest first · 50 deliveries in all/);
+    // Nothing sends here: every delivery is pending, its first attempt due since it was queued.
+    const pendingSummary = page.locator("#delivery-list li.delivery").first().locator("summary");
+    t.match(await pendingSummary.locator(".next-attempt").textContent(), /^ · next attempt /);
+    t.equal(
+      await pendingSummary.locator(".next-attempt time").getAttribute("datetime"),
+      all[0]?.next_attempt_at,
+      "a pending delivery shows when its next attempt is due",
+    );
     const older = page.getByRole("button", { name: "Load older deliveries" });
     await older.focus();
     await page.keyboard.press("Enter");

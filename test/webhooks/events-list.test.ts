@@ -97,7 +97,10 @@ t.test(
       t.equal(event.payload.id, event.id, "the envelope carries the event's id");
       const ofEvent = deliveries.filter((delivery) => delivery.event_id === event.id);
       t.equal(ofEvent.length, 2, "one delivery per subscription names the event");
-      for (const delivery of ofEvent) t.same(delivery.payload, event.payload, "and carries the same envelope");
+      for (const delivery of ofEvent) {
+        t.same(delivery.payload, event.payload, "and carries the same envelope");
+        t.equal(delivery.next_attempt_at, delivery.created_at, "its first attempt is due when it is queued");
+      }
     }
   },
 );

@@ -49,7 +49,13 @@ t.test("a delivery is one POST with the stored envelope as sorted-keys JSON and 
   const { id } = await rig.subscribe(rig.receiver.url(path), ["intake.submitted"]);
   const data = await rig.emitIntake();
   const delivery = await rig.finalDelivery(id);
-  t.match(delivery, { status: "delivered", attempts: 1, response_code: 200, error_message: null });
+  t.match(delivery, {
+    status: "delivered",
+    attempts: 1,
+    response_code: 200,
+    error_message: null,
+    next_attempt_at: null,
+  });
   t.match(delivery?.last_attempt_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
   const [request, ...more] = rig.receiver.receivedAt(path);
   t.equal(more.length, 0, "sent once");
@@ -322,7 +328,13 @@ t.test(
     const { id } = await rig.subscribe(rig.receiver.url(path));
     await rig.emitIntake();
     const delivery = await rig.finalDelivery(id);
-    t.match(delivery, { status: "failed", attempts: 3, response_code: 503, error_message: "HTTP status 503" });
+    t.match(delivery, {
+      status: "failed",
+      attempts: 3,
+      response_code: 503,
+      error_message: "HTTP status 503",
+      next_attempt_at: null,
+    });
     t.equal(rig.receiver.receivedAt(path).length, 3);
     t.same(await jobsOfDelivery(rig.server.services.db, delivery?.id ?? ""), [], "no job of it left");
   },

@@ -1,8 +1,8 @@
 // deliver_webhook: one attempt at sending one delivery (queued by integrator.emit_event, and by this
 // task for its retries). The body is the stored envelope with sorted keys, signed with the
 // subscription's secret. After every attempt the delivery records it; a failure with attempts left
-// queues the next attempt itself (retry n waits base × 6^(n−1) s, at most 10 h) and this job
-// succeeds, so graphile-worker's own backoff never drives the schedule. A job whose delivery is
+// queues the next attempt itself, WEBHOOK_RETRY_SCHEDULE's wait later (and the delivery shows when, as
+// next_attempt_at), and this job succeeds, so graphile-worker's own backoff never drives the schedule. A job whose delivery is
 // already final, or whose attempt another run already recorded (the job carries the attempt it is
 // for), does nothing.
 import type { Task } from "graphile-worker";
@@ -24,11 +24,9 @@ import {
   recordAttempt,
 } from "../../db/webhooks.ts";
 
-const MAX_RETRY_DELAY_SECONDS = 10 * 60 * 60;
-
-/** Seconds to wait before retry n (n ≥ 1): base × 6^(n−1), capped at 10 hours. */
-export function retryDelaySeconds(retry: number, baseSeconds: number): number {
-  return Math.min(baseSeconds * 6 ** (retry - 1), MAX_RETRY_DELAY_SECONDS);
+/** Seconds to wait before retry n (n ≥ 1): the n-th of the configured waits (server/config.ts retryWaits). */
+export function retryDelaySeconds(retry: number, waitsSeconds: readonly number[]): number {
+  return waitsSeconds[Math.min(Math.max(retry, 1), waitsSeconds.length) - 1] ?? 0;
 }
 
 /**
@@ -63,7 +61,7 @@ export function deliverWebhook(
   services: Services,
   settings: SendSettings = sendSettings(services.config.webhooks),
 ): Task<"deliver_webhook"> {
-  const { maxAttempts, retryBaseSeconds, disableAfterFailedDeliveries, disableAfterFailingDays } =
+  const { maxAttempts, retryWaitsSeconds, disableAfterFailedDeliveries, disableAfterFailingDays } =
     services.config.webhooks;
   const health = { disableAfterFailedDeliveries, disableAfterFailingDays };
   const userAgent = `integrator-api-webhooks/${services.version}`;
@@ -178,7 +176,7 @@ export function deliverWebhook(
       await recordAttempt(db, { ...common, status: "failed", errorMessage: outcome.errorMessage });
       recordDeliveryOutcome("failed");
     } else {
-      const retryAt = new Date(Date.now() + retryDelaySeconds(attempt, retryBaseSeconds) * 1000);
+      const retryAt = new Date(Date.now() + retryDelaySeconds(attempt, retryWaitsSeconds) * 1000);
       await recordAttempt(db, { ...common, status: "pending", errorMessage: outcome.errorMessage, retryAt });
       recordDeliveryOutcome("retrying");
     }
