@@ -417,14 +417,19 @@ export async function findDeliveryWithAttempts(
   const attempts = (await db("integrator.webhook_delivery_attempts")
     .where({ tenant_id: tenantId, delivery_id: deliveryId })
     .orderBy("number")
-    .select("number", "attempted_at", "duration_ms", "outcome", "response_code", "error_class")) as {
-    number: number;
-    attempted_at: Date;
-    duration_ms: number;
-    outcome: AttemptView["outcome"];
-    response_code: number | null;
-    error_class: AttemptErrorClass | null;
-  }[];
+    .select(
+      "number",
+      "attempted_at",
+      "duration_ms",
+      "outcome",
+      "response_code",
+      "error_class",
+      "error_message",
+      "request_headers",
+      "response_headers",
+      "response_body",
+      "response_body_truncated",
+    )) as (Omit<AttemptView, "attempted_at"> & { attempted_at: Date })[];
   return {
     delivery: deliveryView(row),
     attempts: attempts.map((attempt) => ({ ...attempt, attempted_at: rfc3339(attempt.attempted_at) })),
@@ -642,6 +647,12 @@ export interface AttemptRecord {
   errorMessage: string | null;
   /** Null when delivered. */
   errorClass: AttemptErrorClass | null;
+  /** The attempt's sentence beside its class; null when delivered. */
+  failure: string | null;
+  /** The headers sent. */
+  requestHeaders: Record<string, string>;
+  /** What the endpoint answered (headers, the first 4 KiB of its body); null when no answer arrived. */
+  response: { headers: Record<string, string>; body: string; bodyTruncated: boolean } | null;
   /** When set (status pending), the next attempt's job is queued for then, in the same statement, and the delivery shows it as next_attempt_at. */
   retryAt?: Date;
   health: HealthRules;
@@ -664,7 +675,8 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<b
   const { rows } = await runPrepared<{ recorded: boolean }>(
     db,
     "record_delivery_attempt",
-    "select integrator.record_delivery_attempt(?::uuid, ?::uuid, ?, ?, ?::timestamptz, ?, ?, ?, ?, ?::timestamptz, ?, ?::float8) as recorded",
+    `select integrator.record_delivery_attempt(?::uuid, ?::uuid, ?, ?, ?::timestamptz, ?, ?, ?, ?, ?::timestamptz, ?, ?::float8,
+       ?, ?::jsonb, ?::jsonb, ?, ?) as recorded`,
     [
       attempt.tenantId,
       attempt.deliveryId,
@@ -678,6 +690,11 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<b
       attempt.retryAt ?? null,
       disableAfterFailedDeliveries,
       disableAfterFailingDays,
+      delivered || attempt.failure === null ? null : attempt.failure.slice(0, 500),
+      JSON.stringify(attempt.requestHeaders),
+      attempt.response === null ? null : JSON.stringify(attempt.response.headers),
+      attempt.response === null ? null : attempt.response.body,
+      attempt.response?.bodyTruncated ?? false,
     ],
   );
   return rows[0]?.recorded === true;

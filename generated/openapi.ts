@@ -338,8 +338,11 @@ export interface paths {
          * Get one delivery with every attempt
          * @description Returns one delivery of the tenant (`delivery`) with `attempts`, every send attempt in order: when it
          *     started, how long it took, its outcome, the HTTP status received and, for a failure, a coarse error
-         *     class (the detail stays in the service's logs). An unknown id, an id that is not a UUID, a purged
-         *     delivery and a delivery of another tenant answer 404 `NOT_FOUND`.
+         *     class with a sentence saying it in words (the detail, such as addresses or TLS error codes, stays in
+         *     the service's logs); the headers of the request sent, and the answer's headers and the first 4 KiB of
+         *     its body, so a receiver's own error message can be read here. Attempts are purged with their
+         *     delivery. An unknown id, an id that is not a UUID, a purged delivery and a delivery of another tenant
+         *     answer 404 `NOT_FOUND`.
          */
         get: operations["getWebhookDelivery"];
         put?: never;
@@ -1330,10 +1333,11 @@ export interface components {
          */
         WebhookDeliveryAttemptOutcome: "delivered" | "failed";
         /**
-         * @description Why an attempt failed, as a coarse class (the detail is only in the service's logs): `timeout` (no
-         *     answer within `WEBHOOK_TIMEOUT_MS`), `connection_failed` (the address could not be resolved, was
-         *     refused by the send-time address rules, or the connection failed), `tls_failed` (TLS handshake or
-         *     certificate), `http_status` (an answer other than 2xx, including redirects; see `response_code`).
+         * @description Why an attempt failed, as a coarse class (the detail is only in the service's logs; the attempt's
+         *     `error_message` says it in a sentence): `timeout` (no answer within `WEBHOOK_TIMEOUT_MS`),
+         *     `connection_failed` (the address could not be resolved, was refused by the send-time address rules,
+         *     or the connection failed), `tls_failed` (TLS handshake or certificate), `http_status` (an answer other
+         *     than 2xx, including redirects; see `response_code`).
          * @enum {string}
          */
         WebhookDeliveryErrorClass: "timeout" | "connection_failed" | "tls_failed" | "http_status";
@@ -1353,6 +1357,43 @@ export interface components {
             response_code: number | null;
             /** @description Why it failed; null when `delivered`. */
             error_class: components["schemas"]["WebhookDeliveryErrorClass"] | null;
+            /**
+             * @description Why it failed, as a sentence beside `error_class` (for `http_status`, the status and its reason
+             *     phrase); as coarse as the class: never an address, a port's state or a TLS error code. Null when
+             *     `delivered`.
+             * @example The endpoint answered 503 Service Unavailable; only a 2xx answer counts as delivered.
+             */
+            error_message: string | null;
+            /**
+             * @description The headers of the request as the service sent them (or would have, when the connection failed
+             *     before the request went out): `Content-Type`, `Content-Length`, `User-Agent`,
+             *     `X-Service-Review-Event`, `X-Service-Review-Delivery`, `X-Service-Review-Signature`, `webhook-id`,
+             *     `webhook-timestamp` and `webhook-signature`. The signatures are shown: an HMAC does not reveal the
+             *     secret it was made with, and seeing them lets you check your verification against what was sent.
+             *     The secret itself never appears. Null for attempts recorded before request headers were kept.
+             */
+            request_headers: {
+                [key: string]: string;
+            } | null;
+            /**
+             * @description The answer's headers as received, names in lowercase, a repeated header's values joined with
+             *     `, `. Null when no answer was received (`timeout`, `connection_failed`, `tls_failed`).
+             */
+            response_headers: {
+                [key: string]: string;
+            } | null;
+            /**
+             * @description The first 4 KiB (4096 bytes) of the answer's body, as UTF-8 text (bytes that are not UTF-8 as
+             *     U+FFFD; a character cut by the limit left out); empty when the answer had no body. Null when no
+             *     answer was received. Stored with the attempt, and purged with its delivery.
+             */
+            response_body: string | null;
+            /**
+             * @description True when `response_body` is only the beginning of the answer's body: the body was longer than
+             *     4 KiB, or had not ended when the attempt's time (`WEBHOOK_TIMEOUT_MS`) ran out. False otherwise,
+             *     and when no answer was received.
+             */
+            response_body_truncated: boolean;
         };
         /** @description One delivery and every attempt made to send it, oldest first. */
         WebhookDeliveryDetailResponse: {

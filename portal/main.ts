@@ -697,7 +697,13 @@ class Portal {
     }
   }
 
+  /**
+   * The attempts, oldest first: outcome and HTTP status first, so they stay in view on a narrow screen
+   * (the table scrolls sideways only for the time and duration); under each, why it failed in words and,
+   * folded, the request's headers and the answer's headers and body.
+   */
   private attemptTable(attempts: Attempt[]): HTMLElement {
+    const columns = ["#", "Outcome", "HTTP status", "Time", "Duration"];
     return h(
       "div",
       { class: "table-wrap", tabindex: 0 },
@@ -710,27 +716,68 @@ class Portal {
           h(
             "tr",
             {},
-            ["#", "Time", "Duration", "Outcome", "HTTP status", "Failure"].map((title) =>
-              h("th", { scope: "col" }, title),
-            ),
+            columns.map((title) => h("th", { scope: "col" }, title)),
           ),
         ),
         h(
           "tbody",
           {},
-          attempts.map((attempt) =>
+          attempts.flatMap((attempt) => [
             h(
               "tr",
               { class: `attempt ${attempt.outcome}` },
               h("td", {}, String(attempt.number)),
-              h("td", {}, time(attempt.attempted_at)),
-              h("td", {}, `${attempt.duration_ms} ms`),
               h("td", {}, statusBadge(attempt.outcome, attempt.outcome === "delivered" ? "ok" : "bad")),
               h("td", {}, attempt.response_code === null ? "—" : String(attempt.response_code)),
-              h("td", {}, attempt.error_class ?? "—"),
+              h("td", {}, time(attempt.attempted_at)),
+              h("td", {}, `${attempt.duration_ms} ms`),
             ),
-          ),
+            h("tr", { class: "attempt-detail" }, h("td", { colspan: columns.length }, this.attemptDetail(attempt))),
+          ]),
         ),
+      ),
+    );
+  }
+
+  private attemptDetail(attempt: Attempt): HTMLElement {
+    const headers = (values: Record<string, string> | null) =>
+      h(
+        "pre",
+        { class: "headers" },
+        Object.entries(values ?? {})
+          .map(([name, value]) => `${name}: ${value}`)
+          .join("\n"),
+      );
+    const body = attempt.response_body;
+    return h(
+      "div",
+      {},
+      attempt.error_message
+        ? h("p", { class: "failure" }, attempt.error_message, " ", h("code", {}, attempt.error_class ?? ""))
+        : null,
+      h(
+        "details",
+        { class: "exchange" },
+        h("summary", {}, "Request and response"),
+        h("h4", {}, "Request headers"),
+        attempt.request_headers
+          ? headers(attempt.request_headers)
+          : h("p", { class: "meta" }, "Not kept for attempts made before request headers were recorded."),
+        h("h4", {}, "Response"),
+        attempt.response_headers === null
+          ? h("p", { class: "meta no-answer" }, "No answer was received.")
+          : [
+              headers(attempt.response_headers),
+              h(
+                "h4",
+                {},
+                "Response body",
+                attempt.response_body_truncated ? h("span", { class: "meta" }, " (its beginning only)") : null,
+              ),
+              body === null || body === ""
+                ? h("p", { class: "meta" }, "Empty.")
+                : h("pre", { class: "response-body", tabindex: 0 }, body),
+            ],
       ),
     );
   }

@@ -22,6 +22,7 @@ import * as webhookOperations from "./0007_webhook_operations.ts";
 import * as webhooks from "./0003_webhooks.ts";
 import * as webhookEvents from "./0024_webhook_events.ts";
 import * as deliveryNextAttempt from "./0025_delivery_next_attempt.ts";
+import * as attemptDetails from "./0026_attempt_details.ts";
 import * as writePath from "./0010_write_path.ts";
 
 interface Migration {
@@ -55,6 +56,7 @@ const migrations: [string, Migration][] = [
   ["0023_an_event_s_deliveries_in_one_job", anEventsDeliveriesInOneJob],
   ["0024_webhook_events", webhookEvents],
   ["0025_delivery_next_attempt", deliveryNextAttempt],
+  ["0026_attempt_details", attemptDetails],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

@@ -336,6 +336,12 @@ t.test(
       "every delivery pending before next_attempt_at existed says when its next attempt is due",
     );
     t.equal(due[0]?.retried, 2, "the two waiting for a retry: when their retry's job runs, after their last attempt");
+    const { rows: unexplained } = await upgraded.raw<{ rows: { failed: number; unexplained: number }[] }>(
+      `select count(*)::integer as failed, count(*) filter (where error_message is null)::integer as unexplained
+         from integrator.webhook_delivery_attempts where outcome = 'failed'`,
+    );
+    t.ok((unexplained[0]?.failed ?? 0) > 0);
+    t.equal(unexplained[0]?.unexplained, 0, "every failed attempt recorded before has the sentence of its class");
     const { rows: unnamed } = await upgraded.raw<{ rows: { n: number }[] }>(
       `select count(*)::integer as n from graphile_worker._private_jobs j
          join graphile_worker._private_tasks k on k.id = j.task_id

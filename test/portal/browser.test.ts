@@ -96,14 +96,23 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   t.match(await newest.locator("summary").textContent(), /webhook\.test/);
   await newest.locator("summary").focus();
   await page.keyboard.press("Enter");
-  const attemptRow = newest.locator("table.attempts tbody tr");
+  const attemptRow = newest.locator("table.attempts tbody tr.attempt");
   await attemptRow.first().waitFor();
   t.equal(await attemptRow.count(), 1, "one attempt");
   const cells = await attemptRow.first().locator("td").allTextContents();
   t.equal(cells[0], "1", "attempt number");
-  t.match(cells[2], /^\d+ ms$/, "its duration");
-  t.equal(cells[3], "delivered", "its outcome");
-  t.equal(cells[4], "204", "its HTTP status");
+  t.equal(cells[1], "delivered", "its outcome");
+  t.equal(cells[2], "204", "its HTTP status");
+  t.match(cells[4], /^\d+ ms$/, "its duration");
+  // What was sent and what came back, folded under the attempt.
+  const exchange = newest.locator("details.exchange");
+  await exchange.locator("summary").click();
+  t.match(
+    await exchange.locator("pre.headers").first().textContent(),
+    /^webhook-id: evt_[0-9a-f-]{36}$/m,
+    "the request's headers, webhook-id among them",
+  );
+  t.notOk((await exchange.textContent())?.includes(firstSecret), "never the secret");
   t.match(await newest.locator("pre.payload").textContent(), /"event": "webhook.test"/, "and the payload");
   t.equal(
     await newest.locator("dd.next-attempt").textContent(),
@@ -212,12 +221,16 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   t.match(await card.locator(".reason").textContent(), /Disabled .+: .+/, "with its reason");
   const failed = page.locator("#delivery-list li.delivery").first();
   await failed.locator("summary").click();
-  const failedAttempt = failed.locator("table.attempts tbody tr").first();
+  const failedAttempt = failed.locator("table.attempts tbody tr.attempt").first();
   await failedAttempt.waitFor();
   const failedCells = await failedAttempt.locator("td").allTextContents();
-  t.equal(failedCells[3], "failed", "the attempt shows why: failed");
-  t.equal(failedCells[4], "500", "with the HTTP status");
-  t.equal(failedCells[5], "http_status", "and the failure class");
+  t.equal(failedCells[1], "failed", "the attempt shows why: failed");
+  t.equal(failedCells[2], "500", "with the HTTP status");
+  t.equal(
+    await failed.locator("tr.attempt-detail .failure").first().textContent(),
+    "The endpoint answered 500 Internal Server Error; only a 2xx answer counts as delivered. http_status",
+    "and in words, beside the failure class",
+  );
   await screenshot(page, SHOTS, "04-endpoint-disabled");
 
   // Filters: only failed deliveries.
@@ -245,8 +258,30 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   await page.locator("#subscription-list").waitFor();
   await page.locator("#delivery-list li.delivery").first().locator("summary").click();
   await page.locator("table.attempts").first().waitFor();
+  // The test event the broken endpoint refused, with its attempt and the answer, opened.
+  const refusedDelivery = page
+    .locator("#delivery-list li.delivery")
+    .filter({ has: page.locator("summary .badge.bad") })
+    .filter({ hasText: "webhook.test" })
+    .first();
+  await refusedDelivery.locator("summary").click();
+  const narrowAttempt = refusedDelivery.locator("table.attempts");
+  await narrowAttempt.waitFor();
+  await narrowAttempt.locator("details.exchange summary").click();
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth);
   t.ok(overflow <= 360, `no horizontal scrolling at 360 px (page is ${overflow} px wide)`);
+  // The attempt's outcome, its HTTP status and the sentence saying why are in view without scrolling.
+  for (const [what, cell] of [
+    ["outcome", narrowAttempt.locator("tr.attempt td").nth(1)],
+    ["HTTP status", narrowAttempt.locator("tr.attempt td").nth(2)],
+    ["failure sentence", narrowAttempt.locator("tr.attempt-detail .failure")],
+  ] as const) {
+    const box = await cell.boundingBox();
+    t.ok(
+      box && box.x >= 0 && box.x + box.width <= 360,
+      `the ${what} is within the 360 px screen (${JSON.stringify(box)})`,
+    );
+  }
   await screenshot(page, SHOTS, "05-narrow-360px");
   await page.locator("li.subscription").first().getByRole("button", { name: "Disable", exact: true }).click();
   await page.locator("form.confirm").waitFor();

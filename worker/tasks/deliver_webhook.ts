@@ -127,7 +127,6 @@ export function deliverWebhook(
     const secrets = [secret, ...openPreviousSecrets(delivery.secrets_encrypted.slice(1))];
     const body = canonicalJson(delivery.payload);
     const attemptedAt = new Date();
-    const started = performance.now();
     const outcome = await sendWebhook(
       {
         url: delivery.url,
@@ -164,9 +163,12 @@ export function deliverWebhook(
       deliveryId: delivery.id,
       attemptsBefore: delivery.attempts,
       attemptedAt,
-      durationMs: performance.now() - started,
+      durationMs: outcome.durationMs,
       responseCode: outcome.responseCode,
       errorClass: outcome.delivered ? null : outcome.errorClass,
+      failure: outcome.delivered ? null : outcome.errorSentence,
+      requestHeaders: outcome.requestHeaders,
+      response: outcome.response,
       health,
     };
     if (outcome.delivered) {
