@@ -35,6 +35,8 @@ export interface EventDataByKind {
 
 /** The body of a delivery of an event of kind K, exactly as stored and sent. */
 export interface EventEnvelope<K extends EventKind = EventKind> {
+  /** The event's id (`evt_` and a UUID), sent as webhook-id. */
+  id: string;
   event: K;
   tenant_id: string;
   /** RFC 3339 in UTC with milliseconds and Z, set when the event is emitted. */
@@ -44,6 +46,18 @@ export interface EventEnvelope<K extends EventKind = EventKind> {
 
 /** The body of a delivery of any kind, as a union told apart by `event` (the document's WebhookEventPayload). */
 export type AnyEventEnvelope = { [K in EventKind]: EventEnvelope<K> }[EventKind];
+
+const EVENT_ID = /^evt_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+
+/** An event's id as the API and the envelope show it: `evt_` and the UUID it is stored as. */
+export function eventIdOf(uuid: string): string {
+  return `evt_${uuid}`;
+}
+
+/** The UUID an event id (`evt_…`) stands for; undefined when the text is not an event id. */
+export function eventUuidOf(eventId: string): string | undefined {
+  return EVENT_ID.exec(eventId)?.[1];
+}
 
 export function isEventKind(value: unknown): value is EventKind {
   return typeof value === "string" && (EVENT_KINDS as readonly string[]).includes(value);

@@ -3,7 +3,7 @@
 import type { Knex } from "knex";
 import { runPrepared } from "./prepared.ts";
 import type { components } from "../generated/openapi.ts";
-import type { EventSelector } from "./events.ts";
+import { eventIdOf, type EventSelector } from "./events.ts";
 import { isUuid } from "./ids.ts";
 import { rfc3339, rfc3339OrNull } from "./timestamps.ts";
 import { newestFirstPage, pageOf, type Keyset, type KeysetPageRequest } from "./keyset.ts";
@@ -12,6 +12,7 @@ type Schemas = components["schemas"];
 /** A subscription as the API shows it; the secret is never read back. */
 export type SubscriptionView = Omit<Schemas["WebhookSubscriptionResponse"], "secret">;
 export type DeliveryView = Schemas["WebhookDeliveryResponse"];
+export type EventView = Schemas["WebhookEventResponse"];
 export type DeliveryStatus = Schemas["WebhookDeliveryStatus"];
 export type DeliveryOrigin = Schemas["WebhookDeliveryOrigin"];
 export type DeliveredEventKind = Schemas["WebhookDeliveredEventKind"];
@@ -40,11 +41,15 @@ interface SubscriptionRow {
 interface DeliveryRow {
   id: string;
   subscription_id: string;
+  /** The event's UUID (shown as `evt_…`). */
+  event_id: string;
   event_type: string;
   payload: DeliveryEnvelope;
   status: DeliveryStatus;
   attempts: number;
   last_attempt_at: Date | null;
+  /** When the next attempt is due; meaningful while pending only. */
+  next_attempt_at: Date | null;
   response_code: number | null;
   error_message: string | null;
   created_at: Date;
@@ -67,11 +72,13 @@ const SUBSCRIPTION_COLUMNS = [
 const DELIVERY_COLUMNS = [
   "id",
   "subscription_id",
+  "event_id",
   "event_type",
   "payload",
   "status",
   "attempts",
   "last_attempt_at",
+  "next_attempt_at",
   "response_code",
   "error_message",
   "created_at",
@@ -100,11 +107,14 @@ function deliveryView(row: DeliveryRow): DeliveryView {
   return {
     id: row.id,
     subscription_id: row.subscription_id,
+    event_id: eventIdOf(row.event_id),
     event_type: row.event_type,
     payload: row.payload,
     status: row.status,
     attempts: row.attempts,
     last_attempt_at: rfc3339OrNull(row.last_attempt_at),
+    // A final delivery has no next attempt, whoever made it final (an attempt, a deactivation, the task).
+    next_attempt_at: row.status === "pending" ? rfc3339OrNull(row.next_attempt_at) : null,
     response_code: row.response_code,
     error_message: row.error_message,
     created_at: rfc3339(row.created_at),
@@ -281,7 +291,12 @@ export async function deactivateSubscription(db: Knex, tenantId: string, subscri
     if (updated.length === 0) return false;
     await trx("integrator.webhook_deliveries")
       .where({ tenant_id: tenantId, subscription_id: subscriptionId, status: "pending" })
-      .update({ status: "failed", error_message: DEACTIVATED_MESSAGE, updated_at: trx.fn.now() });
+      .update({
+        status: "failed",
+        error_message: DEACTIVATED_MESSAGE,
+        next_attempt_at: null,
+        updated_at: trx.fn.now(),
+      });
     return true;
   });
 }
@@ -292,11 +307,13 @@ export interface DeliveryPageRequest extends KeysetPageRequest {
   subscriptionId?: string;
   status?: DeliveryStatus;
   eventType?: string;
+  /** The event's UUID. */
+  eventId?: string;
 }
 
 /**
  * The page query: keyset on (created_at, id) descending, so each filter is one range scan of an index
- * leading with tenant_id (webhook_deliveries_newest, _by_subscription, _by_status, _by_event) and the
+ * leading with tenant_id (webhook_deliveries_newest, _by_subscription, _by_status, _by_event, _by_event_id) and the
  * cost of a page does not depend on how many deliveries exist. Exported for the EXPLAIN test.
  */
 export function deliveriesPageQuery(db: Knex, tenantId: string, page: DeliveryPageRequest): Knex.QueryBuilder {
@@ -304,6 +321,7 @@ export function deliveriesPageQuery(db: Knex, tenantId: string, page: DeliveryPa
   if (page.subscriptionId !== undefined) query.andWhere({ subscription_id: page.subscriptionId });
   if (page.status !== undefined) query.andWhere({ status: page.status });
   if (page.eventType !== undefined) query.andWhere({ event_type: page.eventType });
+  if (page.eventId !== undefined) query.andWhere({ event_id: page.eventId });
   return newestFirstPage(db, query, page, DELIVERY_COLUMNS);
 }
 
@@ -343,14 +361,19 @@ export async function findDeliveryWithAttempts(
   const attempts = (await db("integrator.webhook_delivery_attempts")
     .where({ tenant_id: tenantId, delivery_id: deliveryId })
     .orderBy("number")
-    .select("number", "attempted_at", "duration_ms", "outcome", "response_code", "error_class")) as {
-    number: number;
-    attempted_at: Date;
-    duration_ms: number;
-    outcome: AttemptView["outcome"];
-    response_code: number | null;
-    error_class: AttemptErrorClass | null;
-  }[];
+    .select(
+      "number",
+      "attempted_at",
+      "duration_ms",
+      "outcome",
+      "response_code",
+      "error_class",
+      "error_message",
+      "request_headers",
+      "response_headers",
+      "response_body",
+      "response_body_truncated",
+    )) as (Omit<AttemptView, "attempted_at"> & { attempted_at: Date })[];
   return {
     delivery: deliveryView(row),
     attempts: attempts.map((attempt) => ({ ...attempt, attempted_at: rfc3339(attempt.attempted_at) })),
@@ -362,7 +385,9 @@ export async function findDeliveryForRedelivery(
   db: Knex,
   tenantId: string,
   deliveryId: string,
-): Promise<{ delivery: DeliveryView; subscriptionState: "active" | "disabled" | "deleted" } | undefined> {
+): Promise<
+  { delivery: DeliveryView; eventUuid: string; subscriptionState: "active" | "disabled" | "deleted" } | undefined
+> {
   if (!isUuid(deliveryId)) return undefined;
   const row = (await db("integrator.webhook_deliveries as d")
     .join("integrator.webhook_subscriptions as s", function joinSubscription() {
@@ -373,7 +398,7 @@ export async function findDeliveryForRedelivery(
     (DeliveryRow & { is_active: boolean; disabled_at: Date | null }) | undefined;
   if (!row) return undefined;
   const subscriptionState = !row.is_active ? "deleted" : row.disabled_at === null ? "active" : "disabled";
-  return { delivery: deliveryView(row), subscriptionState };
+  return { delivery: deliveryView(row), eventUuid: row.event_id, subscriptionState };
 }
 
 export type ManualDeliveryOutcome = { queued: DeliveryView } | { retryAfterSeconds: number };
@@ -381,7 +406,8 @@ export type ManualDeliveryOutcome = { queued: DeliveryView } | { retryAfterSecon
 /**
  * Queues a redelivery or a test delivery with its job and counts it, unless the tenant already asked for
  * `perMinute` manual sends in the last 60 seconds. The count is read under a per-tenant lock, so
- * concurrent requests (on any replica) cannot overshoot it.
+ * concurrent requests (on any replica) cannot overshoot it. A redelivery belongs to the event of the
+ * delivery it resends; a test is an event of its own, recorded here with its delivery.
  */
 export async function queueManualDelivery(
   db: Knex,
@@ -392,6 +418,8 @@ export async function queueManualDelivery(
     payload: DeliveryEnvelope;
     origin: "redelivery" | "test";
     redeliveryOf: string | null;
+    /** The UUID of the event the delivery carries (the payload's `id` is `evt_` and it). */
+    eventUuid: string;
     perMinute: number;
   },
 ): Promise<ManualDeliveryOutcome> {
@@ -406,15 +434,25 @@ export async function queueManualDelivery(
     );
     const recent = window.rows[0];
     if (recent && recent.sent >= input.perMinute) return { retryAfterSeconds: Math.max(1, recent.retry_after ?? 1) };
+    if (input.origin === "test")
+      await trx("integrator.webhook_events").insert({
+        tenant_id: input.tenantId,
+        id: input.eventUuid,
+        event_type: input.eventType,
+        payload: JSON.stringify(input.payload),
+        created_at: trx.raw("clock_timestamp()"),
+      });
     const [row] = (await trx("integrator.webhook_deliveries")
       .insert({
         tenant_id: input.tenantId,
         subscription_id: input.subscriptionId,
+        event_id: input.eventUuid,
         event_type: input.eventType,
         payload: JSON.stringify(input.payload),
         origin: input.origin,
         redelivery_of: input.redeliveryOf,
         created_at: trx.raw("clock_timestamp()"),
+        next_attempt_at: trx.raw("clock_timestamp()"),
       })
       .returning(DELIVERY_COLUMNS)) as DeliveryRow[];
     if (!row) throw new Error("the delivery insert returned no row");
@@ -427,12 +465,79 @@ export async function queueManualDelivery(
   });
 }
 
+// ---------------------------------------------------------------- the events
+
+interface EventRow {
+  id: string;
+  event_type: DeliveredEventKind;
+  payload: DeliveryEnvelope;
+  created_at: Date;
+}
+
+const EVENT_COLUMNS = ["id", "event_type", "payload", "created_at"];
+
+function eventView(row: EventRow): EventView {
+  return { id: eventIdOf(row.id), type: row.event_type, created_at: rfc3339(row.created_at), payload: row.payload };
+}
+
+export interface EventPageRequest extends KeysetPageRequest {
+  type?: string;
+}
+
+/**
+ * The events page query: keyset on (created_at, id) descending over webhook_events_newest, or
+ * webhook_events_by_type with a kind, so a page costs the same however many events exist. Exported for
+ * the EXPLAIN test.
+ */
+export function eventsPageQuery(db: Knex, tenantId: string, page: EventPageRequest): Knex.QueryBuilder {
+  const query = db("integrator.webhook_events").where({ tenant_id: tenantId });
+  if (page.type !== undefined) query.andWhere({ event_type: page.type });
+  return newestFirstPage(db, query, page, EVENT_COLUMNS);
+}
+
+/** A page of the tenant's events, newest first, and the key of the next page (or null). */
+export async function listEvents(
+  db: Knex,
+  tenantId: string,
+  page: EventPageRequest,
+): Promise<{ events: EventView[]; next: Keyset | null }> {
+  const rows = (await eventsPageQuery(db, tenantId, page)) as (EventRow & { created_at_key: string })[];
+  const { shown, next } = pageOf(rows, page.limit);
+  return { events: shown.map(eventView), next };
+}
+
+/**
+ * One event of the tenant and the first page (newest first, at most `limit`) of its deliveries, with the
+ * key of the next page of the deliveries list filtered by the event; undefined when the tenant has no
+ * event with that UUID.
+ */
+export async function findEventWithDeliveries(
+  db: Knex,
+  tenantId: string,
+  eventUuid: string,
+  limit: number,
+): Promise<{ event: EventView; deliveries: DeliveryView[]; next: Keyset | null } | undefined> {
+  const [row, rows] = await Promise.all([
+    db("integrator.webhook_events").where({ tenant_id: tenantId, id: eventUuid }).first(EVENT_COLUMNS) as Promise<
+      EventRow | undefined
+    >,
+    deliveriesPageQuery(db, tenantId, { limit, eventId: eventUuid }) as Promise<
+      (DeliveryRow & { created_at_key: string })[]
+    >,
+  ]);
+  if (!row) return undefined;
+  const { shown, next } = pageOf(rows, limit);
+  return { event: eventView(row), deliveries: shown.map(deliveryView), next };
+}
+
 // ---------------------------------------------------------------- the deliver_webhook task
 
 /** What the deliver_webhook task needs: the delivery's state and payload and its subscription's target. */
 export interface DeliveryToSend {
   id: string;
   tenant_id: string;
+  /** The event's UUID: webhook-id is `evt_` and it. */
+  event_id: string;
   event_type: string;
   payload: DeliveryEnvelope;
   status: DeliveryStatus;
@@ -482,7 +587,13 @@ export interface AttemptRecord {
   errorMessage: string | null;
   /** Null when delivered. */
   errorClass: AttemptErrorClass | null;
-  /** When set (status pending), the next attempt's job is queued for then, in the same statement. */
+  /** The attempt's sentence beside its class; null when delivered. */
+  failure: string | null;
+  /** The headers sent. */
+  requestHeaders: Record<string, string>;
+  /** What the endpoint answered (headers, the first 4 KiB of its body); null when no answer arrived. */
+  response: { headers: Record<string, string>; body: string; bodyTruncated: boolean } | null;
+  /** When set (status pending), the next attempt's job is queued for then, in the same statement, and the delivery shows it as next_attempt_at. */
   retryAt?: Date;
   health: HealthRules;
 }
@@ -504,7 +615,8 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<b
   const { rows } = await runPrepared<{ recorded: boolean }>(
     db,
     "record_delivery_attempt",
-    "select integrator.record_delivery_attempt(?::uuid, ?::uuid, ?, ?, ?::timestamptz, ?, ?, ?, ?, ?::timestamptz, ?, ?::float8) as recorded",
+    `select integrator.record_delivery_attempt(?::uuid, ?::uuid, ?, ?, ?::timestamptz, ?, ?, ?, ?, ?::timestamptz, ?, ?::float8,
+       ?, ?::jsonb, ?::jsonb, ?, ?) as recorded`,
     [
       attempt.tenantId,
       attempt.deliveryId,
@@ -518,6 +630,11 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<b
       attempt.retryAt ?? null,
       disableAfterFailedDeliveries,
       disableAfterFailingDays,
+      delivered || attempt.failure === null ? null : attempt.failure.slice(0, 500),
+      JSON.stringify(attempt.requestHeaders),
+      attempt.response === null ? null : JSON.stringify(attempt.response.headers),
+      attempt.response === null ? null : attempt.response.body,
+      attempt.response?.bodyTruncated ?? false,
     ],
   );
   return rows[0]?.recorded === true;
@@ -532,7 +649,7 @@ export async function failWithoutAttempt(
 ): Promise<boolean> {
   const updated = await db("integrator.webhook_deliveries")
     .where({ tenant_id: tenantId, id: deliveryId, status: "pending" })
-    .update({ status: "failed", error_message: message.slice(0, 500), updated_at: db.fn.now() })
+    .update({ status: "failed", error_message: message.slice(0, 500), next_attempt_at: null, updated_at: db.fn.now() })
     .returning("id");
   return updated.length > 0;
 }
@@ -569,6 +686,38 @@ export async function purgeDeliveriesBatch(
        delete from integrator.webhook_deliveries d using doomed
         where d.tenant_id = doomed.tenant_id and d.id = doomed.id
        returning d.id
+     )
+     select count(*)::int as purged from deleted`,
+    [tenantId, retentionDays, batchSize],
+  );
+  return result.rows[0]?.purged ?? 0;
+}
+
+/**
+ * Deletes at most `batchSize` of the tenant's events created more than `retentionDays` ago of which no
+ * delivery is left (run after purgeDeliveriesBatch: an event goes with the last of its deliveries, and
+ * stays while a resend of it is kept). Rows another transaction holds are skipped. Returns how many.
+ */
+export async function purgeEventsBatch(
+  db: Knex,
+  tenantId: string,
+  retentionDays: number,
+  batchSize: number,
+): Promise<number> {
+  const result = await db.raw<{ rows: { purged: number }[] }>(
+    `with doomed as (
+       select e.tenant_id, e.id from integrator.webhook_events e
+        where e.tenant_id = ? and e.created_at < now() - make_interval(days => ?)
+          and not exists (select 1 from integrator.webhook_deliveries d
+                           where d.tenant_id = e.tenant_id and d.event_id = e.id)
+        order by e.created_at, e.id
+        limit ?
+        for update skip locked
+     ),
+     deleted as (
+       delete from integrator.webhook_events e using doomed
+        where e.tenant_id = doomed.tenant_id and e.id = doomed.id
+       returning e.id
      )
      select count(*)::int as purged from deleted`,
     [tenantId, retentionDays, batchSize],

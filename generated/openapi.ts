@@ -305,15 +305,15 @@ export interface paths {
          * Send a test event to a subscription
          * @description Queues one `webhook.test` delivery (see the top-level `webhooks` section) to the subscription,
          *     whatever event kinds it subscribes to, signed and retried like any other delivery (`origin: test`).
-         *     `webhook.test` is sent only by this operation; it cannot be subscribed to. The request body is
-         *     optional.
+         *     `webhook.test` is sent only by this operation; it cannot be subscribed to. Each test is an event of
+         *     its own, with its own `evt_` id (listed by `listEvents`). The request body is optional.
          *
          *     **An example of a kind.** With a body `{"event_type": "<kind>"}` (a `WebhookEventKind`) the delivery
          *     is instead an example event of that kind: the payload of the kind's example in the top-level
-         *     `webhooks` section (its `data` as shown there), with the subscription's tenant in `tenant_id`, the
-         *     current time in `timestamp`, `event_type` that kind and `origin: test`, so a receiver can be tried
-         *     with each event it will get. It is sent whatever kinds the subscription subscribes to; nothing else
-         *     happens (no submission or document exists behind its ids).
+         *     `webhooks` section (its `data` as shown there), with its own `evt_` id, the subscription's tenant in
+         *     `tenant_id`, the current time in `timestamp`, `event_type` that kind and `origin: test`, so a receiver
+         *     can be tried with each event it will get. It is sent whatever kinds the subscription subscribes to;
+         *     nothing else happens (no submission or document exists behind its ids).
          *
          *     Manual sends (test events and redeliveries together) are limited per tenant to
          *     `WEBHOOK_MANUAL_SENDS_PER_MINUTE` in any 60 seconds (default 10): beyond it 429 `RATE_LIMITED` with
@@ -346,12 +346,13 @@ export interface paths {
          *     shift or repeat a page; they appear on a new first page. `next_cursor` is null on the last page. A
          *     cursor that this operation did not hand out is 422 `value_error` at `["query", "cursor"]`.
          *
-         *     **Filters** (combined with AND): `subscription_id`, `status`, `event_type`, and the creation time
+         *     **Filters** (combined with AND): `subscription_id`, `status`, `event_type`, `event_id` (the
+         *     deliveries of one event: one per subscription it went to, and their resends), and the creation time
          *     range `created_after` (exclusive) / `created_before` (exclusive).
          *
          *     A delivery stays `pending` until a send answers 2xx (`delivered`) or its last attempt fails
-         *     (`failed`); `attempts`, `last_attempt_at`, `response_code` and `error_message` are updated after every
-         *     attempt. Each attempt's own record is in `getWebhookDelivery`. Deliveries and their attempts are
+         *     (`failed`); `attempts`, `last_attempt_at`, `next_attempt_at`, `response_code` and `error_message` are
+         *     updated after every attempt. Each attempt's own record is in `getWebhookDelivery`. Deliveries and their attempts are
          *     purged `WEBHOOK_RETENTION_DAYS` days after creation (default 30).
          */
         get: operations["listWebhookDeliveries"];
@@ -374,8 +375,11 @@ export interface paths {
          * Get one delivery with every attempt
          * @description Returns one delivery of the tenant (`delivery`) with `attempts`, every send attempt in order: when it
          *     started, how long it took, its outcome, the HTTP status received and, for a failure, a coarse error
-         *     class (the detail stays in the service's logs). An unknown id, an id that is not a UUID, a purged
-         *     delivery and a delivery of another tenant answer 404 `NOT_FOUND`.
+         *     class with a sentence saying it in words (the detail, such as addresses or TLS error codes, stays in
+         *     the service's logs); the headers of the request sent, and the answer's headers and the first 4 KiB of
+         *     its body, so a receiver's own error message can be read here. Attempts are purged with their
+         *     delivery. An unknown id, an id that is not a UUID, a purged delivery and a delivery of another tenant
+         *     answer 404 `NOT_FOUND`.
          */
         get: operations["getWebhookDelivery"];
         put?: never;
@@ -400,14 +404,83 @@ export interface paths {
          * @description Queues a new delivery of the same event to the same subscription: a new delivery record (its own id,
          *     sent as `X-Service-Review-Delivery`, and its own attempts) with `origin: redelivery` and
          *     `redelivery_of` naming the delivery given here; the body is the original envelope, byte for byte
-         *     (same `timestamp`). The original is left as it is. Any delivery can be resent, whatever its status.
-         *     No request body.
+         *     (same `id` and `timestamp`), and it belongs to the same event (`event_id`): `webhook-id` is the
+         *     event's id again, so a receiver that already handled the event recognises the resend. The original
+         *     is left as it is. Any delivery can be resent, whatever its status. No request body.
          *
          *     Counted with test events in `WEBHOOK_MANUAL_SENDS_PER_MINUTE` per tenant (429 `RATE_LIMITED` with
          *     `Retry-After` beyond it). A delivery whose subscription was deleted answers 409
          *     `WEBHOOK_SUBSCRIPTION_INACTIVE`; one whose subscription is disabled 409 `WEBHOOK_SUBSCRIPTION_DISABLED`.
          */
         post: operations["redeliverWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the events sent to the tenant's endpoints
+         * @description Lists the tenant's events, newest first (`created_at` descending, then `id` descending), at most
+         *     `limit` of them. An event is one occurrence of a lifecycle event kind (or one `webhook.test`): it
+         *     has an id (`evt_…`), carried in every delivery's body as `id` and sent as the Standard Webhooks
+         *     `webhook-id` header, the same for every subscription it went to, on every retry and on every resend.
+         *     `getEvent` shows the deliveries of one event.
+         *
+         *     **Which events are recorded.** An event is recorded when it matched at least one subscription of
+         *     the tenant (active or disabled), that is, when at least one delivery was queued for it. An event
+         *     that no subscription takes is not recorded: the list is what was sent, or is being sent, to your
+         *     endpoints, and an event nobody listens to costs nothing.
+         *
+         *     **Paging.** When more events match, `next_cursor` is an opaque string: pass it as `cursor` (with the
+         *     same filters) for the next page. Paging is keyset-based, so events recorded meanwhile never shift or
+         *     repeat a page; they appear on a new first page. `next_cursor` is null on the last page. A cursor
+         *     that this operation did not hand out is 422 `value_error` at `["query", "cursor"]`.
+         *
+         *     **Filters** (combined with AND): `type`, and the creation time range `created_after` (exclusive) /
+         *     `created_before` (exclusive).
+         *
+         *     **Retention.** An event is kept as long as any of its deliveries is: deliveries are purged
+         *     `WEBHOOK_RETENTION_DAYS` days after creation (default 30) once final, and their event with the last
+         *     of them.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/{event_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get one event and the deliveries it went to
+         * @description Returns one event of the tenant (`event`, as `listEvents` shows it) and its deliveries
+         *     (`deliveries`): one per subscription the event went to, and every resend of them
+         *     (`origin: redelivery`), newest first, at most 200. When there are more, `deliveries_next_cursor` is
+         *     the `cursor` of `listWebhookDeliveries` with `event_id` set to this event for the next ones; else
+         *     null. Each delivery's attempts are in `getWebhookDelivery`.
+         *
+         *     An unknown id, an id that is not `evt_` and a UUID, a purged event and an event of another tenant
+         *     answer 404 `NOT_FOUND`.
+         */
+        get: operations["getEvent"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1157,6 +1230,11 @@ export interface components {
             items: components["schemas"]["IntakeItemResponse"][];
         };
         /**
+         * @description An event's id, `evt_` and a UUID (version 7, so ids made later sort later).
+         * @example evt_0192f0c4-8a9e-7c1b-9a4e-3f2d1c0b5a70
+         */
+        WebhookEventId: string;
+        /**
          * @description A lifecycle event kind that can be subscribed to.
          * @enum {string}
          */
@@ -1303,6 +1381,11 @@ export interface components {
             id: string;
             /** Format: uuid */
             subscription_id: string;
+            /**
+             * @description The event this delivery carries (`getEvent`), the payload's `id`, sent as `webhook-id`; the same for
+             *     every delivery of the event, resends included.
+             */
+            event_id: components["schemas"]["WebhookEventId"];
             /** @description The event kind (see `WebhookDeliveredEventKind`). */
             event_type: string;
             payload: components["schemas"]["WebhookEventPayload"];
@@ -1314,6 +1397,14 @@ export interface components {
              * @description RFC 3339 timestamp in UTC with `Z` of the last attempt; null before the first.
              */
             last_attempt_at: string | null;
+            /**
+             * Format: date-time
+             * @description While the delivery is `pending`, when its next attempt is due (RFC 3339 in UTC with `Z`): its
+             *     creation until the first attempt, then the time the retry schedule set after each failed attempt
+             *     (see `WebhookEventEnvelope`, delivery and retries). The attempt starts then, or as soon as a worker
+             *     is free. Null once the delivery is final (`delivered` or `failed`): no attempt will follow.
+             */
+            next_attempt_at: string | null;
             /** @description The HTTP status of the last attempt; null before the first or when no response was received. */
             response_code: number | null;
             /**
@@ -1344,10 +1435,11 @@ export interface components {
          */
         WebhookDeliveryAttemptOutcome: "delivered" | "failed";
         /**
-         * @description Why an attempt failed, as a coarse class (the detail is only in the service's logs): `timeout` (no
-         *     answer within `WEBHOOK_TIMEOUT_MS`), `connection_failed` (the address could not be resolved, was
-         *     refused by the send-time address rules, or the connection failed), `tls_failed` (TLS handshake or
-         *     certificate), `http_status` (an answer other than 2xx, including redirects; see `response_code`).
+         * @description Why an attempt failed, as a coarse class (the detail is only in the service's logs; the attempt's
+         *     `error_message` says it in a sentence): `timeout` (no answer within `WEBHOOK_TIMEOUT_MS`),
+         *     `connection_failed` (the address could not be resolved, was refused by the send-time address rules,
+         *     or the connection failed), `tls_failed` (TLS handshake or certificate), `http_status` (an answer other
+         *     than 2xx, including redirects; see `response_code`).
          * @enum {string}
          */
         WebhookDeliveryErrorClass: "timeout" | "connection_failed" | "tls_failed" | "http_status";
@@ -1367,6 +1459,43 @@ export interface components {
             response_code: number | null;
             /** @description Why it failed; null when `delivered`. */
             error_class: components["schemas"]["WebhookDeliveryErrorClass"] | null;
+            /**
+             * @description Why it failed, as a sentence beside `error_class` (for `http_status`, the status and its reason
+             *     phrase); as coarse as the class: never an address, a port's state or a TLS error code. Null when
+             *     `delivered`.
+             * @example The endpoint answered 503 Service Unavailable; only a 2xx answer counts as delivered.
+             */
+            error_message: string | null;
+            /**
+             * @description The headers of the request as the service sent them (or would have, when the connection failed
+             *     before the request went out): `Content-Type`, `Content-Length`, `User-Agent`,
+             *     `X-Service-Review-Event`, `X-Service-Review-Delivery`, `X-Service-Review-Signature`, `webhook-id`,
+             *     `webhook-timestamp` and `webhook-signature`. The signatures are shown: an HMAC does not reveal the
+             *     secret it was made with, and seeing them lets you check your verification against what was sent.
+             *     The secret itself never appears. Null for attempts recorded before request headers were kept.
+             */
+            request_headers: {
+                [key: string]: string;
+            } | null;
+            /**
+             * @description The answer's headers as received, names in lowercase, a repeated header's values joined with
+             *     `, `. Null when no answer was received (`timeout`, `connection_failed`, `tls_failed`).
+             */
+            response_headers: {
+                [key: string]: string;
+            } | null;
+            /**
+             * @description The first 4 KiB (4096 bytes) of the answer's body, as UTF-8 text (bytes that are not UTF-8 as
+             *     U+FFFD; a character cut by the limit left out); empty when the answer had no body. Null when no
+             *     answer was received. Stored with the attempt, and purged with its delivery.
+             */
+            response_body: string | null;
+            /**
+             * @description True when `response_body` is only the beginning of the answer's body: the body was longer than
+             *     4 KiB, or had not ended when the attempt's time (`WEBHOOK_TIMEOUT_MS`) ran out. False otherwise,
+             *     and when no answer was received.
+             */
+            response_body_truncated: boolean;
         };
         /** @description One delivery and every attempt made to send it, oldest first. */
         WebhookDeliveryDetailResponse: {
@@ -1382,13 +1511,42 @@ export interface components {
             /** @description Pass as `cursor` for the next page; null on the last page. */
             next_cursor: string | null;
         };
+        /** @description One event, as recorded when it was queued for at least one subscription. */
+        WebhookEventResponse: {
+            id: components["schemas"]["WebhookEventId"];
+            type: components["schemas"]["WebhookDeliveredEventKind"];
+            /**
+             * Format: date-time
+             * @description When the event was recorded (RFC 3339 in UTC with `Z`); its deliveries were queued then.
+             */
+            created_at: string;
+            payload: components["schemas"]["WebhookEventPayload"];
+        };
+        /** @description A page of the tenant's newest events. */
+        WebhookEventListResponse: {
+            events: components["schemas"]["WebhookEventResponse"][];
+            /** @description Pass as `cursor` for the next page; null on the last page. */
+            next_cursor: string | null;
+        };
+        /** @description One event and the deliveries it went to. */
+        WebhookEventDetailResponse: {
+            event: components["schemas"]["WebhookEventResponse"];
+            /** @description The event's deliveries, newest first, at most 200; one per subscription it went to, and their resends. */
+            deliveries: components["schemas"]["WebhookDeliveryResponse"][];
+            /**
+             * @description When the event has more than 200 deliveries, the `cursor` of `listWebhookDeliveries` (with
+             *     `event_id` set to this event) for the next ones; null otherwise.
+             */
+            deliveries_next_cursor: string | null;
+        };
         /**
          * @description The body of every webhook delivery.
          *
          *     **Sending.** The envelope is serialised as JSON with keys sorted at every depth and no whitespace
          *     (`{"a":1,"b":[1,2]}`) and POSTed with `Content-Type: application/json` and the headers
          *     `X-Service-Review-Signature`, `X-Service-Review-Event`, `X-Service-Review-Delivery`, `User-Agent`,
-         *     and the Standard Webhooks headers `webhook-id`, `webhook-timestamp` and `webhook-signature`.
+         *     and the Standard Webhooks headers `webhook-id` (the event's `id`), `webhook-timestamp` and
+         *     `webhook-signature`.
          *
          *     **Signing.** Two schemes, side by side; verify either.
          *     - `X-Service-Review-Signature` is the lowercase hex HMAC-SHA256 of the raw body bytes, keyed with the
@@ -1399,9 +1557,10 @@ export interface components {
          *       secret encodes: the text after `whsec_` decoded as base64. Standard Webhooks libraries (such as the
          *       `standardwebhooks` npm package, `new Webhook(secret)`) take the secret exactly as it was returned.
          *       Secrets made by earlier versions are base64url (`-` and `_` for `+` and `/`, no padding): they keep
-         *       signing both headers; decode them with a base64 decoder that reads either alphabet. `webhook-id` is the delivery id (the same on every
-         *       retry: deduplicate on it) and `webhook-timestamp` the attempt's time in unix seconds: refuse
-         *       timestamps far from your clock (the libraries allow 5 minutes) to stop replays.
+         *       signing both headers; decode them with a base64 decoder that reads either alphabet. `webhook-id` is the event's `id` (the same on
+         *       every retry and every resend of the event: deduplicate on it) and `webhook-timestamp` the attempt's
+         *       time in unix seconds: refuse timestamps far from your clock (the libraries allow 5 minutes) to stop
+         *       replays.
          *     - While a subscription is signed with more than one secret (a secret rotation's overlap), both
          *       headers carry one signature per secret, newest secret first: `X-Service-Review-Signature` the hex
          *       digests separated by commas, `webhook-signature` the `v1,…` entries separated by spaces. A delivery
@@ -1409,12 +1568,24 @@ export interface components {
          *
          *     **Delivery and retries.** Any 2xx marks the delivery `delivered`. Any other status, a redirect (never
          *     followed), a timeout (`WEBHOOK_TIMEOUT_MS`, default 10 s) or a connection error is a failed attempt.
-         *     Up to `MAX_DELIVERY_ATTEMPTS` attempts (default 3) are made; retry n (n ≥ 1) waits
-         *     `WEBHOOK_RETRY_BASE_SECONDS × 6^(n−1)` seconds, at most 10 hours (default base 10 s: 10 s, 1 min,
-         *     6 min, …). `X-Service-Review-Delivery` is the same on every attempt of one delivery: receivers should
-         *     drop duplicates by it. A delivery of a deactivated subscription is not sent again.
+         *     Up to `MAX_DELIVERY_ATTEMPTS` attempts (default 3) are made, spread over hours so that an endpoint
+         *     down for a deploy or an outage still gets the event: retry n waits the n-th entry of
+         *     `WEBHOOK_RETRY_SCHEDULE` after the attempt before it, the last entry repeating (default 5 minutes,
+         *     2 hours, 8 hours, then 10 hours each). With the default 3 attempts: the first at once, the second
+         *     5 minutes after it fails, the third 2 hours after that; a delivery still failing is `failed` about
+         *     2 hours 5 minutes after its event. Each delivery shows when its next attempt is due
+         *     (`next_attempt_at`; null once final). A deployment may set `WEBHOOK_RETRY_BASE_SECONDS` instead: retry
+         *     n then waits base × 6^(n−1) seconds, at most 10 hours. `X-Service-Review-Delivery` is the same on every attempt of one delivery, and `webhook-id`
+         *     (the event's `id`) the same on every attempt of every delivery of one event, resends included:
+         *     receivers should drop duplicates by `webhook-id`. A delivery of a deactivated subscription is not
+         *     sent again.
          */
         WebhookEventEnvelope: {
+            /**
+             * @description The event's id: the same in every delivery of this event (to each subscription, on every retry and
+             *     every resend), sent as `webhook-id`. `GET /v1/events/{event_id}` shows the event and its deliveries.
+             */
+            id: components["schemas"]["WebhookEventId"];
             event: components["schemas"]["WebhookDeliveredEventKind"];
             /** Format: uuid */
             tenant_id: string;
@@ -2114,13 +2285,24 @@ export interface components {
         /** @description The delivery id (a UUID; any other value is answered 404). */
         DeliveryId: string;
         /**
+         * @description The event id (`evt_` and a UUID; any other value is answered 404).
+         * @example evt_0192f0c4-8a9e-7c1b-9a4e-3f2d1c0b5a70
+         */
+        EventId: string;
+        /**
          * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
          *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
          *     rotation's overlap, one digest per secret separated by commas, newest secret first.
          */
         WebhookSignature: string;
-        /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
-        WebhookStandardId: string;
+        /**
+         * @description Standard Webhooks message id: the event's id (`evt_…`, the body's `id`), the same on every retry and
+         *     every resend of the event (deduplicate on it). Every subscription the event went to gets the same
+         *     id; a receiver behind several subscriptions that wants each of their deliveries deduplicates on the
+         *     id and the subscription (its URL). Deliveries made before events had ids were given one when the
+         *     service was upgraded.
+         */
+        WebhookStandardId: components["schemas"]["WebhookEventId"];
         /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
         WebhookStandardTimestamp: string;
         /**
@@ -2131,7 +2313,10 @@ export interface components {
         WebhookStandardSignature: string;
         /** @description The event kind; equal to the body's `event`. */
         WebhookEvent: components["schemas"]["WebhookDeliveredEventKind"];
-        /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+        /**
+         * @description The delivery id, stable across retries of the same delivery. A resend is a new delivery with its own
+         *     id; to drop duplicates of an event whatever the delivery, use `webhook-id` (the event id).
+         */
         WebhookDelivery: string;
         /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
         WebhookUserAgent: string;
@@ -2695,6 +2880,8 @@ export interface operations {
                 status?: components["schemas"]["WebhookDeliveryStatus"];
                 /** @description Only deliveries of this event kind. */
                 event_type?: components["schemas"]["WebhookDeliveredEventKind"];
+                /** @description Only deliveries of this event (`evt_…`, see `listEvents`). */
+                event_id?: components["schemas"]["WebhookEventId"];
                 /** @description Only deliveries created after this instant (RFC 3339). */
                 created_after?: string;
                 /** @description Only deliveries created before this instant (RFC 3339). */
@@ -2786,6 +2973,86 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["WebhookConflict"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of events returned. */
+                limit?: number;
+                /**
+                 * @description The `next_cursor` of the previous page (opaque).
+                 * @example eyJjIjoiMjAyNi0xMS0yMVQyMzo0MDowNi42NDUxMjNaIiwiaSI6IjAxOTJmMGM0LThhOWUtN2MxYi05YTRlLTNmMmQxYzBiNWE3MCJ9
+                 */
+                cursor?: string;
+                /** @description Only events of this kind. */
+                type?: components["schemas"]["WebhookDeliveredEventKind"];
+                /** @description Only events created after this instant (RFC 3339). */
+                created_after?: string;
+                /** @description Only events created before this instant (RFC 3339). */
+                created_before?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the newest matching events. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEventListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The event id (`evt_` and a UUID; any other value is answered 404).
+                 * @example evt_0192f0c4-8a9e-7c1b-9a4e-3f2d1c0b5a70
+                 */
+                event_id: components["parameters"]["EventId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event and its deliveries. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEventDetailResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
@@ -3243,11 +3510,20 @@ export interface operations {
                 "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                 /** @description The event kind; equal to the body's `event`. */
                 "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                /**
+                 * @description The delivery id, stable across retries of the same delivery. A resend is a new delivery with its own
+                 *     id; to drop duplicates of an event whatever the delivery, use `webhook-id` (the event id).
+                 */
                 "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                 /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                 "User-Agent": components["parameters"]["WebhookUserAgent"];
-                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                /**
+                 * @description Standard Webhooks message id: the event's id (`evt_…`, the body's `id`), the same on every retry and
+                 *     every resend of the event (deduplicate on it). Every subscription the event went to gets the same
+                 *     id; a receiver behind several subscriptions that wants each of their deliveries deduplicates on the
+                 *     id and the subscription (its URL). Deliveries made before events had ids were given one when the
+                 *     service was upgraded.
+                 */
                 "webhook-id": components["parameters"]["WebhookStandardId"];
                 /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
@@ -3284,11 +3560,20 @@ export interface operations {
                 "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                 /** @description The event kind; equal to the body's `event`. */
                 "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                /**
+                 * @description The delivery id, stable across retries of the same delivery. A resend is a new delivery with its own
+                 *     id; to drop duplicates of an event whatever the delivery, use `webhook-id` (the event id).
+                 */
                 "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                 /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                 "User-Agent": components["parameters"]["WebhookUserAgent"];
-                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                /**
+                 * @description Standard Webhooks message id: the event's id (`evt_…`, the body's `id`), the same on every retry and
+                 *     every resend of the event (deduplicate on it). Every subscription the event went to gets the same
+                 *     id; a receiver behind several subscriptions that wants each of their deliveries deduplicates on the
+                 *     id and the subscription (its URL). Deliveries made before events had ids were given one when the
+                 *     service was upgraded.
+                 */
                 "webhook-id": components["parameters"]["WebhookStandardId"];
                 /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
@@ -3325,11 +3610,20 @@ export interface operations {
                 "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                 /** @description The event kind; equal to the body's `event`. */
                 "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                /**
+                 * @description The delivery id, stable across retries of the same delivery. A resend is a new delivery with its own
+                 *     id; to drop duplicates of an event whatever the delivery, use `webhook-id` (the event id).
+                 */
                 "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                 /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                 "User-Agent": components["parameters"]["WebhookUserAgent"];
-                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                /**
+                 * @description Standard Webhooks message id: the event's id (`evt_…`, the body's `id`), the same on every retry and
+                 *     every resend of the event (deduplicate on it). Every subscription the event went to gets the same
+                 *     id; a receiver behind several subscriptions that wants each of their deliveries deduplicates on the
+                 *     id and the subscription (its URL). Deliveries made before events had ids were given one when the
+                 *     service was upgraded.
+                 */
                 "webhook-id": components["parameters"]["WebhookStandardId"];
                 /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
@@ -3366,11 +3660,20 @@ export interface operations {
                 "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                 /** @description The event kind; equal to the body's `event`. */
                 "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                /**
+                 * @description The delivery id, stable across retries of the same delivery. A resend is a new delivery with its own
+                 *     id; to drop duplicates of an event whatever the delivery, use `webhook-id` (the event id).
+                 */
                 "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                 /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                 "User-Agent": components["parameters"]["WebhookUserAgent"];
-                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                /**
+                 * @description Standard Webhooks message id: the event's id (`evt_…`, the body's `id`), the same on every retry and
+                 *     every resend of the event (deduplicate on it). Every subscription the event went to gets the same
+                 *     id; a receiver behind several subscriptions that wants each of their deliveries deduplicates on the
+                 *     id and the subscription (its URL). Deliveries made before events had ids were given one when the
+                 *     service was upgraded.
+                 */
                 "webhook-id": components["parameters"]["WebhookStandardId"];
                 /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
@@ -3407,11 +3710,20 @@ export interface operations {
                 "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                 /** @description The event kind; equal to the body's `event`. */
                 "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                /**
+                 * @description The delivery id, stable across retries of the same delivery. A resend is a new delivery with its own
+                 *     id; to drop duplicates of an event whatever the delivery, use `webhook-id` (the event id).
+                 */
                 "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                 /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                 "User-Agent": components["parameters"]["WebhookUserAgent"];
-                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                /**
+                 * @description Standard Webhooks message id: the event's id (`evt_…`, the body's `id`), the same on every retry and
+                 *     every resend of the event (deduplicate on it). Every subscription the event went to gets the same
+                 *     id; a receiver behind several subscriptions that wants each of their deliveries deduplicates on the
+                 *     id and the subscription (its URL). Deliveries made before events had ids were given one when the
+                 *     service was upgraded.
+                 */
                 "webhook-id": components["parameters"]["WebhookStandardId"];
                 /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
@@ -3448,11 +3760,20 @@ export interface operations {
                 "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                 /** @description The event kind; equal to the body's `event`. */
                 "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                /**
+                 * @description The delivery id, stable across retries of the same delivery. A resend is a new delivery with its own
+                 *     id; to drop duplicates of an event whatever the delivery, use `webhook-id` (the event id).
+                 */
                 "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                 /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                 "User-Agent": components["parameters"]["WebhookUserAgent"];
-                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                /**
+                 * @description Standard Webhooks message id: the event's id (`evt_…`, the body's `id`), the same on every retry and
+                 *     every resend of the event (deduplicate on it). Every subscription the event went to gets the same
+                 *     id; a receiver behind several subscriptions that wants each of their deliveries deduplicates on the
+                 *     id and the subscription (its URL). Deliveries made before events had ids were given one when the
+                 *     service was upgraded.
+                 */
                 "webhook-id": components["parameters"]["WebhookStandardId"];
                 /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
@@ -3489,11 +3810,20 @@ export interface operations {
                 "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                 /** @description The event kind; equal to the body's `event`. */
                 "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                /**
+                 * @description The delivery id, stable across retries of the same delivery. A resend is a new delivery with its own
+                 *     id; to drop duplicates of an event whatever the delivery, use `webhook-id` (the event id).
+                 */
                 "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                 /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                 "User-Agent": components["parameters"]["WebhookUserAgent"];
-                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                /**
+                 * @description Standard Webhooks message id: the event's id (`evt_…`, the body's `id`), the same on every retry and
+                 *     every resend of the event (deduplicate on it). Every subscription the event went to gets the same
+                 *     id; a receiver behind several subscriptions that wants each of their deliveries deduplicates on the
+                 *     id and the subscription (its URL). Deliveries made before events had ids were given one when the
+                 *     service was upgraded.
+                 */
                 "webhook-id": components["parameters"]["WebhookStandardId"];
                 /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
@@ -3530,11 +3860,20 @@ export interface operations {
                 "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                 /** @description The event kind; equal to the body's `event`. */
                 "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                /**
+                 * @description The delivery id, stable across retries of the same delivery. A resend is a new delivery with its own
+                 *     id; to drop duplicates of an event whatever the delivery, use `webhook-id` (the event id).
+                 */
                 "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                 /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                 "User-Agent": components["parameters"]["WebhookUserAgent"];
-                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                /**
+                 * @description Standard Webhooks message id: the event's id (`evt_…`, the body's `id`), the same on every retry and
+                 *     every resend of the event (deduplicate on it). Every subscription the event went to gets the same
+                 *     id; a receiver behind several subscriptions that wants each of their deliveries deduplicates on the
+                 *     id and the subscription (its URL). Deliveries made before events had ids were given one when the
+                 *     service was upgraded.
+                 */
                 "webhook-id": components["parameters"]["WebhookStandardId"];
                 /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
                 "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
@@ -3571,10 +3910,29 @@ export interface operations {
                 "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
                 /** @description The event kind; equal to the body's `event`. */
                 "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
-                /** @description The delivery id, stable across retries of the same delivery; use it to drop duplicates. */
+                /**
+                 * @description The delivery id, stable across retries of the same delivery. A resend is a new delivery with its own
+                 *     id; to drop duplicates of an event whatever the delivery, use `webhook-id` (the event id).
+                 */
                 "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                 /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                 "User-Agent": components["parameters"]["WebhookUserAgent"];
+                /**
+                 * @description Standard Webhooks message id: the event's id (`evt_…`, the body's `id`), the same on every retry and
+                 *     every resend of the event (deduplicate on it). Every subscription the event went to gets the same
+                 *     id; a receiver behind several subscriptions that wants each of their deliveries deduplicates on the
+                 *     id and the subscription (its URL). Deliveries made before events had ids were given one when the
+                 *     service was upgraded.
+                 */
+                "webhook-id": components["parameters"]["WebhookStandardId"];
+                /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
+                "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
+                /**
+                 * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
+                 *     keyed with the bytes the secret encodes after `whsec_` (base64). One entry per signing secret,
+                 *     separated by spaces, newest first.
+                 */
+                "webhook-signature": components["parameters"]["WebhookStandardSignature"];
             };
             path?: never;
             cookie?: never;

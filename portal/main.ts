@@ -814,6 +814,9 @@ class Portal {
         delivery.origin !== "event" ? h("span", { class: "badge off" }, delivery.origin) : null,
         " ",
         h("span", { class: "meta" }, time(delivery.created_at), target ? ` → ${target.url}` : ""),
+        delivery.next_attempt_at
+          ? h("span", { class: "meta next-attempt" }, " · next attempt ", time(delivery.next_attempt_at))
+          : null,
       ),
       detail,
     );
@@ -838,8 +841,16 @@ class Portal {
           { class: "facts" },
           h("dt", {}, "Delivery id"),
           h("dd", {}, h("code", {}, current.id)),
+          h("dt", {}, "Event id"),
+          h("dd", {}, h("code", {}, current.event_id)),
           h("dt", {}, "Status"),
           h("dd", {}, current.status),
+          h("dt", {}, "Next attempt"),
+          h(
+            "dd",
+            { class: "next-attempt" },
+            current.next_attempt_at ? time(current.next_attempt_at) : `none: the delivery is ${current.status}`,
+          ),
           current.redelivery_of ? [h("dt", {}, "Resend of"), h("dd", {}, h("code", {}, current.redelivery_of))] : null,
         ),
         h("h3", {}, "Attempts"),
@@ -873,7 +884,13 @@ class Portal {
     }
   }
 
+  /**
+   * The attempts, oldest first: outcome and HTTP status first, so they stay in view on a narrow screen
+   * (the table scrolls sideways only for the time and duration); under each, why it failed in words and,
+   * folded, the request's headers and the answer's headers and body.
+   */
   private attemptTable(attempts: Attempt[]): HTMLElement {
+    const columns = ["#", "Outcome", "HTTP status", "Time", "Duration"];
     return h(
       "div",
       { class: "table-wrap", tabindex: 0 },
@@ -886,16 +903,13 @@ class Portal {
           h(
             "tr",
             {},
-            // Outcome and status first: at 360 px they are on screen without scrolling the table.
-            ["#", "Outcome", "HTTP status", "Time", "Duration", "Failure"].map((title) =>
-              h("th", { scope: "col" }, title),
-            ),
+            columns.map((title) => h("th", { scope: "col" }, title)),
           ),
         ),
         h(
           "tbody",
           {},
-          attempts.map((attempt) =>
+          attempts.flatMap((attempt) => [
             h(
               "tr",
               { class: `attempt ${attempt.outcome}` },
@@ -904,10 +918,53 @@ class Portal {
               h("td", {}, attempt.response_code === null ? "—" : String(attempt.response_code)),
               h("td", {}, time(attempt.attempted_at)),
               h("td", {}, `${attempt.duration_ms} ms`),
-              h("td", {}, attempt.error_class ?? "—"),
             ),
-          ),
+            h("tr", { class: "attempt-detail" }, h("td", { colspan: columns.length }, this.attemptDetail(attempt))),
+          ]),
         ),
+      ),
+    );
+  }
+
+  private attemptDetail(attempt: Attempt): HTMLElement {
+    const headers = (values: Record<string, string> | null) =>
+      h(
+        "pre",
+        { class: "headers" },
+        Object.entries(values ?? {})
+          .map(([name, value]) => `${name}: ${value}`)
+          .join("\n"),
+      );
+    const body = attempt.response_body;
+    return h(
+      "div",
+      {},
+      attempt.error_message
+        ? h("p", { class: "failure" }, attempt.error_message, " ", h("code", {}, attempt.error_class ?? ""))
+        : null,
+      h(
+        "details",
+        { class: "exchange" },
+        h("summary", {}, "Request and response"),
+        h("h4", {}, "Request headers"),
+        attempt.request_headers
+          ? headers(attempt.request_headers)
+          : h("p", { class: "meta" }, "Not kept for attempts made before request headers were recorded."),
+        h("h4", {}, "Response"),
+        attempt.response_headers === null
+          ? h("p", { class: "meta no-answer" }, "No answer was received.")
+          : [
+              headers(attempt.response_headers),
+              h(
+                "h4",
+                {},
+                "Response body",
+                attempt.response_body_truncated ? h("span", { class: "meta" }, " (its beginning only)") : null,
+              ),
+              body === null || body === ""
+                ? h("p", { class: "meta" }, "Empty.")
+                : h("pre", { class: "response-body", tabindex: 0 }, body),
+            ],
       ),
     );
   }

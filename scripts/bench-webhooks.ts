@@ -149,7 +149,9 @@ async function main(): Promise<void> {
     // through a sender like the worker's own (its connection pool and URL memo).
     const send = sendSettings(config.webhooks);
     const sendSecret = newWebhookSecret();
+    const sendEventId = `evt_${randomUUID()}`;
     const sendBody = canonicalJson({
+      id: sendEventId,
       event: "intake.submitted",
       tenant_id: randomUUID(),
       timestamp: new Date().toISOString(),
@@ -171,6 +173,7 @@ async function main(): Promise<void> {
                 userAgent: "integrator-api-webhooks/bench",
                 eventType: "intake.submitted",
                 deliveryId: id,
+                eventId: sendEventId,
                 secrets: [sendSecret],
                 attemptedAt: new Date(),
                 body: sendBody,

@@ -106,6 +106,40 @@ export const encryptionKey: Parser<{ key: Buffer; encoding: KeyEncoding }> = (ra
   return { key, encoding };
 };
 
+/** The most retries a delivery can have: MAX_DELIVERY_ATTEMPTS is at most 25. */
+export const MAX_RETRIES = 24;
+const MAX_RETRY_WAIT_SECONDS = 7 * 86400;
+
+/**
+ * Waits before retry 1, 2, …: comma-separated durations, each a whole number of seconds, minutes, hours or
+ * days (`30s`, `5m`, `2h`, `1d`; a bare number is seconds), at most 7 days each and MAX_RETRIES in all.
+ */
+const retrySchedule: Parser<number[]> = (raw, name) => {
+  const entries = list(raw, name);
+  const expected = `${name} must list up to ${MAX_RETRIES} waits such as 5m,2h,8h (s, m, h or d; at most 7 days each)`;
+  if (entries.length === 0 || entries.length > MAX_RETRIES) throw new ConfigError(`${expected}, got "${raw}"`);
+  return entries.map((entry) => {
+    const match = /^(\d+)\s*([smhd]?)$/.exec(entry.toLowerCase());
+    const unit = { "": 1, s: 1, m: 60, h: 3600, d: 86400 }[match?.[2] ?? ""] ?? 1;
+    const seconds = match ? Number(match[1]) * unit : Number.NaN;
+    if (!Number.isSafeInteger(seconds) || seconds > MAX_RETRY_WAIT_SECONDS)
+      throw new ConfigError(`${expected}, got "${entry}"`);
+    return seconds;
+  });
+};
+
+/**
+ * The wait before each retry (index 0: retry 1), MAX_RETRIES of them: the schedule's waits, its last
+ * repeated; or, with WEBHOOK_RETRY_BASE_SECONDS, base × 6^(n−1) capped at 10 hours.
+ */
+export function retryWaits(schedule: number[], baseSeconds: number | undefined): number[] {
+  return Array.from({ length: MAX_RETRIES }, (_, index) =>
+    baseSeconds === undefined
+      ? (schedule[Math.min(index, schedule.length - 1)] ?? 0)
+      : Math.min(baseSeconds * 6 ** index, 10 * 3600),
+  );
+}
+
 const resolveMap: Parser<Record<string, string>> = (raw, name) => {
   const entries: Record<string, string> = {};
   for (const pair of list(raw, name)) {
@@ -319,10 +353,15 @@ export const SETTINGS = {
     "Largest file_size intake accepts; larger items are rejected per item.",
   ),
   MAX_DELIVERY_ATTEMPTS: setting(integer(1, 25), "3", "Attempts per webhook delivery before it is failed."),
+  WEBHOOK_RETRY_SCHEDULE: setting(
+    retrySchedule,
+    "5m,2h,8h,10h",
+    "Waits before retry 1, 2, 3, … of a failed delivery (s, m, h or d; a bare number is seconds); beyond the list its last wait repeats. By default, with 3 attempts: 5 minutes, then 2 hours.",
+  ),
   WEBHOOK_RETRY_BASE_SECONDS: setting(
     integer(0, 86400),
-    "10",
-    "Delay before the first retry; retry n waits base x 6^(n-1), capped at 10 hours.",
+    undefined,
+    "Instead of WEBHOOK_RETRY_SCHEDULE (not both): retry n waits base x 6^(n-1) seconds, capped at 10 hours, the schedule of earlier versions. Unset by default.",
   ),
   WEBHOOK_TIMEOUT_MS: setting(integer(100, 120000), "10000", "Timeout of one webhook delivery attempt."),
   WEBHOOK_ALLOWED_PORTS: setting(
@@ -375,7 +414,7 @@ export const SETTINGS = {
   WEBHOOK_RETENTION_DAYS: setting(
     integer(1, 3650),
     "30",
-    "Days after creation when final deliveries and their attempts are purged by the purge_webhook_deliveries job.",
+    "Days after creation when final deliveries and their attempts are purged by the purge_webhook_deliveries job; an event goes with the last of its deliveries.",
   ),
   WEBHOOK_PURGE_BATCH_SIZE: setting(
     integer(1, 100_000),
@@ -532,7 +571,8 @@ export interface Config {
   intake: { allowedMimeTypes: string[]; maxFileSizeBytes: number };
   webhooks: {
     maxAttempts: number;
-    retryBaseSeconds: number;
+    /** Seconds to wait before retry n at index n − 1 (MAX_RETRIES of them; retryWaits). */
+    retryWaitsSeconds: number[];
     timeoutMs: number;
     allowedPorts: PortRanges;
     allowPrivateTargets: boolean;
@@ -592,6 +632,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError("ACCESS_TOKEN_TTL_SECONDS must not exceed AUTH_MAX_TOKEN_LIFETIME_SECONDS");
   if (v.HTTP_HEADERS_TIMEOUT_MS > v.HTTP_REQUEST_TIMEOUT_MS)
     throw new ConfigError("HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS");
+  if (v.WEBHOOK_RETRY_BASE_SECONDS !== undefined && env.WEBHOOK_RETRY_SCHEDULE)
+    throw new ConfigError("Set WEBHOOK_RETRY_SCHEDULE or WEBHOOK_RETRY_BASE_SECONDS, not both");
   if (isProduction && (v.WEBHOOK_ALLOW_PRIVATE_TARGETS || v.WEBHOOK_RESOLVE || v.WEBHOOK_CA_FILE)) {
     throw new ConfigError(
       "WEBHOOK_ALLOW_PRIVATE_TARGETS, WEBHOOK_RESOLVE and WEBHOOK_CA_FILE are for tests and refused when NODE_ENV=production",
@@ -637,7 +679,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     webhooks: {
       maxAttempts: v.MAX_DELIVERY_ATTEMPTS,
-      retryBaseSeconds: v.WEBHOOK_RETRY_BASE_SECONDS,
+      retryWaitsSeconds: retryWaits(v.WEBHOOK_RETRY_SCHEDULE, v.WEBHOOK_RETRY_BASE_SECONDS),
       timeoutMs: v.WEBHOOK_TIMEOUT_MS,
       allowedPorts: v.WEBHOOK_ALLOWED_PORTS,
       allowPrivateTargets: v.WEBHOOK_ALLOW_PRIVATE_TARGETS,

@@ -1,12 +1,14 @@
 // One HTTPS POST of a webhook delivery, with the send-time SSRF rule of docs/decisions.md §5: the host is
 // resolved once, every address is checked against the blocked ranges, and the connection goes to a
 // checked address (no second lookup). Redirects are never followed; the whole attempt — resolution,
-// connect, TLS and response headers — runs under one timeout; at most a few KiB of the answer are read.
-// What a failed attempt tells the tenant is a coarse class (FAILURE), never an address, a port's state
-// or a TLS error code: those would make the service a port scanner of public hosts. The detail goes
-// to our logs only (SendOutcome.detail).
+// connect, TLS, the answer's headers and reading its body — runs under one timeout. The answer's status,
+// headers and first 4 KiB of body are kept for the tenant to read (SendOutcome.response), and what was
+// sent (requestHeaders). What a failed attempt tells the tenant is a coarse class and a sentence
+// (FAILURE), never an address, a port's state or a TLS error code: those would make the service a port
+// scanner of public hosts. The detail goes to our logs only (SendOutcome.detail).
 import dns from "node:dns";
 import fs from "node:fs";
+import { STATUS_CODES } from "node:http";
 import https from "node:https";
 import net from "node:net";
 import tls from "node:tls";
@@ -22,7 +24,8 @@ import type { Config } from "../server/config.ts";
 import { errorMessage } from "../server/error-message.ts";
 import type { AttemptErrorClass } from "../db/webhooks.ts";
 
-const MAX_RESPONSE_BYTES = 4096;
+/** The most of an answer's body kept (and read): its first 4 KiB. */
+export const MAX_RESPONSE_BODY_BYTES = 4096;
 const MAX_ERROR_LENGTH = 500;
 
 export interface SendSettings {
@@ -93,40 +96,111 @@ export class ConnectionPools {
 }
 
 /**
- * What a failed attempt shows the tenant: its class (an attempt's error_class) and the sentence that is the
- * delivery's error_message (the document lists both).
- * An HTTP answer outside 2xx is "HTTP status NNN" (FAILURE.httpStatus).
+ * What a failed attempt shows the tenant: its class (an attempt's error_class), the short text that is the
+ * delivery's error_message, and the sentence that is the attempt's error_message (the document lists
+ * them). An HTTP answer outside 2xx is "HTTP status NNN" (FAILURE.httpStatus); a timeout names the limit.
  */
 export const FAILURE = {
-  timeout: { errorClass: "timeout", message: "Timeout" },
-  connection: { errorClass: "connection_failed", message: "Connection failed" },
-  tls: { errorClass: "tls_failed", message: "TLS failed" },
-  dns: { errorClass: "connection_failed", message: "DNS lookup failed" },
-  invalidResponse: { errorClass: "connection_failed", message: "Invalid HTTP response" },
-  targetNotAllowed: { errorClass: "connection_failed", message: "Target not allowed" },
-  interrupted: { errorClass: "connection_failed", message: "Interrupted: the worker stopped" },
-  other: { errorClass: "connection_failed", message: "Request failed" },
-  httpStatus: (status: number): Failure => ({ errorClass: "http_status", message: `HTTP status ${status}` }),
-} as const satisfies Record<string, Failure | ((status: number) => Failure)>;
+  timeout: (timeoutMs: number): Failure => ({
+    errorClass: "timeout",
+    message: "Timeout",
+    sentence: `The endpoint sent no answer within ${timeoutMs % 1000 === 0 ? `${timeoutMs / 1000} s` : `${timeoutMs} ms`} (the attempt's time limit).`,
+  }),
+  connection: {
+    errorClass: "connection_failed",
+    message: "Connection failed",
+    sentence: "The connection to the endpoint was refused, reset or could not be made.",
+  },
+  tls: {
+    errorClass: "tls_failed",
+    message: "TLS failed",
+    sentence:
+      "The TLS handshake with the endpoint failed, or its certificate was not valid for its host name or not trusted.",
+  },
+  dns: {
+    errorClass: "connection_failed",
+    message: "DNS lookup failed",
+    sentence: "The endpoint's host name could not be resolved to an address.",
+  },
+  invalidResponse: {
+    errorClass: "connection_failed",
+    message: "Invalid HTTP response",
+    sentence: "The endpoint's answer was not valid HTTP.",
+  },
+  targetNotAllowed: {
+    errorClass: "connection_failed",
+    message: "Target not allowed",
+    sentence:
+      "The endpoint is not allowed at send time: its host resolves to a private, loopback or reserved address, or its port is not allowed.",
+  },
+  interrupted: {
+    errorClass: "connection_failed",
+    message: "Interrupted: the worker stopped",
+    sentence: "The attempt was cut short because the service's worker was stopping.",
+  },
+  other: {
+    errorClass: "connection_failed",
+    message: "Request failed",
+    sentence: "The request to the endpoint failed before an answer arrived.",
+  },
+  httpStatus: (status: number): Failure => {
+    const reason = STATUS_CODES[status];
+    const answered = `The endpoint answered ${status}${reason ? ` ${reason}` : ""}`;
+    return {
+      errorClass: "http_status",
+      message: `HTTP status ${status}`,
+      sentence:
+        status >= 300 && status < 400
+          ? `${answered}, a redirect, which is not followed; only a 2xx answer counts as delivered.`
+          : `${answered}; only a 2xx answer counts as delivered.`,
+    };
+  },
+} as const satisfies Record<string, Failure | ((value: number) => Failure)>;
 
-/** A failed attempt as the tenant sees it: its class (the document's enum) and the sentence beside it. */
+/** A failed attempt as the tenant sees it: its class (the document's enum), the short text and the sentence. */
 export interface Failure {
   errorClass: AttemptErrorClass;
+  /** The delivery's error_message. */
   message: string;
+  /** The attempt's error_message. */
+  sentence: string;
 }
 
-export type SendOutcome =
+/** What the endpoint answered, as far as the attempt read it. */
+export interface AnswerExcerpt {
+  status: number;
+  /** Names in lowercase; a repeated header's values joined with ", ". */
+  headers: Record<string, string>;
+  /** The first MAX_RESPONSE_BODY_BYTES of the body as UTF-8 text (no NUL characters). */
+  body: string;
+  /** The body went on past what was read (longer than MAX_RESPONSE_BODY_BYTES, or cut by the time limit). */
+  bodyTruncated: boolean;
+}
+
+/** How an attempt ended, as the tenant sees it. */
+export type Verdict =
   | { delivered: true; responseCode: number }
   | {
       delivered: false;
       responseCode: number | null;
       /** The coarse class the tenant sees in the attempt history (FAILURE). */
       errorClass: AttemptErrorClass;
-      /** The sentence the tenant sees as the delivery's error_message (FAILURE). */
+      /** The short text the tenant sees as the delivery's error_message (FAILURE). */
       errorMessage: string;
+      /** The sentence the tenant sees as the attempt's error_message (FAILURE). */
+      errorSentence: string;
       /** What happened exactly, for our logs only. */
       detail: string;
     };
+
+export type SendOutcome = Verdict & {
+  /** The headers sent (or that would have been, when the request never went out). */
+  requestHeaders: Record<string, string>;
+  /** The answer, when one arrived. */
+  response: AnswerExcerpt | null;
+  /** From the start of the attempt to the answer's status line (or the failure). */
+  durationMs: number;
+};
 
 export interface WebhookRequest {
   url: string;
@@ -163,12 +237,13 @@ class StaleConnection extends Error {
   override name = "StaleConnection";
 }
 
-function failed(failure: Failure, detail: string, responseCode: number | null = null): SendOutcome {
+function failed(failure: Failure, detail: string, responseCode: number | null = null): Verdict {
   return {
     delivered: false,
     responseCode,
     errorClass: failure.errorClass,
     errorMessage: failure.message.slice(0, MAX_ERROR_LENGTH),
+    errorSentence: failure.sentence.slice(0, MAX_ERROR_LENGTH),
     detail,
   };
 }
@@ -218,19 +293,30 @@ function classify(error: unknown): { failure: Failure; detail: string } {
 
 /**
  * Sends one attempt. Never throws: every failure (URL rule, port, resolution, blocked address,
- * connection, TLS, timeout, non-2xx answer) is a failed outcome with its class and detail.
- * `shutdown` (the worker's long-lived abort signal) cuts the attempt short; its listener is removed
- * when the attempt ends, so attempts leave nothing behind on it.
+ * connection, TLS, timeout, non-2xx answer) is a failed outcome with its class, sentence and detail.
+ * Once the answer's status line has arrived the outcome is decided: the time left (and a worker
+ * stopping) only cut the reading of its body short. `shutdown` (the worker's long-lived abort signal)
+ * cuts the attempt short; its listener is removed when the attempt ends, so attempts leave nothing
+ * behind on it.
  */
 export async function sendWebhook(
   request: WebhookRequest,
   settings: SendSettings,
   shutdown?: AbortSignal,
 ): Promise<SendOutcome> {
+  const started = performance.now();
+  const requestHeaders = { ...request.headers, "Content-Length": String(Buffer.byteLength(request.body)) };
+  let answeredAt: number | undefined;
+  const outcome = (verdict: Verdict, response: AnswerExcerpt | null = null): SendOutcome => ({
+    ...verdict,
+    requestHeaders,
+    response,
+    durationMs: (answeredAt ?? performance.now()) - started,
+  });
   const verdict = settings.checkUrl
     ? settings.checkUrl(request.url)
     : checkWebhookUrl(request.url, { allowedPorts: settings.allowedPorts });
-  if (!verdict.ok) return failed(FAILURE.targetNotAllowed, `URL rule ${verdict.rule}: ${verdict.message}`);
+  if (!verdict.ok) return outcome(failed(FAILURE.targetNotAllowed, `URL rule ${verdict.rule}: ${verdict.message}`));
   const { url, host } = verdict;
   const deadline = Date.now() + settings.timeoutMs;
   const abort = new AbortController();
@@ -238,12 +324,16 @@ export async function sendWebhook(
   let onShutdown: (() => void) | undefined;
   const timedOut = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      reject(new AttemptFailed(FAILURE.timeout, `Timed out after ${settings.timeoutMs} ms`));
+      // After the status line only the body is still being read: post() ends that at the deadline itself.
+      if (answeredAt !== undefined) return;
+      reject(new AttemptFailed(FAILURE.timeout(settings.timeoutMs), `Timed out after ${settings.timeoutMs} ms`));
       abort.abort();
     }, settings.timeoutMs);
-    // A worker shutting down cuts the attempt short; it is recorded as failed and retried.
+    // A worker shutting down cuts the attempt short; it is recorded as failed and retried. After the
+    // status line, only the body's reading is cut short and the answer stands.
     onShutdown = () => {
-      reject(new AttemptFailed(FAILURE.interrupted, "Aborted: the worker is shutting down"));
+      if (answeredAt === undefined)
+        reject(new AttemptFailed(FAILURE.interrupted, "Aborted: the worker is shutting down"));
       abort.abort();
     };
     if (shutdown?.aborted) onShutdown();
@@ -251,36 +341,73 @@ export async function sendWebhook(
   });
   try {
     const addresses = await Promise.race([resolveHost(host, settings), timedOut]);
-    if (addresses.length === 0) return failed(FAILURE.dns, `Host ${host} has no addresses`);
+    if (addresses.length === 0) return outcome(failed(FAILURE.dns, `Host ${host} has no addresses`));
     if (!settings.allowPrivateTargets && addresses.some((entry) => isBlockedAddress(entry.address))) {
-      return failed(
-        FAILURE.targetNotAllowed,
-        `Host ${host} resolves to a private, loopback, link-local or reserved address; not connecting`,
+      return outcome(
+        failed(
+          FAILURE.targetNotAllowed,
+          `Host ${host} resolves to a private, loopback, link-local or reserved address; not connecting`,
+        ),
       );
     }
-    const attempt = (pooled: boolean) => post(url, host, addresses, request, settings, abort.signal, deadline, pooled);
+    const answered = () => {
+      answeredAt ??= performance.now();
+    };
+    const attempt = (pooled: boolean) =>
+      post(
+        url,
+        host,
+        addresses,
+        { ...request, headers: requestHeaders },
+        settings,
+        abort.signal,
+        deadline,
+        pooled,
+        answered,
+      );
     // A kept-alive connection the receiver closed just as it was reused fails before any answer: once,
     // the attempt goes again on a new connection (to the same checked addresses).
-    return await Promise.race([
+    const answer = await Promise.race([
       attempt(settings.pools !== undefined).catch((error: unknown) => {
         if (!(error instanceof StaleConnection) || Date.now() >= deadline) throw error;
         return attempt(false);
       }),
       timedOut,
     ]);
+    return outcome(verdictOf(answer.status), answer);
   } catch (error) {
     const { failure, detail } = classify(error);
-    return failed(failure, detail);
+    return outcome(failed(failure, detail));
   } finally {
     clearTimeout(timer);
     if (onShutdown) shutdown?.removeEventListener("abort", onShutdown);
   }
 }
 
-function outcomeOf(status: number): SendOutcome {
+function verdictOf(status: number): Verdict {
   if (status >= 200 && status < 300) return { delivered: true, responseCode: status };
   if (status >= 300 && status < 400) return failed(FAILURE.httpStatus(status), "redirect not followed", status);
   return failed(FAILURE.httpStatus(status), `HTTP ${status}`, status);
+}
+
+/** The answer's headers by lowercase name, a repeated header's values joined with ", ". */
+function headersOf(rawHeaders: string[]): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (let index = 0; index + 1 < rawHeaders.length; index += 2) {
+    const name = (rawHeaders[index] ?? "").toLowerCase();
+    const value = rawHeaders[index + 1] ?? "";
+    headers[name] = name in headers ? `${headers[name]}, ${value}` : value;
+  }
+  return headers;
+}
+
+/**
+ * The first MAX_RESPONSE_BODY_BYTES of a body as text: UTF-8, bytes that are not as U+FFFD, a character
+ * the limit cut in two left out, and NUL (which PostgreSQL text cannot hold) as U+FFFD too.
+ */
+function bodyText(bytes: Buffer, truncated: boolean): string {
+  const kept = bytes.subarray(0, MAX_RESPONSE_BODY_BYTES);
+  return new TextDecoder("utf-8").decode(kept, { stream: truncated }).replaceAll("\u0000", "\uFFFD");
 }
 
 function post(
@@ -292,7 +419,8 @@ function post(
   signal: AbortSignal,
   deadline: number,
   pooled: boolean,
-): Promise<SendOutcome> {
+  answered: () => void,
+): Promise<AnswerExcerpt> {
   // Every address handed to the socket was checked above; Node asks for all of them when it races
   // IPv4 and IPv6 (autoSelectFamily), otherwise for one.
   const pinned: net.LookupFunction = (_hostname, options, callback) => {
@@ -302,12 +430,13 @@ function post(
     else callback(new Error("no address"), "", 0);
   };
   const isLiteral = parseIpLiteral(host) !== undefined;
-  return new Promise<SendOutcome>((resolve, reject) => {
+  return new Promise<AnswerExcerpt>((resolve, reject) => {
+    let responded = false;
     const req = https.request(
       url,
       {
         method: "POST",
-        headers: { ...request.headers, "Content-Length": String(Buffer.byteLength(request.body)) },
+        headers: request.headers,
         lookup: pinned,
         // SNI and the certificate check use the subscription's host name (not for IP literals).
         ...(isLiteral ? {} : { servername: host }),
@@ -316,26 +445,50 @@ function post(
         signal,
       },
       (res) => {
-        // The status decides; the answer's content is not kept. Read at most a few KiB of it so a
-        // well-behaved receiver can finish cleanly (its connection then stays in the pool), else close,
-        // and never past the deadline.
-        resolve(outcomeOf(res.statusCode ?? 0));
+        // The status decides. The body is read up to one byte past MAX_RESPONSE_BODY_BYTES (to know whether
+        // there was more), until it ends, or until the attempt's time runs out, whichever comes first; a
+        // whole answer leaves its connection to the pool, anything less closes it.
+        responded = true;
+        answered();
+        const chunks: Buffer[] = [];
         let received = 0;
-        const drainTimer = setTimeout(() => req.destroy(), Math.max(0, deadline - Date.now()));
-        drainTimer.unref();
+        let more = false;
+        let settled = false;
+        const settle = () => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(bodyTimer);
+          const body = Buffer.concat(chunks);
+          const bodyTruncated = more || !res.complete;
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: headersOf(res.rawHeaders),
+            body: bodyText(body, bodyTruncated),
+            bodyTruncated,
+          });
+        };
+        const bodyTimer = setTimeout(() => req.destroy(), Math.max(0, deadline - Date.now()));
+        bodyTimer.unref();
         res.on("data", (chunk: Buffer) => {
+          if (received <= MAX_RESPONSE_BODY_BYTES)
+            chunks.push(chunk.subarray(0, MAX_RESPONSE_BODY_BYTES + 1 - received));
           received += chunk.length;
-          if (received >= MAX_RESPONSE_BYTES) req.destroy();
+          if (received > MAX_RESPONSE_BODY_BYTES) {
+            more = true;
+            req.destroy();
+          }
         });
+        res.on("end", settle);
         res.on("error", () => undefined);
         res.on("close", () => {
-          clearTimeout(drainTimer);
-          // A whole answer leaves the connection to its pool; anything less closes it.
           if (!res.complete) req.destroy();
+          settle();
         });
       },
     );
     req.on("error", (error: NodeJS.ErrnoException) => {
+      // Once the answer has begun, an error (the reading cut short) ends the body: "close" settles it.
+      if (responded) return;
       const stale =
         req.reusedSocket && (error.code === "ECONNRESET" || error.code === "EPIPE" || error.code === "ECONNABORTED");
       reject(stale ? new StaleConnection("kept-alive connection closed", { cause: error }) : error);

@@ -5,8 +5,8 @@
 //   body bytes, keyed with the whole secret string as handed out (`whsec_…`, its UTF-8 bytes). Several
 //   secrets: the hex digests joined by commas, newest secret first. With one secret the header is
 //   exactly what it always was.
-// - Standard Webhooks (https://www.standardwebhooks.com): webhook-id (the delivery id, the same on every
-//   retry), webhook-timestamp (unix seconds of this attempt) and webhook-signature, `v1,<base64
+// - Standard Webhooks (https://www.standardwebhooks.com): webhook-id (the event's id, `evt_…`, the same on
+//   every retry and resend of the event), webhook-timestamp (unix seconds of this attempt) and webhook-signature, `v1,<base64
 //   HMAC-SHA256 of "id.timestamp.body">`, entries separated by spaces. The key is the 32 bytes the
 //   secret encodes after `whsec_` (server/signing.ts webhookSecretKey): standard base64 for secrets made
 //   now, which Standard Webhooks libraries take as shown; base64url for older ones.
@@ -28,7 +28,7 @@ const standardWebhooksKeyObject: (secret: string) => KeyObject = boundedMemo((se
 );
 
 export interface SignedMessage {
-  /** The delivery id (stable across retries). */
+  /** The message id: the event's id (stable across retries and resends). */
   id: string;
   /** Unix seconds of the attempt. */
   timestamp: number;

@@ -6,6 +6,10 @@
 -- deliveries. The per-tenant delivery count follows through the webhook_deliveries triggers
 -- (count_inserted_webhook_deliveries.sql). Called by record_submission and db/events.ts.
 --
+-- The event gets its id here (a UUIDv7; `evt_` and the UUID in the envelope's `id`, which the worker
+-- sends as webhook-id) and is recorded in webhook_events only when at least one delivery was written:
+-- an event no subscription takes costs no row (GET /v1/events lists what was sent to endpoints).
+--
 -- Its own statements keep their plans for the connection; the custom plans add_job needs are
 -- queue_delivery_jobs' setting, which holds for everything it calls.
 create or replace function integrator.emit_event(tenant_id uuid, kind text, data jsonb) returns integer
@@ -14,6 +18,7 @@ as $$
 #variable_conflict use_column
 declare
   problem text;
+  new_event uuid := integrator.uuid_v7();
   envelope jsonb;
   backlog integer;
   delivery_ids uuid[];
@@ -26,6 +31,7 @@ begin
     raise exception 'emit_event: %', problem using errcode = 'invalid_parameter_value';
   end if;
   envelope := jsonb_build_object(
+    'id', 'evt_' || new_event,
     'event', emit_event.kind,
     'tenant_id', emit_event.tenant_id,
     -- RFC 3339, UTC, milliseconds; the transaction's time, so every delivery of one event agrees.
@@ -34,8 +40,8 @@ begin
   );
   backlog := integrator.delivery_backlog(emit_event.tenant_id);
   with inserted as (
-    insert into integrator.webhook_deliveries (tenant_id, subscription_id, event_type, payload)
-    select s.tenant_id, s.id, emit_event.kind, envelope
+    insert into integrator.webhook_deliveries (tenant_id, subscription_id, event_id, event_type, payload)
+    select s.tenant_id, s.id, new_event, emit_event.kind, envelope
       from integrator.webhook_subscriptions s
      where s.tenant_id = emit_event.tenant_id
        and s.is_active
@@ -43,6 +49,11 @@ begin
     returning id
   )
   select array_agg(id) into delivery_ids from inserted;
+  if delivery_ids is null then
+    return 0;
+  end if;
+  insert into integrator.webhook_events (tenant_id, id, event_type, payload)
+  values (emit_event.tenant_id, new_event, emit_event.kind, envelope);
   return integrator.queue_delivery_jobs(emit_event.tenant_id, delivery_ids, backlog);
 end;
 $$;

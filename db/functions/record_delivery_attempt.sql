@@ -1,14 +1,18 @@
 -- integrator.record_delivery_attempt: one delivery attempt's outcome in ONE statement (db/webhooks.ts
--- recordAttempt says what each part means): the delivery's status and attempt count, a row of its attempt
--- history, its subscription's health (disabling it when p_failed_in_a_row failures in a row or
--- p_failing_days of failing say so; 0 turns a rule off), and, when p_retry_at is set, the next attempt's
--- job (queue_delivery_jobs, for the attempt after this one). It applies only while the delivery is
--- pending with p_attempts_before attempts, so an attempt another run already recorded changes nothing;
+-- recordAttempt says what each part means): the delivery's status, attempt count and when its next attempt
+-- is due (p_retry_at; null once final); a row of its attempt history, with the failure's sentence, the
+-- request's headers and the answer's headers and first 4 KiB of body (p_failure to
+-- p_response_body_truncated); its subscription's health (disabling it when p_failed_in_a_row failures in a
+-- row or p_failing_days of failing say so; 0 turns a rule off); and, when p_retry_at is set, the next
+-- attempt's job (queue_delivery_jobs, for the attempt after this one). It applies only while the delivery
+-- is pending with p_attempts_before attempts, so an attempt another run already recorded changes nothing;
 -- returns whether it applied. A function so that PostgreSQL plans it once per connection.
 create or replace function integrator.record_delivery_attempt(
   p_tenant_id uuid, p_delivery_id uuid, p_attempts_before integer, p_status text, p_attempted_at timestamptz,
   p_duration_ms integer, p_response_code integer, p_error_message text, p_error_class text,
-  p_retry_at timestamptz, p_failed_in_a_row integer, p_failing_days float8
+  p_retry_at timestamptz, p_failed_in_a_row integer, p_failing_days float8,
+  p_failure text, p_request_headers jsonb, p_response_headers jsonb, p_response_body text,
+  p_response_body_truncated boolean
 ) returns boolean
 language plpgsql volatile
 as $$
@@ -20,15 +24,18 @@ begin
   with recorded as (
     update integrator.webhook_deliveries
        set status = p_status, attempts = attempts + 1, last_attempt_at = p_attempted_at,
-           response_code = p_response_code, error_message = p_error_message, updated_at = now()
+           next_attempt_at = p_retry_at, response_code = p_response_code, error_message = p_error_message,
+           updated_at = now()
      where tenant_id = p_tenant_id and id = p_delivery_id and status = 'pending' and attempts = p_attempts_before
     returning tenant_id, id, subscription_id, attempts
   ),
   history as (
     insert into integrator.webhook_delivery_attempts
-           (tenant_id, delivery_id, number, attempted_at, duration_ms, outcome, response_code, error_class)
+           (tenant_id, delivery_id, number, attempted_at, duration_ms, outcome, response_code, error_class,
+            error_message, request_headers, response_headers, response_body, response_body_truncated)
     select r.tenant_id, r.id, r.attempts, p_attempted_at, p_duration_ms,
-           case when delivered then 'delivered' else 'failed' end, p_response_code, p_error_class
+           case when delivered then 'delivered' else 'failed' end, p_response_code, p_error_class,
+           p_failure, p_request_headers, p_response_headers, p_response_body, coalesce(p_response_body_truncated, false)
       from recorded r
   ),
   -- The subscription's health from its row as locked by this update (concurrent attempts each count),

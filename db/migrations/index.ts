@@ -21,6 +21,9 @@ import * as webhookEngineAfterOperations from "./0013_webhook_engine_emit.ts";
 import * as webhookManualDisable from "./0015_webhook_manual_disable.ts";
 import * as webhookOperations from "./0007_webhook_operations.ts";
 import * as webhooks from "./0003_webhooks.ts";
+import * as webhookEvents from "./0025_webhook_events.ts";
+import * as deliveryNextAttempt from "./0026_delivery_next_attempt.ts";
+import * as attemptDetails from "./0027_attempt_details.ts";
 import * as writePath from "./0010_write_path.ts";
 
 interface Migration {
@@ -53,6 +56,9 @@ const migrations: [string, Migration][] = [
   ["0022_queued_jobs_name_their_attempt", queuedJobsNameTheirAttempt],
   ["0023_an_event_s_deliveries_in_one_job", anEventsDeliveriesInOneJob],
   ["0024_submissions_listed_newest_first", submissionsListedNewestFirst],
+  ["0025_webhook_events", webhookEvents],
+  ["0026_delivery_next_attempt", deliveryNextAttempt],
+  ["0027_attempt_details", attemptDetails],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

@@ -22,6 +22,8 @@ import {
 import { decodeCursor, encodeCursor } from "../../http/keyset-cursor.ts";
 import { rfc3339 } from "../../db/timestamps.ts";
 import { examplePayload } from "./example-events.ts";
+import { uuidV7 } from "../../db/ids.ts";
+import { eventIdOf, eventUuidOf } from "../../db/events.ts";
 
 const DEFAULT_DELIVERIES_LIMIT = 50;
 const MANUAL_SENDS_WINDOW_SECONDS = 60;
@@ -166,13 +168,17 @@ export const sendWebhookTestEvent: OperationHandler<"sendWebhookTestEvent"> = as
   const perMinute = services.config.webhooks.manualSendsPerMinute;
   const now = rfc3339(new Date());
   const kind = body?.event_type;
+  // A test is an event of its own.
+  const eventUuid = uuidV7();
+  const id = eventIdOf(eventUuid);
   const outcome = await queueManualDelivery(services.db, {
     tenantId,
     subscriptionId: subscription.id,
     eventType: kind ?? "webhook.test",
+    eventUuid,
     payload: kind
-      ? examplePayload(kind, tenantId, now)
-      : { event: "webhook.test", tenant_id: tenantId, timestamp: now, data: { subscription_id: subscription.id } },
+      ? examplePayload(kind, id, tenantId, now)
+      : { id, event: "webhook.test", tenant_id: tenantId, timestamp: now, data: { subscription_id: subscription.id } },
     origin: "test",
     redeliveryOf: null,
     perMinute,
@@ -197,12 +203,22 @@ export const redeliverWebhookDelivery: OperationHandler<"redeliverWebhookDeliver
     subscriptionId: found.delivery.subscription_id,
     eventType: found.delivery.payload.event,
     payload: found.delivery.payload,
+    // The same event again: the same envelope, and the same webhook-id.
+    eventUuid: found.eventUuid,
     origin: "redelivery",
     redeliveryOf: found.delivery.id,
     perMinute,
   });
   return { status: 202, body: queuedOrLimited(outcome, perMinute) };
 };
+
+/** The UUID of the `event_id` filter (its pattern is the document's, checked before the handler runs). */
+function eventUuidOfQuery(eventId: string): string {
+  const eventUuid = eventUuidOf(eventId);
+  if (eventUuid === undefined)
+    throw new RequestValidationError([valueError(["query", "event_id"], "event_id is not an event id", eventId)]);
+  return eventUuid;
+}
 
 export const listWebhookDeliveries: OperationHandler<"listWebhookDeliveries"> = async ({
   query,
@@ -216,6 +232,7 @@ export const listWebhookDeliveries: OperationHandler<"listWebhookDeliveries"> = 
     ...(query.subscription_id === undefined ? {} : { subscriptionId: query.subscription_id }),
     ...(query.status === undefined ? {} : { status: query.status }),
     ...(query.event_type === undefined ? {} : { eventType: query.event_type }),
+    ...(query.event_id === undefined ? {} : { eventId: eventUuidOfQuery(query.event_id) }),
     ...(query.created_after === undefined ? {} : { createdAfter: query.created_after }),
     ...(query.created_before === undefined ? {} : { createdBefore: query.created_before }),
   });
@@ -236,3 +253,4 @@ export const getWebhookDelivery: OperationHandler<"getWebhookDelivery"> = async 
 };
 
 export { createWebhookPortalSession, refreshWebhookPortalSession } from "./portal-sessions.ts";
+export { getEvent, listEvents } from "./events.ts";

@@ -41,8 +41,13 @@ try {
   await time("backlog", "select integrator.delivery_backlog($1)", [tenant?.id]);
   await time(
     "insert delivery",
-    "insert into integrator.webhook_deliveries (tenant_id, subscription_id, event_type, payload) values ($1, $2, 'intake.submitted', $3::jsonb)",
-    [tenant?.id, sub?.id, data],
+    "insert into integrator.webhook_deliveries (tenant_id, subscription_id, event_id, event_type, payload) values ($1, $2, $4, 'intake.submitted', $3::jsonb)",
+    [tenant?.id, sub?.id, data, randomUUID()],
+  );
+  await time(
+    "insert event",
+    "insert into integrator.webhook_events (tenant_id, event_type, payload) values ($1, 'intake.submitted', $2::jsonb)",
+    [tenant?.id, data],
   );
   await time("queue job", "select integrator.queue_delivery_jobs($1, array[$2::uuid], 0)", [tenant?.id, randomUUID()]);
   await time("add_job plain", "select graphile_worker.add_job('deliver_webhook', '{}'::json)", []);

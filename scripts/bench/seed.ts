@@ -44,10 +44,17 @@ export async function seedTenantRows(
       [tenantId, subject, start + 1, start + count],
     );
     await db.raw(
-      `insert into integrator.webhook_deliveries (tenant_id, subscription_id, event_type, payload, status, attempts, created_at)
-       select ?, ?, 'intake.submitted', '{"event":"intake.submitted"}'::jsonb, 'delivered', 1, now() - (g || ' seconds')::interval
-         from generate_series(?::int, ?::int) g`,
-      [tenantId, subscription?.id ?? null, start + 1, start + count],
+      `with events as (
+         insert into integrator.webhook_events (tenant_id, event_type, payload, created_at)
+         select ?, 'intake.submitted', '{"event":"intake.submitted"}'::jsonb, now() - (g || ' seconds')::interval
+           from generate_series(?::int, ?::int) g
+         returning id, created_at
+       )
+       insert into integrator.webhook_deliveries
+         (tenant_id, subscription_id, event_id, event_type, payload, status, attempts, created_at)
+       select ?, ?, id, 'intake.submitted', '{"event":"intake.submitted"}'::jsonb, 'delivered', 1, created_at
+         from events`,
+      [tenantId, start + 1, start + count, tenantId, subscription?.id ?? null],
     );
     progress(start + count);
   }

@@ -305,6 +305,43 @@ t.test(
     );
     t.equal(counts.length, 2, "both tenants have deliveries");
     for (const row of counts) t.equal(row.counted, row.actual, "a tenant's delivery count is exact");
+    const { rows: events } = await upgraded.raw<{ rows: { deliveries: number; eventless: number; split: number }[] }>(
+      `select count(*)::integer as deliveries,
+              count(*) filter (where not exists (select 1 from integrator.webhook_events e
+                                                  where e.tenant_id = d.tenant_id and e.id = d.event_id
+                                                    and e.payload = d.payload)
+                                  or d.payload->>'id' <> 'evt_' || d.event_id)::integer as eventless,
+              count(*) filter (where exists (select 1 from integrator.webhook_deliveries o
+                                              where o.tenant_id = d.tenant_id and o.id = d.redelivery_of
+                                                and o.event_id <> d.event_id))::integer as split
+         from integrator.webhook_deliveries d`,
+    );
+    t.ok((events[0]?.deliveries ?? 0) > 0);
+    t.equal(
+      events[0]?.eventless,
+      0,
+      "every delivery made before events had ids has its event, whose id its envelope carries",
+    );
+    t.equal(events[0]?.split, 0, "a resend made before then belongs to the event of the delivery it resent");
+    const { rows: due } = await upgraded.raw<{ rows: { pending: number; undue: number; retried: number }[] }>(
+      `select count(*)::integer as pending,
+              count(*) filter (where next_attempt_at is null)::integer as undue,
+              count(*) filter (where attempts > 0 and next_attempt_at > last_attempt_at)::integer as retried
+         from integrator.webhook_deliveries where status = 'pending'`,
+    );
+    t.ok((due[0]?.pending ?? 0) > 0);
+    t.equal(
+      due[0]?.undue,
+      0,
+      "every delivery pending before next_attempt_at existed says when its next attempt is due",
+    );
+    t.equal(due[0]?.retried, 2, "the two waiting for a retry: when their retry's job runs, after their last attempt");
+    const { rows: unexplained } = await upgraded.raw<{ rows: { failed: number; unexplained: number }[] }>(
+      `select count(*)::integer as failed, count(*) filter (where error_message is null)::integer as unexplained
+         from integrator.webhook_delivery_attempts where outcome = 'failed'`,
+    );
+    t.ok((unexplained[0]?.failed ?? 0) > 0);
+    t.equal(unexplained[0]?.unexplained, 0, "every failed attempt recorded before has the sentence of its class");
     const { rows: unnamed } = await upgraded.raw<{ rows: { n: number }[] }>(
       `select count(*)::integer as n from graphile_worker._private_jobs j
          join graphile_worker._private_tasks k on k.id = j.task_id

@@ -82,8 +82,19 @@ export interface ReceivedRequest {
   receivedAt: number;
 }
 
-/** What the receiver does with a request: answer with a status (and headers), maybe after a delay, or never answer. */
-export type Answer = { status: number; headers?: Record<string, string>; delayMs?: number } | "stall";
+/**
+ * What the receiver does with a request: answer with a status (and headers and a body), maybe after a
+ * delay, or never answer; `bodyNeverEnds` sends the status, headers and body and then holds the answer open.
+ */
+export type Answer =
+  | {
+      status: number;
+      headers?: Record<string, string>;
+      body?: string | Buffer;
+      bodyNeverEnds?: boolean;
+      delayMs?: number;
+    }
+  | "stall";
 
 export interface Receiver {
   port: number;
@@ -133,7 +144,12 @@ export async function startReceiver(
       const send = () => {
         if (res.destroyed) return;
         res.writeHead(reply.status, reply.headers);
-        res.end();
+        if (reply.bodyNeverEnds) {
+          stalled.add(res);
+          res.write(reply.body ?? "");
+          return;
+        }
+        res.end(reply.body);
       };
       if (reply.delayMs) {
         stalled.add(res);

@@ -136,7 +136,7 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   t.match(await newest.locator("summary").textContent(), /webhook\.test/);
   await newest.locator("summary").focus();
   await page.keyboard.press("Enter");
-  const attemptRow = newest.locator("table.attempts tbody tr");
+  const attemptRow = newest.locator("table.attempts tbody tr.attempt");
   await attemptRow.first().waitFor();
   t.equal(await attemptRow.count(), 1, "one attempt");
   const cells = await attemptRow.first().locator("td").allTextContents();
@@ -144,7 +144,21 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   t.equal(cells[1], "delivered", "its outcome");
   t.equal(cells[2], "204", "its HTTP status");
   t.match(cells[4], /^\d+ ms$/, "its duration");
+  // What was sent and what came back, folded under the attempt.
+  const exchange = newest.locator("details.exchange");
+  await exchange.locator("summary").click();
+  t.match(
+    await exchange.locator("pre.headers").first().textContent(),
+    /^webhook-id: evt_[0-9a-f-]{36}$/m,
+    "the request's headers, webhook-id among them",
+  );
+  t.notOk((await exchange.textContent())?.includes(firstSecret), "never the secret");
   t.match(await newest.locator("pre.payload").textContent(), /"event": "webhook.test"/, "and the payload");
+  t.equal(
+    await newest.locator("dd.next-attempt").textContent(),
+    "none: the delivery is delivered",
+    "a final delivery has no next attempt",
+  );
   await screenshot(page, SHOTS, "03-delivery-attempts");
 
   // Resend it: a new delivery of the same event, delivered too.
@@ -152,6 +166,18 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   await page.getByText("Resend queued").waitFor();
   t.equal(await newestDeliveryBecomes(page, "delivered"), "delivered");
   t.match(await page.locator("#delivery-list li.delivery").first().textContent(), /redelivery/);
+  const resent = page.locator("#delivery-list li.delivery").first();
+  await resent.locator("summary").click();
+  const shownEventId = resent.locator("dl.facts dt:text-is('Event id') + dd");
+  await shownEventId.waitFor();
+  const listed = (await (await server.request("/v1/webhooks/deliveries", { token: tenant.token })).json()) as {
+    deliveries: { event_id: string; origin: string }[];
+  };
+  t.equal(
+    await shownEventId.textContent(),
+    listed.deliveries.find((delivery) => delivery.origin === "test")?.event_id,
+    "the resend shows the event id of the delivery it resent",
+  );
   await waitFor(
     async () => receiver.receivedAt("/portal-hook").length,
     (count) => count === 2,
@@ -264,12 +290,16 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   );
   const failed = page.locator("#delivery-list li.delivery").first();
   await failed.locator("summary").click();
-  const failedAttempt = failed.locator("table.attempts tbody tr").first();
+  const failedAttempt = failed.locator("table.attempts tbody tr.attempt").first();
   await failedAttempt.waitFor();
   const failedCells = await failedAttempt.locator("td").allTextContents();
   t.equal(failedCells[1], "failed", "the attempt shows why: failed");
   t.equal(failedCells[2], "500", "with the HTTP status");
-  t.equal(failedCells[5], "http_status", "and the failure class");
+  t.equal(
+    await failed.locator("tr.attempt-detail .failure").first().textContent(),
+    "The endpoint answered 500 Internal Server Error; only a 2xx answer counts as delivered. http_status",
+    "and in words, beside the failure class",
+  );
   await screenshot(page, SHOTS, "04-endpoint-disabled");
 
   // Filters: only failed deliveries.
@@ -297,18 +327,30 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   await page.locator("#subscription-list").waitFor();
   await page.locator("#delivery-list li.delivery").first().locator("summary").click();
   await page.locator("table.attempts").first().waitFor();
+  // The test event the broken endpoint refused, with its attempt and the answer, opened.
+  const refusedDelivery = page
+    .locator("#delivery-list li.delivery")
+    .filter({ has: page.locator("summary .badge.bad") })
+    .filter({ hasText: "webhook.test" })
+    .first();
+  await refusedDelivery.locator("summary").click();
+  const narrowAttempt = refusedDelivery.locator("table.attempts");
+  await narrowAttempt.waitFor();
+  await narrowAttempt.locator("details.exchange summary").click();
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth);
   t.ok(overflow <= 360, `no horizontal scrolling at 360 px (page is ${overflow} px wide)`);
-  const firstAttempt = page.locator("table.attempts tbody tr").first();
-  for (const [column, name] of [
-    [1, "outcome"],
-    [2, "HTTP status"],
+  // The attempt's outcome, its HTTP status and the sentence saying why are in view without scrolling.
+  for (const [what, cell] of [
+    ["outcome", narrowAttempt.locator("tr.attempt td").nth(1)],
+    ["HTTP status", narrowAttempt.locator("tr.attempt td").nth(2)],
+    ["failure sentence", narrowAttempt.locator("tr.attempt-detail .failure")],
   ] as const) {
-    const box = await firstAttempt.locator("td").nth(column).boundingBox();
-    t.ok(box && box.x >= 0 && box.x + box.width <= 360, `the ${name} is on screen at 360 px without scrolling`);
+    const box = await cell.boundingBox();
+    t.ok(
+      box && box.x >= 0 && box.x + box.width <= 360,
+      `the ${what} is within the 360 px screen (${JSON.stringify(box)})`,
+    );
   }
-  await firstAttempt.scrollIntoViewIfNeeded();
-  await screenshot(page, SHOTS, "05-narrow-360px-attempts", { fullPage: false });
   await screenshot(page, SHOTS, "05-narrow-360px");
   await page.locator("li.subscription").first().getByRole("button", { name: "Disable", exact: true }).click();
   await page.locator("form.confirm").waitFor();
@@ -405,6 +447,14 @@ t.test(
     const firstPage = await listedDeliveries(page);
     t.same(firstPage, ids(() => true).slice(0, 25), "the newest 25, newest first");
     t.match(await page.locator("#delivery-summary").textContent(), /25 shown, newest first · 50 deliveries in all/);
+    // Nothing sends here: every delivery is pending, its first attempt due since it was queued.
+    const pendingSummary = page.locator("#delivery-list li.delivery").first().locator("summary");
+    t.match(await pendingSummary.locator(".next-attempt").textContent(), /^ · next attempt /);
+    t.equal(
+      await pendingSummary.locator(".next-attempt time").getAttribute("datetime"),
+      all[0]?.next_attempt_at,
+      "a pending delivery shows when its next attempt is due",
+    );
     const older = page.getByRole("button", { name: "Load older deliveries" });
     await older.focus();
     await page.keyboard.press("Enter");

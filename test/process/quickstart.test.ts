@@ -1,6 +1,6 @@
 // The README's quickstart, run as written after the set-up's one `npm ci` (which this clone has had): the
 // service block starts the service, the receiver block is saved as receiver.mjs, and the step blocks run
-// in order in one bash; the receiver must print a verified delivery and the deliveries list show it
+// in order in one bash; the receiver must print a verified event and the deliveries list show it
 // delivered. No block installs again.
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
@@ -104,7 +104,7 @@ t.test("the README's quickstart, pasted in order, ends with a verified delivery"
   t.match(output, /"roles":\["client_admin"\]/, "GET /v1/me shows the client's roles");
   t.match(
     output,
-    /verified delivery [0-9a-f-]{36}: intake\.submitted \{.*"status":"received"/,
+    /verified event evt_[0-9a-f-]{36}: intake\.submitted \{.*"status":"received"/,
     "the receiver verified it",
   );
   t.match(output, /"status":"delivered"/, "the deliveries list shows it delivered");

@@ -87,6 +87,14 @@ t.test("a bad value names the variable and what it expects", async (t) => {
     [{ LOAD_SHED_EVENT_LOOP_DELAY_MS: "-5" }, /^LOAD_SHED_EVENT_LOOP_DELAY_MS must be a whole number from 0/],
     [{ METRICS_PORT: "99999" }, /^METRICS_PORT must be a whole number from 0 to 65535/],
     [{ SHUTDOWN_TIMEOUT_MS: "soon" }, /^SHUTDOWN_TIMEOUT_MS must be a whole number/],
+    [{ WEBHOOK_RETRY_SCHEDULE: "5 minutes" }, /^WEBHOOK_RETRY_SCHEDULE must list up to 24 waits such as 5m,2h,8h/],
+    [{ WEBHOOK_RETRY_SCHEDULE: "8d" }, /^WEBHOOK_RETRY_SCHEDULE must list .* at most 7 days each/],
+    [{ WEBHOOK_RETRY_SCHEDULE: ",," }, /^WEBHOOK_RETRY_SCHEDULE must list/],
+    [{ WEBHOOK_RETRY_SCHEDULE: Array(25).fill("1m").join(",") }, /^WEBHOOK_RETRY_SCHEDULE must list up to 24/],
+    [
+      { WEBHOOK_RETRY_SCHEDULE: "1m", WEBHOOK_RETRY_BASE_SECONDS: "10" },
+      /^Set WEBHOOK_RETRY_SCHEDULE or WEBHOOK_RETRY_BASE_SECONDS, not both/,
+    ],
   ];
   for (const [env, message] of bad) {
     t.throws(() => loadConfig(env), { name: "ConfigError", message }, JSON.stringify(env));

@@ -285,9 +285,9 @@ t.test(
         .returning("id");
       subscriptionIds.push(row.id);
       await db.raw(
-        `insert into integrator.webhook_deliveries (tenant_id, subscription_id, event_type, payload, status, created_at)
-       select ?, ?, case when g % 2 = 0 then 'intake.submitted' else 'scorecard.created' end, '{}'::jsonb,
-              case when g % 3 = 0 then 'failed' else 'delivered' end, now() - make_interval(secs => g)
+        `insert into integrator.webhook_deliveries (tenant_id, subscription_id, event_id, event_type, payload, status, created_at)
+       select ?, ?, md5((g / 2)::text)::uuid, case when g % 2 = 0 then 'intake.submitted' else 'scorecard.created' end,
+              '{}'::jsonb, case when g % 3 = 0 then 'failed' else 'delivered' end, now() - make_interval(secs => g)
          from generate_series(1, 20000) g`,
         [who.tenantId, row.id],
       );
@@ -304,6 +304,7 @@ t.test(
       "by subscription": { limit: 50, subscriptionId: subscriptionIds[0] ?? "" },
       "by status": { limit: 50, status: "failed" as const },
       "by event type": { limit: 50, eventType: "scorecard.created" },
+      "by event": { limit: 50, eventId: "cee63112-1c2e-c923-2f3a-2f028ad5c89b" }, // md5("500"): two of them
       "by time range": { limit: 50, createdBefore: new Date(Date.now() - 3_600_000).toISOString() },
     };
     for (const [name, request] of Object.entries(pages)) {

@@ -160,11 +160,14 @@ t.test("a pending delivery of a subscription disabled meanwhile ends failed with
     .where({ tenant_id: rig.tenant.tenantId, id })
     .update({ disabled_at: new Date(), disabled_reason: "x" });
   // As if it had been queued just before the subscription was disabled.
+  const eventUuid = crypto.randomUUID();
   const outcome = await queueManualDelivery(rig.server.services.db, {
     tenantId: rig.tenant.tenantId,
     subscriptionId: id,
     eventType: "webhook.test",
+    eventUuid,
     payload: {
+      id: `evt_${eventUuid}`,
       event: "webhook.test",
       tenant_id: rig.tenant.tenantId,
       timestamp: new Date().toISOString(),

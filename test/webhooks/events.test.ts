@@ -73,16 +73,32 @@ function sampleData(kind: EventKind): Record<string, unknown>[] {
   }
 }
 
-async function deliveriesOf(
-  tenantId: string,
-): Promise<
-  { id: string; subscription_id: string; status: string; attempts: number; payload: Record<string, unknown> }[]
+async function deliveriesOf(tenantId: string): Promise<
+  {
+    id: string;
+    subscription_id: string;
+    event_id: string;
+    status: string;
+    attempts: number;
+    payload: Record<string, unknown>;
+  }[]
 > {
   return server.services
     .db("integrator.webhook_deliveries")
     .where({ tenant_id: tenantId })
     .orderBy("created_at")
     .select();
+}
+
+/** The tenant's recorded events, oldest first. */
+async function eventsOf(
+  tenantId: string,
+): Promise<{ id: string; event_type: string; payload: Record<string, unknown>; created_at: Date }[]> {
+  return server.services
+    .db("integrator.webhook_events")
+    .where({ tenant_id: tenantId })
+    .orderBy("created_at")
+    .select("id", "event_type", "payload", "created_at");
 }
 
 async function emitFails(tenantId: string, kind: string, data: unknown): Promise<string> {
@@ -155,6 +171,44 @@ t.test(
   },
 );
 
+t.test(
+  "an event queued for at least one subscription is recorded once, with its envelope, and every delivery names it",
+  async (t) => {
+    const tenant = await createTestTenant(server.services);
+    await subscription(tenant, ["*"]);
+    await subscription(tenant, ["scorecard.created"]);
+    const data = { scorecard_id: crypto.randomUUID() };
+    t.equal(await emitEvent(server.services.db, tenant.tenantId, "scorecard.created", data), 2);
+    const events = await eventsOf(tenant.tenantId);
+    t.equal(events.length, 1, "one event for its two deliveries");
+    const [event] = events;
+    t.equal(event?.event_type, "scorecard.created");
+    const deliveries = await deliveriesOf(tenant.tenantId);
+    t.same(
+      deliveries.map((delivery) => delivery.event_id),
+      [event?.id, event?.id],
+    );
+    t.same(event?.payload, deliveries[0]?.payload, "the event keeps the envelope its deliveries carry");
+    t.equal(event?.payload.id, `evt_${event?.id}`);
+
+    await emitEvent(server.services.db, tenant.tenantId, "scorecard.created", { scorecard_id: crypto.randomUUID() });
+    const [, second] = await eventsOf(tenant.tenantId);
+    t.not(second?.id, event?.id, "each emission is an event of its own");
+  },
+);
+
+t.test("an event no subscription of the tenant takes is not recorded: no delivery, no event row, no job", async (t) => {
+  const tenant = await createTestTenant(server.services);
+  await subscription(tenant, ["intake.submitted"]);
+  await subscription(tenant, ["*"], false);
+  t.equal(
+    await emitEvent(server.services.db, tenant.tenantId, "scorecard.created", { scorecard_id: crypto.randomUUID() }),
+    0,
+  );
+  t.same(await eventsOf(tenant.tenantId), []);
+  t.same(await deliveriesOf(tenant.tenantId), []);
+});
+
 t.test("emit_event runs in the caller's transaction: a rollback leaves neither deliveries nor jobs", async (t) => {
   const tenant = await createTestTenant(server.services);
   await subscription(tenant, ["*"]);
@@ -166,12 +220,13 @@ t.test("emit_event runs in the caller's transaction: a rollback leaves neither d
     })
     .catch(() => undefined);
   t.equal((await deliveriesOf(tenant.tenantId)).length, 0);
+  t.equal((await eventsOf(tenant.tenantId)).length, 0, "nor the event");
   const jobsAfter = await server.services.db("graphile_worker._private_jobs").count<{ count: number }[]>("* as count");
   t.equal(jobsAfter[0]?.count, jobsBefore[0]?.count);
 });
 
 t.test(
-  "the payload is the envelope {event, tenant_id, timestamp, data}, timestamp in RFC 3339 UTC with milliseconds and Z",
+  "the payload is the envelope {id, event, tenant_id, timestamp, data}, timestamp in RFC 3339 UTC with milliseconds and Z",
   async (t) => {
     const tenant = await createTestTenant(server.services);
     await subscription(tenant, ["*"]);
@@ -182,11 +237,18 @@ t.test(
     const deliveries = await deliveriesOf(tenant.tenantId);
     const [first, second] = deliveries;
     t.same(first?.payload, {
+      id: `evt_${first?.event_id}`,
       event: "intake.batch_submitted",
       tenant_id: tenant.tenantId,
       timestamp: first?.payload.timestamp,
       data,
     });
+    t.match(
+      first?.payload.id,
+      /^evt_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+      "evt_ and a UUIDv7",
+    );
+    t.same(second?.payload, first?.payload, "every delivery of one event carries the same envelope, id included");
     t.match(first?.payload.timestamp, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
     const at = Date.parse(String(first?.payload.timestamp));
     t.ok(at >= before - 1000 && at <= Date.now() + 1000, "the time of the event");

@@ -72,6 +72,7 @@ t.test(
       .insert({
         tenant_id: rig.tenant.tenantId,
         subscription_id: id,
+        event_id: crypto.randomUUID(),
         event_type: "webhook.test",
         payload: JSON.stringify({ event: "webhook.test" }),
         status: "failed",

@@ -64,7 +64,9 @@ for (const fanOut of [1, 4]) {
           .db("integrator.webhook_deliveries")
           .where({ tenant_id: rig.tenant.tenantId })
           .select<{ id: string; status: string }[]>("id", "status");
-      const sentBeforeKill = new Set(rig.receiver.received.map((request) => String(request.headers["webhook-id"])));
+      const sentBeforeKill = new Set(
+        rig.receiver.received.map((request) => String(request.headers["x-service-review-delivery"])),
+      );
       const pendingAtKill = new Set(
         (await deliveries()).filter((row) => row.status === "pending").map((row) => row.id),
       );
@@ -111,7 +113,7 @@ for (const fanOut of [1, 4]) {
 
       const sends = new Map<string, number>();
       for (const request of rig.receiver.received) {
-        const id = String(request.headers["webhook-id"]);
+        const id = String(request.headers["x-service-review-delivery"]);
         sends.set(id, (sends.get(id) ?? 0) + 1);
       }
       const twice = [...sends].filter(([, count]) => count > 1).map(([id]) => id);

@@ -5,6 +5,7 @@ import net from "node:net";
 import t from "tap";
 import { RECEIVER_HOST } from "../helpers/https-receiver.ts";
 import { retryDelaySeconds } from "../../worker/tasks/deliver_webhook.ts";
+import { loadConfig } from "../../server/config.ts";
 import { jobsOfDelivery, startWebhookRig, testCa } from "../helpers/webhooks.ts";
 import { startWorker } from "../../worker/runner.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -121,23 +122,44 @@ t.test(
   },
 );
 
-t.test("retry n waits WEBHOOK_RETRY_BASE_SECONDS × 6^(n−1) seconds, at most 10 hours", async (t) => {
+t.test(
+  "by default retry n waits 5 minutes, 2 hours, 8 hours, then 10 hours each: with 3 attempts the last comes 2 h 5 min after the first",
+  async (t) => {
+    const waits = loadConfig({}).webhooks.retryWaitsSeconds;
+    t.same(
+      [1, 2, 3, 4, 5, 24].map((n) => retryDelaySeconds(n, waits)),
+      [300, 7200, 28800, 36000, 36000, 36000],
+    );
+    const { maxAttempts } = loadConfig({}).webhooks;
+    t.equal(maxAttempts, 3, "3 attempts unless MAX_DELIVERY_ATTEMPTS says otherwise");
+    const spread = Array.from({ length: maxAttempts - 1 }, (_, index) => retryDelaySeconds(index + 1, waits));
+    t.equal(
+      spread.reduce((sum, wait) => sum + wait, 0),
+      2 * 3600 + 5 * 60,
+    );
+    const custom = loadConfig({ WEBHOOK_RETRY_SCHEDULE: "30s, 10m,1h,1d" }).webhooks.retryWaitsSeconds;
+    t.same(
+      [1, 2, 3, 4, 5].map((n) => retryDelaySeconds(n, custom)),
+      [30, 600, 3600, 86400, 86400],
+      "WEBHOOK_RETRY_SCHEDULE: its waits in order, the last repeated",
+    );
+  },
+);
+
+t.test("WEBHOOK_RETRY_BASE_SECONDS instead: retry n waits base × 6^(n−1) seconds, at most 10 hours", async (t) => {
+  const waits = loadConfig({ WEBHOOK_RETRY_BASE_SECONDS: "10" }).webhooks.retryWaitsSeconds;
   t.same(
-    [1, 2, 3, 4].map((n) => retryDelaySeconds(n, 10)),
-    [10, 60, 360, 2160],
-    "default base 10 s: 10 s, 1 min, 6 min, 36 min",
+    [1, 2, 3, 4, 5, 6, 24].map((n) => retryDelaySeconds(n, waits)),
+    [10, 60, 360, 2160, 12960, 36000, 36000],
   );
-  t.equal(retryDelaySeconds(5, 10), 12960);
-  t.equal(retryDelaySeconds(6, 10), 36000, "capped at 10 hours");
-  t.equal(retryDelaySeconds(25, 10), 36000);
-  t.equal(retryDelaySeconds(3, 0), 0);
+  t.same(loadConfig({ WEBHOOK_RETRY_BASE_SECONDS: "0" }).webhooks.retryWaitsSeconds.slice(0, 3), [0, 0, 0]);
 });
 
 t.test(
-  "after every attempt the delivery records attempts, last_attempt_at, response_code and error_message, stays pending, and its next attempt is queued for base × 6^(n−1) later",
+  "after every attempt the delivery records attempts, last_attempt_at, response_code and error_message, stays pending, and its next attempt is queued for the schedule's wait later, which next_attempt_at shows",
   async (t) => {
     const rig = await startWebhookRig(t, ca, {
-      env: { WEBHOOK_RETRY_BASE_SECONDS: "3600" },
+      env: { WEBHOOK_RETRY_SCHEDULE: "1h" },
       answer: () => ({ status: 500 }),
     });
     const { id } = await rig.subscribe(rig.receiver.url("/later"));
@@ -159,6 +181,17 @@ t.test(
     t.ok(
       delaySeconds > 3590 && delaySeconds < 3610,
       `the retry is queued an hour after the attempt (${delaySeconds} s)`,
+    );
+    t.equal(
+      delivery?.next_attempt_at,
+      new Date(job?.run_at ?? 0).toISOString(),
+      "next_attempt_at is when the retry's job runs",
+    );
+    const detail = await rig.server.request(`/v1/webhooks/deliveries/${deliveryId}`, { token: rig.tenant.token });
+    t.equal(
+      ((await detail.json()) as { delivery: { next_attempt_at: string } }).delivery.next_attempt_at,
+      delivery?.next_attempt_at,
+      "getWebhookDelivery shows it too",
     );
     t.equal(job?.attempts, 0, "a fresh job, not graphile-worker's own retry of the first");
     t.match(job?.payload, { delivery_id: deliveryId, attempts: 1 }, "for the delivery's second attempt");

@@ -14,6 +14,7 @@ import { JOB } from "../../db/jobs.ts";
 import { RECEIVER_HOST, type Answer, type ReceivedRequest } from "../helpers/https-receiver.ts";
 import { jobsOfDelivery, startWebhookRig, testCa, type WebhookRig } from "../helpers/webhooks.ts";
 import { webhookSchemaErrors } from "../helpers/webhook-schemas.ts";
+import type { DeliveryView } from "../../db/webhooks.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const ca = testCa(t);
@@ -48,7 +49,13 @@ t.test("a delivery is one POST with the stored envelope as sorted-keys JSON and 
   const { id } = await rig.subscribe(rig.receiver.url(path), ["intake.submitted"]);
   const data = await rig.emitIntake();
   const delivery = await rig.finalDelivery(id);
-  t.match(delivery, { status: "delivered", attempts: 1, response_code: 200, error_message: null });
+  t.match(delivery, {
+    status: "delivered",
+    attempts: 1,
+    response_code: 200,
+    error_message: null,
+    next_attempt_at: null,
+  });
   t.match(delivery?.last_attempt_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
   const [request, ...more] = rig.receiver.receivedAt(path);
   t.equal(more.length, 0, "sent once");
@@ -64,6 +71,7 @@ t.test("a delivery is one POST with the stored envelope as sorted-keys JSON and 
   t.equal(raw, canonicalJson(JSON.parse(raw)), "already canonical");
   t.notMatch(raw, /\s/);
   t.same(JSON.parse(raw), {
+    id: delivery.event_id,
     event: "intake.submitted",
     tenant_id: rig.tenant.tenantId,
     timestamp: delivery.payload.timestamp,
@@ -98,9 +106,9 @@ t.test(
   "the README's receiver example accepts a real delivery and refuses a tampered body, another id, a stale or future timestamp and missing headers",
   async (t) => {
     const readme = fs.readFileSync(new URL("../../README.md", import.meta.url), "utf8");
-    const source = /function verifiedDeliveryId\(rawBody, headers, secret[\s\S]*?\n\}/.exec(readme)?.[0];
-    if (!source) return t.fail("the README has no verifiedDeliveryId example");
-    const verifiedDeliveryId = new Function("createHmac", "timingSafeEqual", `${source}\nreturn verifiedDeliveryId;`)(
+    const source = /function verifiedEventId\(rawBody, headers, secret[\s\S]*?\n\}/.exec(readme)?.[0];
+    if (!source) return t.fail("the README has no verifiedEventId example");
+    const verifiedEventId = new Function("createHmac", "timingSafeEqual", `${source}\nreturn verifiedEventId;`)(
       createHmac,
       timingSafeEqual,
     ) as (rawBody: Buffer, headers: Record<string, unknown>, secret: string, nowMs?: number) => string | null;
@@ -112,29 +120,33 @@ t.test(
     const [request] = rig.receiver.receivedAt(path);
     if (!request || !delivery) return t.fail("nothing received");
     const headers = request.headers as Record<string, unknown>;
-    t.equal(verifiedDeliveryId(request.rawBody, headers, secret), delivery.id, "a real delivery verifies: its id");
-    const tampered = Buffer.from(request.rawBody.toString("utf8").replace("order-4711", "order-4712"));
-    t.equal(verifiedDeliveryId(tampered, headers, secret), null, "a changed body does not");
     t.equal(
-      verifiedDeliveryId(request.rawBody, { ...headers, "webhook-id": crypto.randomUUID() }, secret),
+      verifiedEventId(request.rawBody, headers, secret),
+      delivery.event_id,
+      "a real delivery verifies: its event's id",
+    );
+    const tampered = Buffer.from(request.rawBody.toString("utf8").replace("order-4711", "order-4712"));
+    t.equal(verifiedEventId(tampered, headers, secret), null, "a changed body does not");
+    t.equal(
+      verifiedEventId(request.rawBody, { ...headers, "webhook-id": crypto.randomUUID() }, secret),
       null,
       "another id does not (the id is signed, so deduplicating on it is safe)",
     );
     const sentAt = Number(headers["webhook-timestamp"]) * 1000;
-    t.equal(verifiedDeliveryId(request.rawBody, headers, secret, sentAt + 4 * 60_000), delivery.id, "4 minutes later");
     t.equal(
-      verifiedDeliveryId(request.rawBody, headers, secret, sentAt + 6 * 60_000),
-      null,
-      "a replay 6 minutes later",
+      verifiedEventId(request.rawBody, headers, secret, sentAt + 4 * 60_000),
+      delivery.event_id,
+      "4 minutes later",
     );
-    t.equal(verifiedDeliveryId(request.rawBody, headers, secret, sentAt - 6 * 60_000), null, "6 minutes early");
-    t.equal(verifiedDeliveryId(request.rawBody, { ...headers, "webhook-signature": undefined }, secret), null);
-    t.equal(verifiedDeliveryId(request.rawBody, headers, `${secret.slice(0, -2)}AA`), null, "another secret");
+    t.equal(verifiedEventId(request.rawBody, headers, secret, sentAt + 6 * 60_000), null, "a replay 6 minutes later");
+    t.equal(verifiedEventId(request.rawBody, headers, secret, sentAt - 6 * 60_000), null, "6 minutes early");
+    t.equal(verifiedEventId(request.rawBody, { ...headers, "webhook-signature": undefined }, secret), null);
+    t.equal(verifiedEventId(request.rawBody, headers, `${secret.slice(0, -2)}AA`), null, "another secret");
   },
 );
 
 t.test(
-  "every attempt carries webhook-id (the delivery id, the same on retries), webhook-timestamp and webhook-signature, which the standardwebhooks package verifies; X-Service-Review-Signature is unchanged",
+  "every attempt carries webhook-id (the event's id, the same on retries), webhook-timestamp and webhook-signature, which the standardwebhooks package verifies; X-Service-Review-Signature is unchanged",
   async (t) => {
     const path = `/fail-twice-standard-${crypto.randomUUID()}`;
     const { id, secret } = await rig.subscribe(rig.receiver.url(path));
@@ -145,7 +157,7 @@ t.test(
     t.equal(received.length, 3);
     const verifier = new Webhook(secret); // the secret exactly as returned at creation
     for (const request of received) {
-      t.equal(request.headers["webhook-id"], delivery?.id, "webhook-id is the delivery id");
+      t.equal(request.headers["webhook-id"], delivery?.event_id, "webhook-id is the event's id");
       t.match(request.headers["webhook-timestamp"], /^\d{10}$/);
       t.ok(
         Math.abs(Number(request.headers["webhook-timestamp"]) - Date.now() / 1000) < 120,
@@ -162,6 +174,69 @@ t.test(
         "our signature: the hex HMAC of the body under the whole secret, as before",
       );
     }
+  },
+);
+
+t.test(
+  "webhook-id is the event's id on every attempt, to every subscription it went to and on a resend, and the standardwebhooks package verifies each",
+  async (t) => {
+    const retried = `/fail-twice-event-${crypto.randomUUID()}`;
+    const direct = `/event-${crypto.randomUUID()}`;
+    const first = await rig.subscribe(rig.receiver.url(retried), ["intake.submitted"]);
+    const second = await rig.subscribe(rig.receiver.url(direct), ["intake.submitted"]);
+    await rig.emitIntake();
+    const retriedDelivery = await rig.finalDelivery(first.id);
+    const directDelivery = await rig.finalDelivery(second.id);
+    if (!retriedDelivery || !directDelivery) return t.fail("not delivered");
+    t.match(retriedDelivery, { status: "delivered", attempts: 3 });
+    t.match(directDelivery, { status: "delivered", attempts: 1 });
+    const eventId = retriedDelivery.event_id;
+    t.match(eventId, /^evt_[0-9a-f-]{36}$/);
+    t.equal(directDelivery.event_id, eventId, "one event, a delivery to each subscription");
+    t.not(directDelivery.id, retriedDelivery.id);
+
+    const res = await rig.server.request(`/v1/webhooks/deliveries/${retriedDelivery.id}/redeliver`, {
+      method: "POST",
+      token: rig.tenant.token,
+    });
+    t.equal(res.status, 202);
+    const resend = (await res.json()) as DeliveryView;
+    t.match(resend, { event_id: eventId, origin: "redelivery", redelivery_of: retriedDelivery.id });
+    t.not(resend.id, retriedDelivery.id, "a resend is a delivery of its own");
+    const resent = await waitFor(
+      async () => (await rig.deliveries()).find((delivery) => delivery.id === resend.id),
+      (delivery) => delivery?.status === "delivered",
+    );
+    t.equal(resent?.status, "delivered");
+
+    const retries = rig.receiver.receivedAt(retried);
+    const [directRequest] = rig.receiver.receivedAt(direct);
+    t.equal(retries.length, 4, "three attempts, then the resend");
+    if (!directRequest) return t.fail("nothing received directly");
+    for (const [secret, request] of [
+      ...retries.map((request) => [first.secret, request] as const),
+      [second.secret, directRequest] as const,
+    ]) {
+      t.equal(request.headers["webhook-id"], eventId, "webhook-id is the event's id");
+      const verified = new Webhook(secret).verify(
+        request.rawBody.toString("utf8"),
+        request.headers as Record<string, string>,
+      ) as { id?: string };
+      t.equal(verified.id, eventId, "standardwebhooks verifies it, and the body's id is the event's");
+    }
+    t.same(
+      retries.map((request) => request.headers["x-service-review-delivery"]),
+      [retriedDelivery.id, retriedDelivery.id, retriedDelivery.id, resend.id],
+      "X-Service-Review-Delivery names the delivery: the same on retries, the resend's own on the resend",
+    );
+    t.equal(
+      new Set(retries.map((request) => request.rawBody.toString("utf8"))).size,
+      1,
+      "the resend's body is the original's, byte for byte",
+    );
+    // Later tests' events reach only their own subscriptions.
+    for (const { id } of [first, second])
+      await rig.server.request(`/v1/webhooks/subscriptions/${id}`, { method: "DELETE", token: rig.tenant.token });
   },
 );
 
@@ -253,7 +328,13 @@ t.test(
     const { id } = await rig.subscribe(rig.receiver.url(path));
     await rig.emitIntake();
     const delivery = await rig.finalDelivery(id);
-    t.match(delivery, { status: "failed", attempts: 3, response_code: 503, error_message: "HTTP status 503" });
+    t.match(delivery, {
+      status: "failed",
+      attempts: 3,
+      response_code: 503,
+      error_message: "HTTP status 503",
+      next_attempt_at: null,
+    });
     t.equal(rig.receiver.receivedAt(path).length, 3);
     t.same(await jobsOfDelivery(rig.server.services.db, delivery?.id ?? ""), [], "no job of it left");
   },

@@ -41,7 +41,7 @@ t.test(
     const worker = await startWorker(server.services, server.databaseUrl, { pollInterval: 200 });
     t.teardown(() => worker.stop());
     t.equal(await rig.jobsDrained(), 0, "the job ran and completed");
-    const received = rig.receiver.received.map((request) => String(request.headers["webhook-id"]));
+    const received = rig.receiver.received.map((request) => String(request.headers["x-service-review-delivery"]));
     t.same(
       [...received].sort(),
       deliveries
@@ -76,7 +76,7 @@ t.test(
     await worker.stop();
     t.equal(rig.receiver.received.length, 1, "one delivery was sending (WORKER_CONCURRENCY 1), the others waited");
     const deliveries = await rig.deliveries();
-    const interrupted = String(rig.receiver.received[0]?.headers["webhook-id"]);
+    const interrupted = String(rig.receiver.received[0]?.headers["x-service-review-delivery"]);
     for (const delivery of deliveries) {
       if (delivery.id === interrupted)
         t.match(delivery, { status: "pending", attempts: 1 }, "the one cut short is recorded, its retry queued");

@@ -1,8 +1,8 @@
 // deliver_webhook: one attempt at sending one delivery (queued by integrator.emit_event, and by this
 // task for its retries). The body is the stored envelope with sorted keys, signed with the
 // subscription's secret. After every attempt the delivery records it; a failure with attempts left
-// queues the next attempt itself (retry n waits base × 6^(n−1) s, at most 10 h) and this job
-// succeeds, so graphile-worker's own backoff never drives the schedule. A job whose delivery is
+// queues the next attempt itself, WEBHOOK_RETRY_SCHEDULE's wait later (and the delivery shows when, as
+// next_attempt_at), and this job succeeds, so graphile-worker's own backoff never drives the schedule. A job whose delivery is
 // already final, or whose attempt another run already recorded (the job carries the attempt it is
 // for), does nothing.
 import type { Task } from "graphile-worker";
@@ -11,6 +11,7 @@ import type { Services } from "../../server/services.ts";
 import { signatureHeaders } from "../signatures.ts";
 import { recordDeliveryOutcome } from "../../server/metrics.ts";
 import { isDeliverWebhookPayload } from "../../db/jobs.ts";
+import { eventIdOf } from "../../db/events.ts";
 import { sendSettings, sendWebhook, type SendSettings } from "../sender.ts";
 
 import { boundedMemo } from "../memo.ts";
@@ -23,18 +24,21 @@ import {
   recordAttempt,
 } from "../../db/webhooks.ts";
 
-const MAX_RETRY_DELAY_SECONDS = 10 * 60 * 60;
-
-/** Seconds to wait before retry n (n ≥ 1): base × 6^(n−1), capped at 10 hours. */
-export function retryDelaySeconds(retry: number, baseSeconds: number): number {
-  return Math.min(baseSeconds * 6 ** (retry - 1), MAX_RETRY_DELAY_SECONDS);
+/** Seconds to wait before retry n (n ≥ 1): the n-th of the configured waits (server/config.ts retryWaits). */
+export function retryDelaySeconds(retry: number, waitsSeconds: readonly number[]): number {
+  return waitsSeconds[Math.min(Math.max(retry, 1), waitsSeconds.length) - 1] ?? 0;
 }
 
-/** The headers of one attempt: content type, user agent, the event kind and delivery id, and its signatures. */
+/**
+ * The headers of one attempt: content type, user agent, the event kind and delivery id, and its signatures;
+ * the Standard Webhooks message id is the event's id (`evt_…`), the same for every delivery of the event.
+ */
 export function deliveryHeaders(attempt: {
   userAgent: string;
   eventType: string;
   deliveryId: string;
+  /** The event's id as the envelope carries it (`evt_…`). */
+  eventId: string;
   /** Every secret that signs now, newest first. */
   secrets: readonly string[];
   attemptedAt: Date;
@@ -46,7 +50,7 @@ export function deliveryHeaders(attempt: {
     "X-Service-Review-Event": attempt.eventType,
     "X-Service-Review-Delivery": attempt.deliveryId,
     ...signatureHeaders(attempt.secrets, {
-      id: attempt.deliveryId,
+      id: attempt.eventId,
       timestamp: Math.floor(attempt.attemptedAt.getTime() / 1000),
       body: attempt.body,
     }),
@@ -57,7 +61,7 @@ export function deliverWebhook(
   services: Services,
   settings: SendSettings = sendSettings(services.config.webhooks),
 ): Task<"deliver_webhook"> {
-  const { maxAttempts, retryBaseSeconds, disableAfterFailedDeliveries, disableAfterFailingDays } =
+  const { maxAttempts, retryWaitsSeconds, disableAfterFailedDeliveries, disableAfterFailingDays } =
     services.config.webhooks;
   const health = { disableAfterFailedDeliveries, disableAfterFailingDays };
   const userAgent = `integrator-api-webhooks/${services.version}`;
@@ -123,7 +127,6 @@ export function deliverWebhook(
     const secrets = [secret, ...openPreviousSecrets(delivery.secrets_encrypted.slice(1))];
     const body = canonicalJson(delivery.payload);
     const attemptedAt = new Date();
-    const started = performance.now();
     const outcome = await sendWebhook(
       {
         url: delivery.url,
@@ -132,6 +135,7 @@ export function deliverWebhook(
           userAgent,
           eventType: delivery.event_type,
           deliveryId: delivery.id,
+          eventId: eventIdOf(delivery.event_id),
           secrets,
           attemptedAt,
           body,
@@ -159,9 +163,12 @@ export function deliverWebhook(
       deliveryId: delivery.id,
       attemptsBefore: delivery.attempts,
       attemptedAt,
-      durationMs: performance.now() - started,
+      durationMs: outcome.durationMs,
       responseCode: outcome.responseCode,
       errorClass: outcome.delivered ? null : outcome.errorClass,
+      failure: outcome.delivered ? null : outcome.errorSentence,
+      requestHeaders: outcome.requestHeaders,
+      response: outcome.response,
       health,
     };
     if (outcome.delivered) {
@@ -171,7 +178,7 @@ export function deliverWebhook(
       await recordAttempt(db, { ...common, status: "failed", errorMessage: outcome.errorMessage });
       recordDeliveryOutcome("failed");
     } else {
-      const retryAt = new Date(Date.now() + retryDelaySeconds(attempt, retryBaseSeconds) * 1000);
+      const retryAt = new Date(Date.now() + retryDelaySeconds(attempt, retryWaitsSeconds) * 1000);
       await recordAttempt(db, { ...common, status: "pending", errorMessage: outcome.errorMessage, retryAt });
       recordDeliveryOutcome("retrying");
     }
