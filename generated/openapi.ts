@@ -592,6 +592,9 @@ export interface paths {
          *     backoff, not in storms. Only a correctly signed callback learns that its partner is paused: 503
          *     `SERVICE_UNAVAILABLE` with `Retry-After: 300`. An unavailable database answers 503 with
          *     `Retry-After: 30`.
+         *
+         *     **Lenient by design.** Query parameters and body fields the service does not read are ignored: the
+         *     partner shapes its callbacks, and only `tenant_id`, `payload` and the signature matter here.
          */
         post: operations["receivePartnerCallback"];
         delete?: never;
@@ -621,7 +624,8 @@ export interface paths {
          *
          *     Tokens are ES256 JWTs (claims `sub`, `tenant_id`, `roles`, `iss`, `aud`, `exp`, `iat`, `jti`;
          *     default lifetime 15 minutes), verifiable with `GET /.well-known/jwks.json`. `scope` is accepted and
-         *     ignored: no scopes are defined.
+         *     ignored: no scopes are defined. Unrecognised parameters, in the form or the query, are ignored
+         *     (RFC 6749 §3.2).
          *
          *     Errors use the RFC 6749 §5.2 body, not the error envelope: 400 `invalid_request` (a missing or
          *     malformed parameter, including any schema violation of the form), `unsupported_grant_type`,
@@ -926,7 +930,7 @@ export interface components {
                 [key: string]: unknown;
             };
         };
-        /** @description Metadata of one document. Unknown fields are ignored. */
+        /** @description Metadata of one document. An unknown field is 422 `extra_forbidden`. */
         IntakeSubmitRequest: {
             /**
              * @description The document's file name; one with a path separator, a control character, a Unicode format character
@@ -950,7 +954,7 @@ export interface components {
             external_reference?: string | null;
             item_metadata?: components["schemas"]["ItemMetadata"];
         };
-        /** @description Metadata of 1 to 100 documents submitted together. Unknown fields are ignored. */
+        /** @description Metadata of 1 to 100 documents submitted together. An unknown field is 422 `extra_forbidden`. */
         IntakeBatchRequest: {
             items: components["schemas"]["IntakeBatchItem"][];
             module?: string | null;
@@ -958,7 +962,7 @@ export interface components {
             /** @description The caller's own reference for the submission. */
             external_reference?: string | null;
         };
-        /** @description Metadata of one document of a batch. Unknown fields are ignored. */
+        /** @description Metadata of one document of a batch. An unknown field is 422 `extra_forbidden`. */
         IntakeBatchItem: {
             /**
              * @description The document's file name; one with a path separator, a control character, a Unicode format character
@@ -1081,7 +1085,7 @@ export interface components {
          * @enum {string}
          */
         WebhookSubscriptionStatus: "active" | "disabled";
-        /** @description A new subscription. Unknown fields are ignored. */
+        /** @description A new subscription. An unknown field is 422 `extra_forbidden`. */
         WebhookSubscriptionCreateRequest: {
             /**
              * @description The HTTPS endpoint to deliver to. Checked in this order, each failure a 422 `value_error` at
@@ -1099,7 +1103,7 @@ export interface components {
             /** @description Event kinds to deliver, or `*` for all; duplicates are removed. */
             events: components["schemas"]["WebhookEventSelector"][];
         };
-        /** @description The optional body of `disableWebhookSubscription`. Unknown fields are ignored. */
+        /** @description The optional body of `disableWebhookSubscription`. An unknown field is 422 `extra_forbidden`. */
         WebhookSubscriptionDisableRequest: {
             /**
              * @description Why the subscription is disabled, shown to the tenant in `disabled_reason` after `Disabled by hand: `.
@@ -1586,7 +1590,7 @@ export interface components {
         ContextValues: {
             [key: string]: string | number | boolean;
         };
-        /** @description A launch into a partner product. Unknown fields are ignored. */
+        /** @description A launch into a partner product. An unknown field is 422 `extra_forbidden`. */
         LaunchRequest: {
             /** @description The partner to launch into. */
             partner_key: string;
@@ -1598,7 +1602,7 @@ export interface components {
              */
             return_url?: string;
         };
-        /** @description A switch to another partner. Unknown fields are ignored. */
+        /** @description A switch to another partner. An unknown field is 422 `extra_forbidden`. */
         PartnerSwitchRequest: {
             /** @description The partner to switch to. */
             target_partner_key: string;
@@ -1651,7 +1655,10 @@ export interface components {
             /** @enum {string} */
             reason: "NOT_ENTITLED" | "PARTNER_PAUSED";
         });
-        /** @description A partner's callback. Unknown fields are ignored. */
+        /**
+         * @description A partner's callback. Fields the service does not read are ignored, here and in `payload`: the body is
+         *     the partner's to shape.
+         */
         PartnerCallbackRequest: {
             /**
              * @description The tenant (UUID) the event is about; must be entitled to the partner. Any other value is 400
@@ -1682,7 +1689,10 @@ export interface components {
             /** @description True when the same event was received before; it is not processed again. */
             duplicate: boolean;
         };
-        /** @description The RFC 6749 token request form. Which fields are needed depends on `grant_type`; the handler enforces it. */
+        /**
+         * @description The RFC 6749 token request form. Which fields are needed depends on `grant_type`; the handler enforces
+         *     it. Unrecognised fields are ignored (RFC 6749 §3.2).
+         */
         TokenRequest: {
             /** @description `password` or `client_credentials`; anything else is `unsupported_grant_type`. */
             grant_type?: string;

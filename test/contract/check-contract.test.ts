@@ -57,12 +57,7 @@ t.test(
 
 t.test("a change in a component schema names the operations that use it", async (t) => {
   const copy = copyRepository(t);
-  editFile(
-    copy,
-    "openapi/openapi.yaml",
-    "      description: A new subscription. Unknown fields are ignored.\n      required: [url, events]",
-    "      description: A new subscription. Unknown fields are ignored.\n      required: [url, events, name]",
-  );
+  editFile(copy, "openapi/openapi.yaml", "      required: [url, events]\n", "      required: [url, events, name]\n");
   const breaking = run(copy, "contract-check-breaking.ts");
   t.equal(breaking.status, 1, breaking.output);
   t.match(
