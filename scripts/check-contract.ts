@@ -4,9 +4,13 @@
 //   2. lint       Redocly, recommended-strict (redocly.yaml)
 //   3. breaking   the document as written against the last released one (openapi/released/openapi.json)
 //   4. typecheck  tsc --noEmit of the service and of the portal, in process
+//   5. reads      every parameter and body field the document declares is read by its operation's handler
+//                 (scripts/contract-check-reads.ts, on the typecheck's program)
 // It stops at the first step that fails and prints what that step found: the operation and the field for
 // the document's steps, file and line for the typecheck. Exit code 0 when every step passed, else 1.
 import { performance } from "node:perf_hooks";
+import type ts from "typescript";
+import { readsStep } from "./contract-check-reads.ts";
 import { breakingStep, generateStep, lintStep, typecheckStep, type StepResult } from "./contract-steps.ts";
 
 interface Step {
@@ -16,6 +20,7 @@ interface Step {
 }
 
 export async function checkContract(options: { check: boolean }): Promise<boolean> {
+  const programs: { service?: ts.Program } = {};
   const steps: Step[] = [
     {
       name: "generate",
@@ -24,7 +29,16 @@ export async function checkContract(options: { check: boolean }): Promise<boolea
     },
     { name: "lint", what: "Redocly lint of the document", run: () => lintStep() },
     { name: "breaking", what: "no breaking change against the released document", run: () => breakingStep() },
-    { name: "typecheck", what: "tsc --noEmit (service, tests, scripts, portal)", run: () => typecheckStep() },
+    {
+      name: "typecheck",
+      what: "tsc --noEmit (service, tests, scripts, portal)",
+      run: () => typecheckStep(undefined, programs),
+    },
+    {
+      name: "reads",
+      what: "every declared parameter and body field is read by its handler",
+      run: () => readsStep(undefined, programs.service),
+    },
   ];
   const started = performance.now();
   for (const [index, step] of steps.entries()) {

@@ -46,9 +46,9 @@ t.test(
 
     const check = run(copy, "check-contract.ts");
     t.equal(check.status, 1, check.output);
-    t.match(check.output, /✓ 1\/4 generate/);
-    t.match(check.output, /✓ 2\/4 lint/);
-    t.match(check.output, /✗ 3\/4 breaking/);
+    t.match(check.output, /✓ 1\/5 generate/);
+    t.match(check.output, /✓ 2\/5 lint/);
+    t.match(check.output, /✗ 3\/5 breaking/);
     t.match(check.output, "parameter query:event_type removed (listWebhookDeliveries)");
     t.match(check.output, "check:contract stopped at breaking");
     t.notMatch(check.output, /typecheck/, "it stops at the first failure");
@@ -76,10 +76,10 @@ t.test("with --check (CI) a document edited but not regenerated fails the first 
   );
   const check = run(copy, "check-contract.ts", ["--check"]);
   t.equal(check.status, 1, check.output);
-  t.match(check.output, /✗ 1\/4 generate/);
+  t.match(check.output, /✗ 1\/5 generate/);
   t.match(check.output, "run `npm run generate` and commit the result");
   t.match(check.output, "generated/openapi.json");
-  t.notMatch(check.output, /2\/4 lint/, "nothing after the failed step runs");
+  t.notMatch(check.output, /2\/5 lint/, "nothing after the failed step runs");
 });
 
 t.test("a lint problem names the operation it is in", async (t) => {
@@ -87,7 +87,7 @@ t.test("a lint problem names the operation it is in", async (t) => {
   editFile(copy, "openapi/openapi.yaml", "      summary: Composite health report (legacy)\n", "");
   const check = run(copy, "check-contract.ts");
   t.equal(check.status, 1, check.output);
-  t.match(check.output, /✗ 2\/4 lint/);
+  t.match(check.output, /✗ 2\/5 lint/);
   t.match(check.output, /openapi\/openapi\.yaml:\d+:\d+ error operation-summary/);
   t.match(check.output, "operation getHealth (GET /v1/health)");
 });
