@@ -124,8 +124,11 @@ function cachingHost(options: ts.CompilerOptions): ts.CompilerHost {
   return host;
 }
 
-/** The project's program (tsconfig.json of `root`), for the typecheck and for the reads check. */
-export function createProjectProgram(root = ROOT, project = "tsconfig.json"): ts.Program {
+/**
+ * The project's program (tsconfig.json of `root`), for the typecheck and for the reads check; with
+ * `rootNames`, only those files and what they import, under the project's options.
+ */
+export function createProjectProgram(root = ROOT, project = "tsconfig.json", rootNames?: string[]): ts.Program {
   const configPath = path.join(root, project);
   const config = ts.getParsedCommandLineOfConfigFile(
     configPath,
@@ -139,7 +142,7 @@ export function createProjectProgram(root = ROOT, project = "tsconfig.json"): ts
   );
   if (!config) throw new Error(`${project} could not be read`);
   return ts.createProgram({
-    rootNames: config.fileNames,
+    rootNames: rootNames?.map((name) => path.join(root, name)) ?? config.fileNames,
     options: config.options,
     projectReferences: config.projectReferences ?? [],
     host: cachingHost(config.options),

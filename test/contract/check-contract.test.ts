@@ -7,6 +7,9 @@ import path from "node:path";
 import t from "tap";
 import { copyRepository, editFile } from "../helpers/repository-copy.ts";
 
+// Each case runs the project's own tools on a copy of the repository: minutes on a busy machine.
+t.setTimeout(600_000);
+
 const EVENT_TYPE_PARAMETER = `        - name: event_type
           in: query
           required: false
@@ -19,7 +22,7 @@ function run(cwd: string, script: string, args: string[] = []) {
   const result = spawnSync(process.execPath, [path.join(cwd, "scripts", script), ...args], {
     cwd,
     encoding: "utf8",
-    timeout: 170_000,
+    timeout: 500_000,
   });
   return { status: result.status, output: `${result.stdout}${result.stderr}` };
 }

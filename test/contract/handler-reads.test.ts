@@ -7,6 +7,9 @@ import t from "tap";
 import { readsStep } from "../../scripts/contract-check-reads.ts";
 import { copyRepository, editFile } from "../helpers/repository-copy.ts";
 
+// Each case runs the project's own tools on a copy of the repository: minutes on a busy machine.
+t.setTimeout(600_000);
+
 const CREATED_BEFORE = `        - name: created_before
           in: query
           required: false
@@ -20,7 +23,7 @@ function run(cwd: string, script: string) {
   const result = spawnSync(process.execPath, [path.join(cwd, "scripts", script)], {
     cwd,
     encoding: "utf8",
-    timeout: 170_000,
+    timeout: 500_000,
   });
   return { status: result.status, output: `${result.stdout}${result.stderr}` };
 }

@@ -11,7 +11,8 @@ import { copyRepository, editFile } from "../helpers/repository-copy.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { freePort } from "../../scripts/throwaway-postgres.ts";
 
-t.setTimeout(420_000);
+// The loop typechecks the copy twice: minutes on a busy machine.
+t.setTimeout(600_000);
 
 const HEALTH_STATUS_PROPERTY = `      required: [status, checks]
       properties:
