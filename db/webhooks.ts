@@ -39,7 +39,7 @@ interface SubscriptionRow {
 interface DeliveryRow {
   id: string;
   subscription_id: string;
-  event_type: string;
+  event_type: DeliveredEventKind;
   payload: DeliveryEnvelope;
   status: DeliveryStatus;
   attempts: number;
@@ -298,7 +298,7 @@ export const KEYSET_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 export interface DeliveryFilters {
   subscriptionId?: string;
   status?: DeliveryStatus;
-  eventType?: string;
+  eventType?: DeliveredEventKind;
   createdAfter?: string;
   createdBefore?: string;
 }
@@ -470,7 +470,7 @@ export async function queueManualDelivery(
 export interface DeliveryToSend {
   id: string;
   tenant_id: string;
-  event_type: string;
+  event_type: DeliveredEventKind;
   payload: DeliveryEnvelope;
   status: DeliveryStatus;
   attempts: number;

@@ -882,20 +882,7 @@ export interface components {
         /** @description The body of every coded error. */
         ReviewApiErrorEnvelope: {
             error: {
-                /**
-                 * @description Stable machine-readable code; more may be added. Current codes:
-                 *     `UNAUTHORIZED` 401, `FORBIDDEN` 403, `NOT_FOUND` 404, `METHOD_NOT_ALLOWED` 405,
-                 *     `IDEMPOTENCY_KEY_MISMATCH` 409, `IDEMPOTENCY_IN_PROGRESS` 409 (with `Retry-After`),
-                 *     `PAYLOAD_TOO_LARGE` 413, `UNSUPPORTED_MEDIA_TYPE` 415, `IDEMPOTENCY_KEY_INVALID` 422,
-                 *     `CONTEXT_INVALID` 422, `CALLBACK_PAYLOAD_INVALID` 400, `CALLBACK_SIGNATURE_INVALID` 400,
-                 *     `RATE_LIMITED` 429 (with `Retry-After`), `INTERNAL_ERROR` 500 (never a stack trace or
-                 *     internal detail; the `request_id` finds it in the service's logs), `NOT_IMPLEMENTED` 501,
-                 *     `SERVICE_UNAVAILABLE` 503 (with `Retry-After`), `WEBHOOK_SUBSCRIPTION_LIMIT_REACHED` 409,
-                 *     `WEBHOOK_SUBSCRIPTION_DUPLICATE_URL` 409, `WEBHOOK_SUBSCRIPTION_DISABLED` 409,
-                 *     `WEBHOOK_SUBSCRIPTION_INACTIVE` 409.
-                 * @example IDEMPOTENCY_KEY_MISMATCH
-                 */
-                code: string;
+                code: components["schemas"]["ErrorCode"];
                 /** @description Human-readable explanation; not meant for parsing. */
                 message: string;
                 /** @description Code-specific details, e.g. the offending keys of `CONTEXT_INVALID` or the violations (`errors`) behind an `x-validation-error` answer. */
@@ -906,6 +893,22 @@ export interface components {
             /** @description The request id, also sent in the `X-Request-Id` response header. */
             request_id: string;
         };
+        /**
+         * @description Stable machine-readable code of a coded error. A later minor version may add codes: treat an
+         *     unknown one by its HTTP status. Current codes:
+         *     `UNAUTHORIZED` 401, `FORBIDDEN` 403, `NOT_FOUND` 404, `METHOD_NOT_ALLOWED` 405,
+         *     `IDEMPOTENCY_KEY_MISMATCH` 409, `IDEMPOTENCY_IN_PROGRESS` 409 (with `Retry-After`),
+         *     `PAYLOAD_TOO_LARGE` 413, `UNSUPPORTED_MEDIA_TYPE` 415, `IDEMPOTENCY_KEY_INVALID` 422,
+         *     `CONTEXT_INVALID` 422, `CALLBACK_PAYLOAD_INVALID` 400, `CALLBACK_SIGNATURE_INVALID` 400,
+         *     `RATE_LIMITED` 429 (with `Retry-After`), `INTERNAL_ERROR` 500 (never a stack trace or
+         *     internal detail; the `request_id` finds it in the service's logs), `NOT_IMPLEMENTED` 501,
+         *     `SERVICE_UNAVAILABLE` 503 (with `Retry-After`), `WEBHOOK_SUBSCRIPTION_LIMIT_REACHED` 409,
+         *     `WEBHOOK_SUBSCRIPTION_DUPLICATE_URL` 409, `WEBHOOK_SUBSCRIPTION_DISABLED` 409,
+         *     `WEBHOOK_SUBSCRIPTION_INACTIVE` 409.
+         * @example IDEMPOTENCY_KEY_MISMATCH
+         * @enum {string}
+         */
+        ErrorCode: "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "IDEMPOTENCY_KEY_MISMATCH" | "IDEMPOTENCY_IN_PROGRESS" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_INVALID" | "CONTEXT_INVALID" | "CALLBACK_PAYLOAD_INVALID" | "CALLBACK_SIGNATURE_INVALID" | "RATE_LIMITED" | "INTERNAL_ERROR" | "NOT_IMPLEMENTED" | "SERVICE_UNAVAILABLE" | "WEBHOOK_SUBSCRIPTION_LIMIT_REACHED" | "WEBHOOK_SUBSCRIPTION_DUPLICATE_URL" | "WEBHOOK_SUBSCRIPTION_DISABLED" | "WEBHOOK_SUBSCRIPTION_INACTIVE";
         /** @description Schema violations of a request, in FastAPI's shape (422). */
         HTTPValidationError: {
             detail: components["schemas"]["ValidationError"][];
@@ -1075,7 +1078,7 @@ export interface components {
          * @description The event kind of a delivery: a `WebhookEventKind`, or `webhook.test`, sent only by
          *     `sendWebhookTestEvent` (it cannot be subscribed to).
          */
-        WebhookDeliveredEventKind: string | components["schemas"]["WebhookEventKind"] | "webhook.test";
+        WebhookDeliveredEventKind: components["schemas"]["WebhookEventKind"] | "webhook.test";
         /**
          * @description `active`: events are delivered. `disabled`: endpoint health turned it off after repeated failures, or
          *     the tenant did with `disableWebhookSubscription` (see `disabled_reason`); still listed, nothing is sent
@@ -1203,8 +1206,7 @@ export interface components {
             id: string;
             /** Format: uuid */
             subscription_id: string;
-            /** @description The event kind (see `WebhookDeliveredEventKind`). */
-            event_type: string;
+            event_type: components["schemas"]["WebhookDeliveredEventKind"];
             payload: components["schemas"]["WebhookEventPayload"];
             status: components["schemas"]["WebhookDeliveryStatus"];
             /** @description Send attempts so far (at most `MAX_DELIVERY_ATTEMPTS`, default 3). */
