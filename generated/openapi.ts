@@ -923,7 +923,8 @@ export interface components {
              * @description Error type: `missing`, `string_type`, `int_type`, `bool_type`, `dict_type`, `list_type`,
              *     `string_too_short`, `string_too_long`, `greater_than`, `too_short`, `too_long`, `uuid_parsing`,
              *     `json_invalid`, `value_error`, `finite_number` (a number that overflowed to ±Infinity, such as
-             *     `1e400`) and other pydantic v2 names.
+             *     `1e400`), `extra_forbidden` (an unknown query parameter or body field) and other pydantic v2
+             *     names.
              */
             type: string;
             /** @description The offending input (any JSON value); absent when there was none. */
