@@ -43,7 +43,7 @@ interface DeliveryRow {
   subscription_id: string;
   /** The event's UUID (shown as `evt_…`). */
   event_id: string;
-  event_type: string;
+  event_type: DeliveredEventKind;
   payload: DeliveryEnvelope;
   status: DeliveryStatus;
   attempts: number;
@@ -306,7 +306,7 @@ export async function deactivateSubscription(db: Knex, tenantId: string, subscri
 export interface DeliveryPageRequest extends KeysetPageRequest {
   subscriptionId?: string;
   status?: DeliveryStatus;
-  eventType?: string;
+  eventType?: DeliveredEventKind;
   /** The event's UUID. */
   eventId?: string;
 }
@@ -538,7 +538,7 @@ export interface DeliveryToSend {
   tenant_id: string;
   /** The event's UUID: webhook-id is `evt_` and it. */
   event_id: string;
-  event_type: string;
+  event_type: DeliveredEventKind;
   payload: DeliveryEnvelope;
   status: DeliveryStatus;
   attempts: number;

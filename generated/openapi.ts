@@ -736,6 +736,9 @@ export interface paths {
          *     backoff, not in storms. Only a correctly signed callback learns that its partner is paused: 503
          *     `SERVICE_UNAVAILABLE` with `Retry-After: 300`. An unavailable database answers 503 with
          *     `Retry-After: 30`.
+         *
+         *     **Lenient by design.** Query parameters and body fields the service does not read are ignored: the
+         *     partner shapes its callbacks, and only `tenant_id`, `payload` and the signature matter here.
          */
         post: operations["receivePartnerCallback"];
         delete?: never;
@@ -765,7 +768,8 @@ export interface paths {
          *
          *     Tokens are ES256 JWTs (claims `sub`, `tenant_id`, `roles`, `iss`, `aud`, `exp`, `iat`, `jti`;
          *     default lifetime 15 minutes), verifiable with `GET /.well-known/jwks.json`. `scope` is accepted and
-         *     ignored: no scopes are defined.
+         *     ignored: no scopes are defined. Unrecognised parameters, in the form or the query, are ignored
+         *     (RFC 6749 §3.2).
          *
          *     Errors use the RFC 6749 §5.2 body, not the error envelope: 400 `invalid_request` (a missing or
          *     malformed parameter, including any schema violation of the form), `unsupported_grant_type`,
@@ -1026,20 +1030,7 @@ export interface components {
         /** @description The body of every coded error. */
         ReviewApiErrorEnvelope: {
             error: {
-                /**
-                 * @description Stable machine-readable code; more may be added. Current codes:
-                 *     `UNAUTHORIZED` 401, `FORBIDDEN` 403, `NOT_FOUND` 404, `METHOD_NOT_ALLOWED` 405,
-                 *     `IDEMPOTENCY_KEY_MISMATCH` 409, `IDEMPOTENCY_IN_PROGRESS` 409 (with `Retry-After`),
-                 *     `PAYLOAD_TOO_LARGE` 413, `UNSUPPORTED_MEDIA_TYPE` 415, `IDEMPOTENCY_KEY_INVALID` 422,
-                 *     `CONTEXT_INVALID` 422, `CALLBACK_PAYLOAD_INVALID` 400, `CALLBACK_SIGNATURE_INVALID` 400,
-                 *     `RATE_LIMITED` 429 (with `Retry-After`), `INTERNAL_ERROR` 500 (never a stack trace or
-                 *     internal detail; the `request_id` finds it in the service's logs), `NOT_IMPLEMENTED` 501,
-                 *     `SERVICE_UNAVAILABLE` 503 (with `Retry-After`), `WEBHOOK_SUBSCRIPTION_LIMIT_REACHED` 409,
-                 *     `WEBHOOK_SUBSCRIPTION_DUPLICATE_URL` 409, `WEBHOOK_SUBSCRIPTION_DISABLED` 409,
-                 *     `WEBHOOK_SUBSCRIPTION_INACTIVE` 409.
-                 * @example IDEMPOTENCY_KEY_MISMATCH
-                 */
-                code: string;
+                code: components["schemas"]["ErrorCode"];
                 /** @description Human-readable explanation; not meant for parsing. */
                 message: string;
                 /** @description Code-specific details, e.g. the offending keys of `CONTEXT_INVALID` or the violations (`errors`) behind an `x-validation-error` answer. */
@@ -1050,6 +1041,22 @@ export interface components {
             /** @description The request id, also sent in the `X-Request-Id` response header. */
             request_id: string;
         };
+        /**
+         * @description Stable machine-readable code of a coded error. A later minor version may add codes: treat an
+         *     unknown one by its HTTP status. Current codes:
+         *     `UNAUTHORIZED` 401, `FORBIDDEN` 403, `NOT_FOUND` 404, `METHOD_NOT_ALLOWED` 405,
+         *     `IDEMPOTENCY_KEY_MISMATCH` 409, `IDEMPOTENCY_IN_PROGRESS` 409 (with `Retry-After`),
+         *     `PAYLOAD_TOO_LARGE` 413, `UNSUPPORTED_MEDIA_TYPE` 415, `IDEMPOTENCY_KEY_INVALID` 422,
+         *     `CONTEXT_INVALID` 422, `CALLBACK_PAYLOAD_INVALID` 400, `CALLBACK_SIGNATURE_INVALID` 400,
+         *     `RATE_LIMITED` 429 (with `Retry-After`), `INTERNAL_ERROR` 500 (never a stack trace or
+         *     internal detail; the `request_id` finds it in the service's logs), `NOT_IMPLEMENTED` 501,
+         *     `SERVICE_UNAVAILABLE` 503 (with `Retry-After`), `WEBHOOK_SUBSCRIPTION_LIMIT_REACHED` 409,
+         *     `WEBHOOK_SUBSCRIPTION_DUPLICATE_URL` 409, `WEBHOOK_SUBSCRIPTION_DISABLED` 409,
+         *     `WEBHOOK_SUBSCRIPTION_INACTIVE` 409.
+         * @example IDEMPOTENCY_KEY_MISMATCH
+         * @enum {string}
+         */
+        ErrorCode: "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "IDEMPOTENCY_KEY_MISMATCH" | "IDEMPOTENCY_IN_PROGRESS" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_INVALID" | "CONTEXT_INVALID" | "CALLBACK_PAYLOAD_INVALID" | "CALLBACK_SIGNATURE_INVALID" | "RATE_LIMITED" | "INTERNAL_ERROR" | "NOT_IMPLEMENTED" | "SERVICE_UNAVAILABLE" | "WEBHOOK_SUBSCRIPTION_LIMIT_REACHED" | "WEBHOOK_SUBSCRIPTION_DUPLICATE_URL" | "WEBHOOK_SUBSCRIPTION_DISABLED" | "WEBHOOK_SUBSCRIPTION_INACTIVE";
         /** @description Schema violations of a request, in FastAPI's shape (422). */
         HTTPValidationError: {
             detail: components["schemas"]["ValidationError"][];
@@ -1065,7 +1072,8 @@ export interface components {
              *     integer), `bool_type`, `dict_type`, `list_type`, `string_too_short`, `string_too_long`,
              *     `greater_than`, `too_short`, `too_long`, `uuid_parsing`,
              *     `json_invalid`, `value_error`, `finite_number` (a number that overflowed to ±Infinity, such as
-             *     `1e400`) and other pydantic v2 names.
+             *     `1e400`), `extra_forbidden` (an unknown query parameter or body field) and other pydantic v2
+             *     names.
              */
             type: string;
             /** @description The offending input (any JSON value); absent when there was none. */
@@ -1075,7 +1083,7 @@ export interface components {
                 [key: string]: unknown;
             };
         };
-        /** @description Metadata of one document. Unknown fields are ignored. */
+        /** @description Metadata of one document. An unknown field is 422 `extra_forbidden`. */
         IntakeSubmitRequest: {
             /**
              * @description The document's file name, stored in Unicode NFC (a decomposed `e` + U+0301 is stored as `é`). The item
@@ -1107,7 +1115,7 @@ export interface components {
             external_reference?: string | null;
             item_metadata?: components["schemas"]["ItemMetadata"];
         };
-        /** @description Metadata of 1 to 100 documents submitted together. Unknown fields are ignored. */
+        /** @description Metadata of 1 to 100 documents submitted together. An unknown field is 422 `extra_forbidden`. */
         IntakeBatchRequest: {
             items: components["schemas"]["IntakeBatchItem"][];
             module?: string | null;
@@ -1115,7 +1123,7 @@ export interface components {
             /** @description The caller's own reference for the submission. */
             external_reference?: string | null;
         };
-        /** @description Metadata of one document of a batch. Unknown fields are ignored. */
+        /** @description Metadata of one document of a batch. An unknown field is 422 `extra_forbidden`. */
         IntakeBatchItem: {
             /**
              * @description The document's file name, stored in Unicode NFC (a decomposed `e` + U+0301 is stored as `é`). The item
@@ -1253,7 +1261,7 @@ export interface components {
          * @description The event kind of a delivery: a `WebhookEventKind`, or `webhook.test`, sent only by
          *     `sendWebhookTestEvent` (it cannot be subscribed to).
          */
-        WebhookDeliveredEventKind: string | components["schemas"]["WebhookEventKind"] | "webhook.test";
+        WebhookDeliveredEventKind: components["schemas"]["WebhookEventKind"] | "webhook.test";
         /**
          * @description `active`: events are delivered. `disabled`: endpoint health turned it off after repeated failures, or
          *     the tenant did with `disableWebhookSubscription` (see `disabled_reason`); still listed, nothing is sent
@@ -1263,7 +1271,7 @@ export interface components {
          * @enum {string}
          */
         WebhookSubscriptionStatus: "active" | "disabled";
-        /** @description A new subscription. Unknown fields are ignored. */
+        /** @description A new subscription. An unknown field is 422 `extra_forbidden`. */
         WebhookSubscriptionCreateRequest: {
             /**
              * @description The HTTPS endpoint to deliver to. Checked in this order, each failure a 422 `value_error` at
@@ -1281,7 +1289,7 @@ export interface components {
             /** @description Event kinds to deliver, or `*` for all; duplicates are removed. */
             events: components["schemas"]["WebhookEventSelector"][];
         };
-        /** @description The optional body of `disableWebhookSubscription`. Unknown fields are ignored. */
+        /** @description The optional body of `disableWebhookSubscription`. An unknown field is 422 `extra_forbidden`. */
         WebhookSubscriptionDisableRequest: {
             /**
              * @description Why the subscription is disabled, shown to the tenant in `disabled_reason` after `Disabled by hand: `.
@@ -1386,8 +1394,7 @@ export interface components {
              *     every delivery of the event, resends included.
              */
             event_id: components["schemas"]["WebhookEventId"];
-            /** @description The event kind (see `WebhookDeliveredEventKind`). */
-            event_type: string;
+            event_type: components["schemas"]["WebhookDeliveredEventKind"];
             payload: components["schemas"]["WebhookEventPayload"];
             status: components["schemas"]["WebhookDeliveryStatus"];
             /** @description Send attempts so far (at most `MAX_DELIVERY_ATTEMPTS`, default 3). */
@@ -1862,7 +1869,7 @@ export interface components {
         ContextValues: {
             [key: string]: string | number | boolean;
         };
-        /** @description A launch into a partner product. Unknown fields are ignored. */
+        /** @description A launch into a partner product. An unknown field is 422 `extra_forbidden`. */
         LaunchRequest: {
             /** @description The partner to launch into. */
             partner_key: string;
@@ -1874,7 +1881,7 @@ export interface components {
              */
             return_url?: string;
         };
-        /** @description A switch to another partner. Unknown fields are ignored. */
+        /** @description A switch to another partner. An unknown field is 422 `extra_forbidden`. */
         PartnerSwitchRequest: {
             /** @description The partner to switch to. */
             target_partner_key: string;
@@ -1927,7 +1934,10 @@ export interface components {
             /** @enum {string} */
             reason: "NOT_ENTITLED" | "PARTNER_PAUSED";
         });
-        /** @description A partner's callback. Unknown fields are ignored. */
+        /**
+         * @description A partner's callback. Fields the service does not read are ignored, here and in `payload`: the body is
+         *     the partner's to shape.
+         */
         PartnerCallbackRequest: {
             /**
              * @description The tenant (UUID) the event is about; must be entitled to the partner. Any other value is 400
@@ -1958,7 +1968,10 @@ export interface components {
             /** @description True when the same event was received before; it is not processed again. */
             duplicate: boolean;
         };
-        /** @description The RFC 6749 token request form. Which fields are needed depends on `grant_type`; the handler enforces it. */
+        /**
+         * @description The RFC 6749 token request form. Which fields are needed depends on `grant_type`; the handler enforces
+         *     it. Unrecognised fields are ignored (RFC 6749 §3.2).
+         */
         TokenRequest: {
             /** @description `password` or `client_credentials`; anything else is `unsupported_grant_type`. */
             grant_type?: string;

@@ -1,5 +1,9 @@
 // The error envelope: every coded error the service answers with is an ApiError rendered here.
 import type { Response } from "express";
+import type { components } from "../generated/openapi.ts";
+
+/** The codes the document lists (schema ErrorCode): ERROR_STATUS must name each one, and no other. */
+export type ErrorCode = components["schemas"]["ErrorCode"];
 
 export const ERROR_STATUS = {
   UNAUTHORIZED: 401,
@@ -22,9 +26,7 @@ export const ERROR_STATUS = {
   WEBHOOK_SUBSCRIPTION_DUPLICATE_URL: 409,
   WEBHOOK_SUBSCRIPTION_DISABLED: 409,
   WEBHOOK_SUBSCRIPTION_INACTIVE: 409,
-} as const;
-
-export type ErrorCode = keyof typeof ERROR_STATUS;
+} as const satisfies Record<ErrorCode, number>;
 
 export interface ErrorEnvelope {
   error: { code: string; message: string; details?: Record<string, unknown> };

@@ -1,6 +1,7 @@
 // Reading and checking the request against the document: the JSON (or form) body within its limit, then
 // express-openapi-validator (every violation, not the first: the 422 lists them all, as FastAPI's does;
-// responses too where VALIDATE_RESPONSES is on), then what the schema allows but PostgreSQL cannot store
+// unknown query parameters and body fields refused where the document says so; responses too where
+// VALIDATE_RESPONSES is on), then what the schema allows but PostgreSQL cannot store
 // or JSON cannot write (numbers that overflowed to ±Infinity), refused like a schema violation.
 // eslint-disable-next-line no-restricted-imports -- the one call, see settleLegacyUrlParseDeprecation
 import { parse as parseLegacyUrl } from "node:url";
@@ -42,7 +43,11 @@ export function requestValidation(document: OpenAPIV3_1.Document, validateRespon
     ...reuseRouteMatch(
       OpenApiValidator.middleware({
         apiSpec: document as never,
-        validateRequests: { allErrors: true, allowUnknownQueryParameters: true },
+        // An unknown query parameter is refused (422 extra_forbidden, mapped in validation.ts) unless the
+        // operation says `x-eov-allow-unknown-query-parameters: true` in the document (partner callbacks,
+        // the token endpoint). The validator reports the first unknown parameter alone, before the schema
+        // checks, and with the check on it also refuses an empty value of a declared one (422 missing).
+        validateRequests: { allErrors: true, allowUnknownQueryParameters: false },
         validateResponses: validateResponses ? { allErrors: true } : false,
         validateSecurity: false,
         // Redocly lints the document; the validator's own 3.1 meta-schema check rejects the document's relative tokenUrl (`token`).

@@ -202,7 +202,13 @@ function toIssue(item: ValidatorErrorItem, req: Request): ValidationIssue {
     }
     case "const":
       return issue("literal_error", `Input should be ${item.message.replace(/^must be equal to constant\s*/, "")}`);
+    // A field the body's schema does not declare (`additionalProperties: false`): pydantic's extra="forbid".
+    case "additionalProperties":
+      return issue("extra_forbidden", "Extra inputs are not permitted");
     default:
+      // A query parameter the operation does not declare (the validator's own check, without a keyword).
+      if (/^Unknown query parameter/.test(item.message))
+        return issue("extra_forbidden", "Extra inputs are not permitted");
       if (/Empty value found/.test(item.message)) return issue("missing", "Field required", undefined, false);
       return issue("value_error", `Value error, ${item.message}`, { error: item.message });
   }

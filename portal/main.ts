@@ -707,7 +707,7 @@ class Portal {
     const before = instant("created_before");
     if (subscriptionId) filters.subscription_id = subscriptionId;
     if (status) filters.status = status as NonNullable<DeliveryFilters["status"]>;
-    if (eventType) filters.event_type = eventType;
+    if (eventType) filters.event_type = eventType as NonNullable<DeliveryFilters["event_type"]>;
     if (after) filters.created_after = after;
     if (before) filters.created_before = before;
     return filters;

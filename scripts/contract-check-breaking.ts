@@ -1,20 +1,29 @@
-// `npm run contract:check-breaking [-- --base FILE --current FILE]`: compares the document
-// (generated/openapi.json) with the last released one (openapi/released/openapi.json, replaced on every
-// release) and exits 1 on a change that breaks an existing integrator, unless info.version's major part
-// grew. A focused check (no diff tool for OpenAPI 3.1 installs from npm here):
+// `npm run contract:check-breaking [-- --base FILE --current FILE]`: compares the document as written
+// (openapi/openapi.yaml, bundled in memory the way `npm run generate` bundles it, so an edit is judged
+// before anything is regenerated) with the last released one (openapi/released/openapi.json, replaced on
+// every release) and exits 1 on a change that breaks an existing integrator, unless info.version's major
+// part grew. `--current` takes a bundled JSON document or a YAML source instead. Each change names the
+// operation and the field; a change in a component schema names the operations that use it. A focused
+// check (no diff tool for OpenAPI 3.1 installs from npm here):
 // - an operation (path + method) or webhook removed, or its operationId changed;
 // - a parameter added as required, made required, or removed from an operation that had it;
-// - a request body made required; in a schema a request reaches, a property made required or an enum value
-//   removed;
+// - a request body made required; in a schema a request reaches, a property made required, an enum value
+//   removed, or an enum (or const) put on a string that accepted any value;
 // - a success response status removed; in a schema a response reaches, a property removed or no longer
 //   required;
 // - a component schema or security scheme removed, or an OAuth2 flow removed.
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import {
+  bundleDocument,
+  checkReferences,
+  operationsUsingSchema,
+  readDocument,
+  ROOT,
+  SOURCE,
+} from "./openapi-source.ts";
 
 type Node = Record<string, unknown>;
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const METHODS = ["get", "put", "post", "delete", "patch", "head", "options"] as const;
 
 const isNode = (value: unknown): value is Node => typeof value === "object" && value !== null && !Array.isArray(value);
@@ -85,8 +94,27 @@ function sides(document: Node): { requests: Set<string>; responses: Set<string> 
   return { requests, responses: reachableSchemas(document, responseRoots) };
 }
 
+/** A plain string schema: no enum, const, pattern or composition narrows what it accepts. */
+function acceptsAnyString(schema: Node): boolean {
+  return (
+    schema.type === "string" &&
+    !("enum" in schema) &&
+    !("const" in schema) &&
+    !("$ref" in schema) &&
+    !("anyOf" in schema) &&
+    !("oneOf" in schema) &&
+    !("allOf" in schema)
+  );
+}
+
 function parameterKey(parameter: Node): string {
   return `${String(parameter.in)}:${String(parameter.name).toLowerCase()}`;
+}
+
+/** " (used by op1, op2)": the operations a component schema's change reaches. */
+function usedBy(document: Node, schemaName: string): string {
+  const users = operationsUsingSchema(document, schemaName);
+  return users.length === 0 ? "" : ` (used by ${users.join(", ")})`;
 }
 
 export function breakingChanges(base: Node, current: Node): string[] {
@@ -95,11 +123,10 @@ export function breakingChanges(base: Node, current: Node): string[] {
   const resolveCurrent = resolver(current);
   const currentOperations = operationsOf(current);
 
-  for (const [key, before] of operationsOf(base)) {
-    const after = currentOperations.get(key);
+  const compareOperation = (key: string, before: Node, after: Node | undefined): void => {
     if (!after) {
       changes.push(`${key}: operation removed`);
-      continue;
+      return;
     }
     if (before.operationId && before.operationId !== after.operationId)
       changes.push(
@@ -127,12 +154,31 @@ export function breakingChanges(base: Node, current: Node): string[] {
       }
     for (const name of beforeParameters.keys())
       if (!afterParameters.has(name)) changes.push(`${key}: parameter ${name} removed`);
+    if (!key.startsWith("webhook "))
+      for (const [name, parameter] of afterParameters) {
+        const previous = beforeParameters.get(name);
+        if (!previous) continue;
+        const was = resolveBase(previous.schema);
+        const is = resolveCurrent(parameter.schema);
+        if (Array.isArray(was.enum) && Array.isArray(is.enum))
+          for (const value of was.enum)
+            if (!is.enum.includes(value))
+              changes.push(`${key}: parameter ${name}: enum value ${JSON.stringify(value)} removed`);
+        if (acceptsAnyString(was) && !acceptsAnyString(is))
+          changes.push(`${key}: parameter ${name}: a string that accepted any value is now restricted`);
+      }
     if (resolveCurrent(after.requestBody).required === true && resolveBase(before.requestBody).required !== true)
       changes.push(`${key}: request body is now required`);
     if (!key.startsWith("webhook "))
       for (const status of Object.keys(asNode(before.responses)))
         if (/^2/.test(status) && !(status in asNode(after.responses)))
           changes.push(`${key}: success response ${status} removed`);
+  };
+  for (const [key, before] of operationsOf(base)) {
+    const from = changes.length;
+    compareOperation(key, before, currentOperations.get(key));
+    const name = typeof before.operationId === "string" ? ` (${before.operationId})` : "";
+    for (let index = from; index < changes.length; index++) changes[index] += name;
   }
 
   const baseSchemas = asNode(asNode(base.components).schemas);
@@ -155,6 +201,8 @@ export function breakingChanges(base: Node, current: Node): string[] {
     if (inRequests && Array.isArray(before.enum) && Array.isArray(after.enum))
       for (const value of before.enum)
         if (!after.enum.includes(value)) changes.push(`${where}: enum value ${JSON.stringify(value)} removed`);
+    if (inRequests && acceptsAnyString(before) && !acceptsAnyString(after) && after.type === "string")
+      changes.push(`${where}: a string that accepted any value is now restricted (enum or const added)`);
     for (const [name, property] of Object.entries(asNode(before.properties))) {
       const next = asNode(after.properties)[name];
       if (isNode(property) && isNode(next) && !property.$ref && !next.$ref)
@@ -164,10 +212,13 @@ export function breakingChanges(base: Node, current: Node): string[] {
   for (const [name, schema] of Object.entries(baseSchemas)) {
     const next = currentSchemas[name];
     if (!isNode(next)) {
-      changes.push(`components.schemas.${name}: schema removed`);
+      changes.push(`components.schemas.${name}: schema removed${usedBy(base, name)}`);
       continue;
     }
+    const before = changes.length;
     compare(`components.schemas.${name}`, asNode(schema), next, name);
+    const users = usedBy(current, name);
+    for (let index = before; index < changes.length; index++) changes[index] += users;
   }
 
   const currentSchemes = asNode(asNode(current.components).securitySchemes);
@@ -208,17 +259,32 @@ export function checkBreaking(base: Node, current: Node): { ok: boolean; changes
   };
 }
 
+/** A document given on the command line: bundled JSON, or a YAML source read the way generate reads it. */
+function readGiven(file: string): Node {
+  const text = fs.readFileSync(file, "utf8");
+  if (!/\.ya?ml$/.test(file)) return JSON.parse(text) as Node;
+  const document = readDocument(text, file);
+  checkReferences(document, file);
+  return document;
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const option = (name: string, fallback: string) => {
+  const option = (name: string): string | undefined => {
     const at = process.argv.indexOf(name);
-    return path.resolve(at === -1 ? path.join(ROOT, fallback) : (process.argv[at + 1] ?? ""));
+    return at === -1 ? undefined : path.resolve(process.argv[at + 1] ?? "");
   };
-  const read = (file: string) => JSON.parse(fs.readFileSync(file, "utf8")) as Node;
-  const verdict = checkBreaking(
-    read(option("--base", "openapi/released/openapi.json")),
-    read(option("--current", "generated/openapi.json")),
-  );
-  for (const change of verdict.changes) console.log(`  ${change}`);
-  console.log(verdict.message);
-  process.exit(verdict.ok ? 0 : 1);
+  try {
+    const base = option("--base") ?? path.join(ROOT, "openapi/released/openapi.json");
+    const current = option("--current");
+    const verdict = checkBreaking(readGiven(base), current === undefined ? bundleDocument() : readGiven(current));
+    console.log(
+      `${current === undefined ? `${SOURCE} as written` : path.relative(ROOT, current)} against ${path.relative(ROOT, base)}:`,
+    );
+    for (const change of verdict.changes) console.log(`  ${change}`);
+    console.log(verdict.message);
+    process.exit(verdict.ok ? 0 : 1);
+  } catch (error) {
+    console.error(error instanceof Error ? error.message : String(error));
+    process.exit(1);
+  }
 }

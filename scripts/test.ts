@@ -1,11 +1,17 @@
 // npm test: the whole suite on a throwaway embedded PostgreSQL (or the server in DATABASE_URL).
 // One template database is migrated once; every test file clones its own database from it
 // (test/helpers/database.ts), so files running in parallel never share data.
-// Prints a last line "N passed, N failed" from tap's totals.
+// The whole suite (no arguments) must exercise every operation of the document: each test server records
+// what it answers (scripts/operation-coverage.ts), and an operation that never answered 2xx fails the run.
+// Prints a last line "N passed, N failed" from tap's totals (plus one failure for unexercised operations).
 import { spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { createDatabase, createDatabaseOnServer, dropDatabaseOnServer } from "../db/database.ts";
 import { migrateAll } from "../app/lifecycle.ts";
+import { coverageReport, OPERATIONS_DIR_ENV } from "./operation-coverage.ts";
+import { bundleDocument } from "./openapi-source.ts";
 import { throwawayPostgres, withDatabase } from "./throwaway-postgres.ts";
 
 const TEMPLATE = "integrator_test_template";
@@ -22,6 +28,9 @@ async function main(): Promise<number> {
   await db.destroy();
 
   const tapArgs = process.argv.slice(2);
+  // Only the whole suite can tell whether an operation is never exercised.
+  const operationsDir =
+    tapArgs.length === 0 ? fs.mkdtempSync(path.join(os.tmpdir(), "integrator-operations-")) : undefined;
   const tapBin = path.join(
     path.dirname(new URL(import.meta.url).pathname),
     "..",
@@ -35,7 +44,13 @@ async function main(): Promise<number> {
   const code = await new Promise<number>((resolve) => {
     const child = spawn(process.execPath, [tapBin, ...tapArgs], {
       stdio: ["ignore", "pipe", "inherit"],
-      env: { ...process.env, TEST_PG_ADMIN_URL: adminUrl, TEST_PG_TEMPLATE: TEMPLATE, NODE_ENV: "test" },
+      env: {
+        ...process.env,
+        TEST_PG_ADMIN_URL: adminUrl,
+        TEST_PG_TEMPLATE: TEMPLATE,
+        NODE_ENV: "test",
+        ...(operationsDir ? { [OPERATIONS_DIR_ENV]: operationsDir } : {}),
+      },
     });
     child.stdout.on("data", (chunk: Buffer) => {
       process.stdout.write(chunk);
@@ -51,7 +66,13 @@ async function main(): Promise<number> {
   const text = output.join("").replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "");
   const totals = [...text.matchAll(/Asserts:\s+(\d+) pass\s+(\d+) fail/g)].at(-1);
   const passed = totals ? Number(totals[1]) : 0;
-  const failed = totals ? Number(totals[2]) : code === 0 ? 0 : 1;
+  let failed = totals ? Number(totals[2]) : code === 0 ? 0 : 1;
+  if (operationsDir) {
+    const report = coverageReport(bundleDocument(), operationsDir);
+    fs.rmSync(operationsDir, { recursive: true, force: true });
+    for (const line of report) console.log(line);
+    if (report.length > 0) failed += 1;
+  }
   console.log(`${passed} passed, ${failed} failed`);
   return code !== 0 ? code : failed > 0 || passed === 0 ? 1 : 0;
 }

@@ -1,5 +1,6 @@
 // The item rules checked after the schema (docs/decisions.md §4): item_metadata's size and depth
 // limits (a 422 for the whole request) and the service rules that reject one item only.
+import type { components } from "../../generated/openapi.ts";
 import type { Config } from "../../server/config.ts";
 import { valueError, type ValidationIssue } from "../../http/validation.ts";
 import { depthOf } from "../../server/json-limits.ts";
@@ -7,12 +8,8 @@ import { depthOf } from "../../server/json-limits.ts";
 export const METADATA_MAX_BYTES = 16 * 1024;
 export const METADATA_MAX_DEPTH = 5;
 
-export interface IntakeItemInput {
-  filename: string;
-  file_size: number;
-  mime_type: string;
-  item_metadata?: Record<string, unknown> | null;
-}
+/** One item as the document declares it: the body of submitIntake, or an item of submitIntakeBatch. */
+export type IntakeItemInput = components["schemas"]["IntakeSubmitRequest"] | components["schemas"]["IntakeBatchItem"];
 
 /** item_metadata limits (16 KiB as JSON, nesting depth 5), reported as 422 value_error at the item's path. */
 export function metadataIssues(

@@ -56,6 +56,19 @@ const breaks: [string, (document: Node) => void, RegExp][] = [
     (d) => (d.components.schemas.WebhookEventSelector.enum = d.components.schemas.WebhookEventSelector.enum.slice(1)),
     /WebhookEventSelector: enum value "document.status_changed" removed/,
   ],
+  [
+    "an enum put on a request string that accepted any value",
+    (d) => (d.components.schemas.LaunchRequest.properties.partner_key.enum = ["benefits-co"]),
+    /LaunchRequest\.partner_key: a string that accepted any value is now restricted \(enum or const added\) \(used by startLaunch\)/,
+  ],
+  [
+    "an enum put on a query parameter that accepted any string",
+    (d) => {
+      const cursor = d.paths["/v1/webhooks/deliveries"].get.parameters.find((p: Node) => p.name === "cursor");
+      cursor.schema.enum = ["first"];
+    },
+    /GET \/v1\/webhooks\/deliveries: parameter query:cursor: a string that accepted any value is now restricted \(listWebhookDeliveries\)/,
+  ],
 ];
 
 for (const [name, mutate, expected] of breaks) {
@@ -87,7 +100,8 @@ t.test("additions are not breaking", async (t) => {
   const document = current();
   document.paths["/v1/extra"] = { get: { operationId: "getExtra", responses: { "200": { description: "ok" } } } };
   document.components.schemas.IntakeSubmissionResponse.properties.extra = { type: "string" };
-  t.equal(checkBreaking(released(), document).ok, true);
+  document.components.schemas.WebhookSubscriptionResponse.properties.created_by.enum = ["someone"];
+  t.equal(checkBreaking(released(), document).ok, true, "an enum on a response field narrows only what is promised");
 });
 
 t.test("a webhook is sent by the service: a header it adds is not breaking, a header it drops is", async (t) => {

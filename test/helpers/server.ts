@@ -16,6 +16,7 @@ import { createTenant } from "../../db/principals.ts";
 import { registerUser } from "../../handlers/auth/principals.ts";
 import { handlers as allHandlers } from "../../handlers/index.ts";
 import type { HandlerTable } from "../../http/operations.ts";
+import { recordServedOperations } from "../../scripts/operation-coverage.ts";
 import { createTestDatabase } from "./database.ts";
 
 export interface TestServer {
@@ -76,6 +77,8 @@ export async function startTestServer(t: Test, options: TestServerOptions = {}):
     },
   });
   const server = http.createServer(app);
+  // The whole suite must exercise every operation of the document (scripts/test.ts).
+  recordServedOperations(server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const address = server.address();
   const baseUrl = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;

@@ -1,6 +1,8 @@
 // A test server with a real graphile-worker and a real HTTPS receiver on loopback (its certificate
 // signed by a test CA made at run time), wired together the way docs/decisions.md §5 allows for tests:
-// WEBHOOK_RESOLVE points hooks.test.example at 127.0.0.1, WEBHOOK_CA_FILE trusts the test CA.
+// WEBHOOK_RESOLVE points hooks.test.example at 127.0.0.1, WEBHOOK_CA_FILE trusts the test CA. The receiver
+// checks every delivery against the document's webhooks section (body and headers): one that does not
+// match fails the test that started the rig.
 import type { Knex } from "knex";
 import type { DestinationStream } from "pino";
 import type { Test } from "tap";
@@ -18,6 +20,7 @@ import {
   type TestCa,
 } from "./https-receiver.ts";
 import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "./server.ts";
+import { webhookRequestErrors } from "./webhook-schemas.ts";
 import { waitFor } from "./wait.ts";
 
 /** The tasks that send deliveries: one delivery each, or an event's (integrator.queue_delivery_jobs). */
@@ -149,7 +152,14 @@ export async function startWebhookRig(
     env: webhookEnv(ca, options.env),
     ...(options.logDestination ? { logDestination: options.logDestination } : {}),
   });
-  const receiver = await startReceiver(ca, options.answer);
+  // Every delivery the worker sends is checked against the document's webhooks section as it arrives.
+  const receiver = await startReceiver(ca, options.answer, {
+    onRequest: (request) => {
+      const problems = webhookRequestErrors(request);
+      if (problems.length > 0)
+        t.fail(`the delivery to ${request.path} does not match the document's webhooks section`, { problems });
+    },
+  });
   t.teardown(() => receiver.close());
   if (options.worker !== false) {
     const worker = await startWorker(server.services, server.databaseUrl, { pollInterval: 200 });

@@ -270,17 +270,17 @@ t.test("error statuses and bodies", async (t) => {
     ]);
   });
 
-  t.test("unknown body fields are ignored", async (t) => {
+  t.test("an unknown body field is listed beside the other violations, as extra_forbidden", async (t) => {
     const res = await server.request("/v1/intake/submit", {
       method: "POST",
       token: tenant.token,
       json: { ...validItem, filename: "", surprise: true },
     });
     const detail = ((await res.json()) as { detail: Issue[] }).detail;
-    t.same(
-      detail.map((issue) => issue.loc.join(".")),
-      ["body.filename"],
-    );
+    t.same(detail.map((issue) => `${issue.loc.join(".")} ${issue.type}`).sort(), [
+      "body.filename string_too_short",
+      "body.surprise extra_forbidden",
+    ]);
   });
 
   t.test("an empty Idempotency-Key is 422 IDEMPOTENCY_KEY_INVALID in the envelope", async (t) => {

@@ -37,3 +37,37 @@ t.test("JSON pointer escapes are decoded in loc", async (t) => {
   t.same(locFromPath("/headers/idempotency-key"), ["header", "idempotency-key"]);
   t.same(locFromPath("/params/submission_id"), ["path", "submission_id"]);
 });
+
+t.test("a body field the schema does not declare is extra_forbidden, with its value", async (t) => {
+  const [issue] = toValidationIssues(
+    [
+      {
+        path: "/body/misspelt",
+        message: "must NOT have additional properties",
+        errorCode: "additionalProperties.openapi.validation",
+      },
+    ],
+    request({ misspelt: 7 }),
+  );
+  t.same(issue, {
+    loc: ["body", "misspelt"],
+    msg: "Extra inputs are not permitted",
+    type: "extra_forbidden",
+    input: 7,
+  });
+});
+
+t.test("a query parameter the operation does not declare is extra_forbidden", async (t) => {
+  const [issue] = toValidationIssues([{ path: "/query/foo", message: "Unknown query parameter 'foo'" }], {
+    body: undefined,
+    query: { foo: "bar" },
+    params: {},
+    headers: {},
+  } as unknown as Request);
+  t.same(issue, {
+    loc: ["query", "foo"],
+    msg: "Extra inputs are not permitted",
+    type: "extra_forbidden",
+    input: "bar",
+  });
+});

@@ -367,6 +367,8 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
     [],
     "no CSP violation",
   );
+  t.ok(server.services.config.validateResponses, "the portal talks to a service that validates every answer");
+  t.same(server.errors, [], "and every answer it got matched the document");
 });
 
 t.test("shortly before the session ends the page offers to stay, and staying refreshes it", async (t) => {
@@ -543,6 +545,7 @@ t.test(
       (listed) => listed.length === 25,
     );
     t.same(await listedDeliveries(page), ids(() => true).slice(0, 25), "Clear shows the newest 25 again");
+    t.same(server.errors, [], "every answer the portal got matched the document");
   },
 );
 

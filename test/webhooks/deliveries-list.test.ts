@@ -303,7 +303,7 @@ t.test(
       "after a cursor": { limit: 50, after: cursor },
       "by subscription": { limit: 50, subscriptionId: subscriptionIds[0] ?? "" },
       "by status": { limit: 50, status: "failed" as const },
-      "by event type": { limit: 50, eventType: "scorecard.created" },
+      "by event type": { limit: 50, eventType: "scorecard.created" as const },
       "by event": { limit: 50, eventId: "cee63112-1c2e-c923-2f3a-2f028ad5c89b" }, // md5("500"): two of them
       "by time range": { limit: 50, createdBefore: new Date(Date.now() - 3_600_000).toISOString() },
     };

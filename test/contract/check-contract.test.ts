@@ -1,0 +1,96 @@
+// npm run check:contract: generate, lint, breaking-change check and typecheck in one command that stops at
+// the first failure and names the operation and field, run on copies of the repository with the document
+// edited the way a team edits it.
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import t from "tap";
+import { copyRepository, editFile } from "../helpers/repository-copy.ts";
+
+// Each case runs the project's own tools on a copy of the repository: minutes on a busy machine.
+t.setTimeout(600_000);
+
+const EVENT_TYPE_PARAMETER = `        - name: event_type
+          in: query
+          required: false
+          description: Only deliveries of this event kind.
+          schema:
+            $ref: '#/components/schemas/WebhookDeliveredEventKind'
+`;
+
+function run(cwd: string, script: string, args: string[] = []) {
+  const result = spawnSync(process.execPath, [path.join(cwd, "scripts", script), ...args], {
+    cwd,
+    encoding: "utf8",
+    timeout: 500_000,
+  });
+  return { status: result.status, output: `${result.stdout}${result.stderr}` };
+}
+
+t.test(
+  "a breaking edit of the YAML is reported before anything is regenerated, naming operation and field",
+  async (t) => {
+    const copy = copyRepository(t);
+    const generatedBefore = fs.readFileSync(path.join(copy, "generated/openapi.json"), "utf8");
+    editFile(copy, "openapi/openapi.yaml", EVENT_TYPE_PARAMETER, "");
+
+    const breaking = run(copy, "contract-check-breaking.ts");
+    t.equal(breaking.status, 1, breaking.output);
+    t.match(
+      breaking.output,
+      "GET /v1/webhooks/deliveries: parameter query:event_type removed (listWebhookDeliveries)",
+      "the breaking-change check reads the YAML itself",
+    );
+    t.equal(
+      fs.readFileSync(path.join(copy, "generated/openapi.json"), "utf8"),
+      generatedBefore,
+      "nothing was regenerated",
+    );
+
+    const check = run(copy, "check-contract.ts");
+    t.equal(check.status, 1, check.output);
+    t.match(check.output, /✓ 1\/5 generate/);
+    t.match(check.output, /✓ 2\/5 lint/);
+    t.match(check.output, /✗ 3\/5 breaking/);
+    t.match(check.output, "parameter query:event_type removed (listWebhookDeliveries)");
+    t.match(check.output, "check:contract stopped at breaking");
+    t.notMatch(check.output, /typecheck/, "it stops at the first failure");
+  },
+);
+
+t.test("a change in a component schema names the operations that use it", async (t) => {
+  const copy = copyRepository(t);
+  editFile(copy, "openapi/openapi.yaml", "      required: [url, events]\n", "      required: [url, events, name]\n");
+  const breaking = run(copy, "contract-check-breaking.ts");
+  t.equal(breaking.status, 1, breaking.output);
+  t.match(
+    breaking.output,
+    "components.schemas.WebhookSubscriptionCreateRequest: property name is now required in requests (used by createWebhookSubscription)",
+  );
+});
+
+t.test("with --check (CI) a document edited but not regenerated fails the first step", async (t) => {
+  const copy = copyRepository(t);
+  editFile(
+    copy,
+    "openapi/openapi.yaml",
+    "      operationId: getHealth\n      tags: [health]\n      summary: Composite health report (legacy)",
+    "      operationId: getHealth\n      tags: [health]\n      summary: Composite health report (kept for old probes)",
+  );
+  const check = run(copy, "check-contract.ts", ["--check"]);
+  t.equal(check.status, 1, check.output);
+  t.match(check.output, /✗ 1\/5 generate/);
+  t.match(check.output, "run `npm run generate` and commit the result");
+  t.match(check.output, "generated/openapi.json");
+  t.notMatch(check.output, /2\/5 lint/, "nothing after the failed step runs");
+});
+
+t.test("a lint problem names the operation it is in", async (t) => {
+  const copy = copyRepository(t);
+  editFile(copy, "openapi/openapi.yaml", "      summary: Composite health report (legacy)\n", "");
+  const check = run(copy, "check-contract.ts");
+  t.equal(check.status, 1, check.output);
+  t.match(check.output, /✗ 2\/5 lint/);
+  t.match(check.output, /openapi\/openapi\.yaml:\d+:\d+ error operation-summary/);
+  t.match(check.output, "operation getHealth (GET /v1/health)");
+});

@@ -1,0 +1,43 @@
+// A copy of the repository in a temporary directory, to change a file (the document, a handler) and run
+// the project's own commands on the result without touching the checkout. node_modules is a link to the
+// installed packages.
+import fs from "node:fs";
+import path from "node:path";
+import type { Test } from "tap";
+import { tempDir } from "./temp-dir.ts";
+
+export const ROOT = path.resolve(import.meta.dirname, "..", "..");
+
+/** Left out of the copy: installed packages, version control, run-time data and build output. */
+const LEFT_OUT = new Set([
+  "node_modules",
+  ".git",
+  ".data",
+  ".tap",
+  ".artifacts",
+  "coverage",
+  "openapi/package/dist",
+  "openapi/package/.build",
+  "openapi/reference-site",
+]);
+
+/** A copy of the repository's files, removed when the test ends; returns its root. */
+export function copyRepository(t: Test, prefix = "integrator-copy-"): string {
+  const copy = path.join(tempDir(t, prefix), "integrator-api");
+  fs.cpSync(ROOT, copy, {
+    recursive: true,
+    filter: (source) => !LEFT_OUT.has(path.relative(ROOT, source).split(path.sep).join("/")),
+  });
+  fs.symlinkSync(path.join(ROOT, "node_modules"), path.join(copy, "node_modules"));
+  return copy;
+}
+
+/** Replaces `search` (which must occur exactly once) in a file of the copy. */
+export function editFile(root: string, file: string, search: string, replacement: string): void {
+  const target = path.join(root, file);
+  const text = fs.readFileSync(target, "utf8");
+  const at = text.indexOf(search);
+  if (at === -1 || text.indexOf(search, at + 1) !== -1)
+    throw new Error(`${file} must contain ${JSON.stringify(search.slice(0, 80))} exactly once`);
+  fs.writeFileSync(target, text.slice(0, at) + replacement + text.slice(at + search.length));
+}
