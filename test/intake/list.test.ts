@@ -123,7 +123,8 @@ t.test("listing submissions", async (t) => {
       [{ limit: "201" }, ["query", "limit"], "less_than_equal"],
       [{ status: "done" }, ["query", "status"], "enum"],
       [{ created_after: "yesterday" }, ["query", "created_after"], undefined],
-      [{ external_reference: "" }, ["query", "external_reference"], "string_too_short"],
+      // An empty value of a declared parameter is refused as missing (CHANGELOG, unknown inputs).
+      [{ external_reference: "" }, ["query", "external_reference"], "missing"],
     ] as const) {
       const { status, body } = await list(query);
       t.equal(status, 422, JSON.stringify(query));
