@@ -70,5 +70,9 @@ for (const [name, credential] of [
 
 t.test("a token in the header still works when a query parameter access_token is present too", async (t) => {
   const res = await server.request("/v1/webhooks/deliveries?access_token=whatever", { token: userToken });
-  t.equal(res.status, 200);
+  // Authenticated by the header; the undeclared query parameter is then refused like any other.
+  t.equal(res.status, 422);
+  const body = (await res.json()) as { detail: { loc: unknown[]; type: string }[] };
+  t.same(body.detail[0]?.loc, ["query", "access_token"]);
+  t.equal(body.detail[0]?.type, "extra_forbidden");
 });
