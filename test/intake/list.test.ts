@@ -4,6 +4,7 @@ import t from "tap";
 import { createTestTenant, startTestServer, type TestTenant } from "../helpers/server.ts";
 import { submissionsPageQuery } from "../../db/intake.ts";
 import type { components } from "../../generated/openapi.ts";
+import { assertIndexRangeScans, pastKeyset } from "../helpers/keyset-plans.ts";
 
 type Submission = components["schemas"]["IntakeSubmissionResponse"];
 type Page = components["schemas"]["IntakeSubmissionListResponse"];
@@ -147,10 +148,7 @@ t.test("listing submissions", async (t) => {
           [who.tenantId],
         );
       await db.raw("analyze integrator.intake_submissions");
-      const cursor = {
-        createdAt: new Date(Date.now() - 5000_000).toISOString().replace("Z", "000Z"),
-        id: crypto.randomUUID(),
-      };
+      const cursor = pastKeyset();
       const pages = {
         newest: { limit: 50 },
         "after a cursor": { limit: 50, after: cursor },
@@ -158,13 +156,14 @@ t.test("listing submissions", async (t) => {
         "by external reference": { limit: 50, externalReference: "ref-7" },
         "by time range": { limit: 50, createdBefore: new Date(Date.now() - 3_600_000).toISOString() },
       };
-      for (const [name, request] of Object.entries(pages)) {
-        const { sql, bindings } = submissionsPageQuery(db, tenant.tenantId, request).toSQL();
-        const explained = await db.raw<{ rows: { "QUERY PLAN": string }[] }>(`explain ${sql}`, bindings as never);
-        const plan = explained.rows.map((row) => row["QUERY PLAN"]).join("\n");
-        t.match(plan, /Index Scan[^\n]*intake_submissions_/, `${name}: an index scan`);
-        t.notMatch(plan, /Seq Scan|Sort/, `${name}: no sequential scan, no sort`);
-      }
+      await assertIndexRangeScans(
+        t,
+        db,
+        "intake_submissions_",
+        Object.fromEntries(
+          Object.entries(pages).map(([name, request]) => [name, submissionsPageQuery(db, tenant.tenantId, request)]),
+        ),
+      );
     },
   );
 });

@@ -8,6 +8,7 @@ import { deliveriesPageQuery, type DeliveryView } from "../../db/webhooks.ts";
 import type { ReceivedRequest, Answer } from "../helpers/https-receiver.ts";
 import { createTestTenant, type TestTenant } from "../helpers/server.ts";
 import { intakeEventData, startWebhookRig, testCa, type WebhookRig } from "../helpers/webhooks.ts";
+import { assertIndexRangeScans, pastKeyset } from "../helpers/keyset-plans.ts";
 
 const ca = testCa(t);
 let rig: WebhookRig;
@@ -294,10 +295,7 @@ t.test(
     }
     await db.raw("analyze integrator.webhook_deliveries");
     const tenantId = tenants[0]?.tenantId ?? "";
-    const cursor = {
-      createdAt: new Date(Date.now() - 5000_000).toISOString().replace("Z", "000Z"),
-      id: crypto.randomUUID(),
-    };
+    const cursor = pastKeyset();
     const pages = {
       newest: { limit: 50 },
       "after a cursor": { limit: 50, after: cursor },
@@ -307,12 +305,13 @@ t.test(
       "by event": { limit: 50, eventId: "cee63112-1c2e-c923-2f3a-2f028ad5c89b" }, // md5("500"): two of them
       "by time range": { limit: 50, createdBefore: new Date(Date.now() - 3_600_000).toISOString() },
     };
-    for (const [name, request] of Object.entries(pages)) {
-      const { sql, bindings } = deliveriesPageQuery(db, tenantId, request).toSQL();
-      const explained = await db.raw<{ rows: { "QUERY PLAN": string }[] }>(`explain ${sql}`, bindings as never);
-      const plan = explained.rows.map((row) => row["QUERY PLAN"]).join("\n");
-      t.match(plan, /Index Scan[^\n]*webhook_deliveries_/, `${name}: an index scan`);
-      t.notMatch(plan, /Seq Scan|Sort/, `${name}: no sequential scan, no sort`);
-    }
+    await assertIndexRangeScans(
+      t,
+      db,
+      "webhook_deliveries_",
+      Object.fromEntries(
+        Object.entries(pages).map(([name, request]) => [name, deliveriesPageQuery(db, tenantId, request)]),
+      ),
+    );
   },
 );

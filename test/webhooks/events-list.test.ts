@@ -9,6 +9,7 @@ import { emitEvent } from "../../db/events.ts";
 import { eventsPageQuery, type DeliveryView, type EventView } from "../../db/webhooks.ts";
 import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "../helpers/server.ts";
 import { intakeEventData } from "../helpers/webhooks.ts";
+import { assertIndexRangeScans, pastKeyset } from "../helpers/keyset-plans.ts";
 
 let server: TestServer;
 let db: Knex;
@@ -314,10 +315,7 @@ t.test("each events page query is an index range scan with tenant_id leading, wi
     );
   await db.raw("analyze integrator.webhook_events");
   const tenantId = tenants[0]?.tenantId ?? "";
-  const cursor = {
-    createdAt: new Date(Date.now() - 5000_000).toISOString().replace("Z", "000Z"),
-    id: crypto.randomUUID(),
-  };
+  const cursor = pastKeyset();
   const pages = {
     newest: { limit: 50 },
     "after a cursor": { limit: 50, after: cursor },
@@ -325,11 +323,10 @@ t.test("each events page query is an index range scan with tenant_id leading, wi
     "by type after a cursor": { limit: 50, type: "scorecard.created", after: cursor },
     "by time range": { limit: 50, createdBefore: new Date(Date.now() - 3_600_000).toISOString() },
   };
-  for (const [name, request] of Object.entries(pages)) {
-    const { sql, bindings } = eventsPageQuery(db, tenantId, request).toSQL();
-    const explained = await db.raw<{ rows: { "QUERY PLAN": string }[] }>(`explain ${sql}`, bindings as never);
-    const plan = explained.rows.map((row) => row["QUERY PLAN"]).join("\n");
-    t.match(plan, /Index Scan[^\n]*webhook_events_/, `${name}: an index scan`);
-    t.notMatch(plan, /Seq Scan|Sort/, `${name}: no sequential scan, no sort`);
-  }
+  await assertIndexRangeScans(
+    t,
+    db,
+    "webhook_events_",
+    Object.fromEntries(Object.entries(pages).map(([name, request]) => [name, eventsPageQuery(db, tenantId, request)])),
+  );
 });
