@@ -592,6 +592,16 @@ export interface paths {
          *     backoff, not in storms. Only a correctly signed callback learns that its partner is paused: 503
          *     `SERVICE_UNAVAILABLE` with `Retry-After: 300`. An unavailable database answers 503 with
          *     `Retry-After: 30`.
+         *
+         *     **Bounds.** Anyone can send a callback, so what one may cost before its signature is checked is
+         *     bounded, each by a setting of the deployment (defaults in brackets): the body's size
+         *     (`CALLBACK_MAX_BODY_BYTES` [65536 bytes]; 413 `PAYLOAD_TOO_LARGE` beyond, before the body is read),
+         *     the keys and array items of `payload` counted at every depth (`CALLBACK_MAX_KEYS` [1000]) and its
+         *     nesting depth (`CALLBACK_MAX_DEPTH` [32]), both 400 `CALLBACK_PAYLOAD_INVALID` at `["body",
+         *     "payload"]` before any signature is computed, and the callbacks in flight at once from one client
+         *     address (`CALLBACK_CONCURRENCY_PER_ADDRESS` [4]; one more is 429 `RATE_LIMITED` with `Retry-After: 1`
+         *     and `details.scope` `callback_concurrency`), besides the per-minute count per address (429 with
+         *     `details.scope` `callback`).
          */
         post: operations["receivePartnerCallback"];
         delete?: never;
@@ -2881,9 +2891,38 @@ export interface operations {
                     "application/json": components["schemas"]["ReviewApiErrorEnvelope"];
                 };
             };
-            413: components["responses"]["PayloadTooLarge"];
+            /** @description `PAYLOAD_TOO_LARGE`: the body exceeds `CALLBACK_MAX_BODY_BYTES` (65536 bytes unless the deployment says otherwise). */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReviewApiErrorEnvelope"];
+                };
+            };
             415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["RateLimited"];
+            /**
+             * @description `RATE_LIMITED`: too many callbacks from this client address in the current minute (`details.scope`
+             *     `callback`) or in flight at once (`details.scope` `callback_concurrency`); retry after `Retry-After`
+             *     seconds.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReviewApiErrorEnvelope"];
+                };
+            };
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];

@@ -73,7 +73,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
   // The portal page and the description are no operations of the document: served before validation.
   app.use(portalPage(config.portal.frameAncestors));
   if (config.serveApiDocs) app.use(apiDocsRouter());
-  app.use(bodyParsing());
+  app.use(bodyParsing(config.callbacks.maxBodyBytes));
   app.use(requestValidation(document, config.validateResponses));
   app.use(dispatch(handlers));
   app.use(errorHandler(logger, logError));

@@ -7,18 +7,39 @@ import { parse as parseLegacyUrl } from "node:url";
 import express, { type NextFunction, type Request, type Response } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
 import type { OpenAPIV3_1 } from "openapi-types";
-import { routeOf } from "./request-context.ts";
+import { operationOf, routeOf } from "./request-context.ts";
 import { RequestValidationError, unrepresentableBodyIssues } from "./validation.ts";
 
 export const BODY_LIMIT = "1mb";
+export const BODY_LIMIT_BYTES = 1024 * 1024;
 
 type Middleware = (req: Request, res: Response, next: NextFunction) => void;
 
-export function bodyParsing(): Middleware[] {
+const JSON_TYPES = ["application/json", "application/*+json"];
+
+/**
+ * JSON bodies up to BODY_LIMIT, except partner callbacks (open to anyone) up to `callbackMaxBytes`; a
+ * declared length over the limit is refused before the body is read, a streamed one as soon as it passes it.
+ */
+export function bodyParsing(callbackMaxBytes: number): Middleware[] {
+  const general = express.json({ limit: BODY_LIMIT, strict: false, type: JSON_TYPES });
+  const callback = express.json({ limit: callbackMaxBytes, strict: false, type: JSON_TYPES });
   return [
-    express.json({ limit: BODY_LIMIT, strict: false, type: ["application/json", "application/*+json"] }),
+    (req, res, next) => {
+      const isCallback = operationOf(res)?.operationId === "receivePartnerCallback";
+      const limit = isCallback ? callbackMaxBytes : BODY_LIMIT_BYTES;
+      // body-parser reads a body it refuses to its end before it answers; a declared length over the
+      // limit is refused before a byte is read (the error handler then closes the connection, not drains it).
+      if (Number(req.headers["content-length"] ?? 0) > limit) return next(tooLarge(limit));
+      (isCallback ? callback : general)(req, res, next);
+    },
     express.urlencoded({ limit: "64kb", extended: false, type: "application/x-www-form-urlencoded" }),
   ];
+}
+
+/** The error body-parser gives for a body over its limit, for one refused on its declared length. */
+function tooLarge(limit: number): Error {
+  return Object.assign(new Error("request entity too large"), { status: 413, type: "entity.too.large", limit });
 }
 
 export function requestValidation(document: OpenAPIV3_1.Document, validateResponses: boolean): Middleware[] {

@@ -403,6 +403,26 @@ export const SETTINGS = {
     "600",
     "Requests per minute per client address to the partner callback route, counted apart from the other open routes.",
   ),
+  CALLBACK_MAX_BODY_BYTES: setting(
+    integer(1024, 1024 * 1024),
+    "65536",
+    "Largest partner callback body in bytes (413 PAYLOAD_TOO_LARGE beyond, before it is read); other operations take up to 1 MiB.",
+  ),
+  CALLBACK_MAX_KEYS: setting(
+    integer(1, 100_000),
+    "1000",
+    "Object keys and array items a partner callback's payload may hold, counted at every depth (400 CALLBACK_PAYLOAD_INVALID beyond, before its signature is computed).",
+  ),
+  CALLBACK_MAX_DEPTH: setting(
+    integer(1, 256),
+    "32",
+    "Nesting depth a partner callback's payload may have (400 CALLBACK_PAYLOAD_INVALID beyond).",
+  ),
+  CALLBACK_CONCURRENCY_PER_ADDRESS: setting(
+    integer(1, 10_000),
+    "4",
+    "Partner callbacks one client address may have in flight at once (from the first byte to the answer); one more is 429 RATE_LIMITED with Retry-After: 1.",
+  ),
   RATE_LIMIT_PROBE_PER_MINUTE: setting(
     integer(1, 1_000_000),
     "600",
@@ -556,6 +576,8 @@ export interface Config {
     probePerMinute: number;
     store: "memory" | "postgres";
   };
+  /** Bounds of the partner callback route, which anyone can reach before a signature is checked. */
+  callbacks: { maxBodyBytes: number; maxKeys: number; maxDepth: number; concurrencyPerAddress: number };
   trustProxy: boolean | number | string[];
   /** Whether TRUST_PROXY was given at all (production warns when it was not). */
   trustProxySet: boolean;
@@ -660,6 +682,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       callbackPerMinute: v.RATE_LIMIT_CALLBACK_PER_MINUTE,
       probePerMinute: v.RATE_LIMIT_PROBE_PER_MINUTE,
       store: v.RATE_LIMIT_STORE,
+    },
+    callbacks: {
+      maxBodyBytes: v.CALLBACK_MAX_BODY_BYTES,
+      maxKeys: v.CALLBACK_MAX_KEYS,
+      maxDepth: v.CALLBACK_MAX_DEPTH,
+      concurrencyPerAddress: v.CALLBACK_CONCURRENCY_PER_ADDRESS,
     },
     trustProxy: v.TRUST_PROXY,
     trustProxySet: env.TRUST_PROXY !== undefined && env.TRUST_PROXY !== "",
