@@ -394,12 +394,15 @@ export interface paths {
          *     The link is `PUBLIC_BASE_URL` + `/portal#token=<credential>`. The credential sits in the URL fragment,
          *     which browsers never send to a server, so it does not reach request logs or `Referer` headers. It is an
          *     ES256 JWT (`aud` `integrator-portal`, `scope` `webhooks:portal`, `tenant_id`, `sub` = the caller's
-         *     subject, `iat`, `exp`, `jti`) valid for `PORTAL_SESSION_TTL_MINUTES` minutes (default 15):
+         *     subject, `creator_tenant_id` = the caller's own tenant, `iat`, `exp`, `jti`) valid for
+         *     `PORTAL_SESSION_TTL_MINUTES` minutes (default 15):
          *     - it is accepted only by the operations that declare the `PortalSession` security scheme (the
          *       webhook operations the page uses), always for that one tenant;
          *     - every other operation refuses it with 401 `UNAUTHORIZED`, this one included: a portal credential
          *       cannot create portal sessions;
-         *     - it cannot be revoked before it expires; keep the lifetime short.
+         *     - it cannot be revoked on its own before it expires (keep the lifetime short), but it stops working
+         *       (401) when the user or client who made it is disabled, also when a platform_admin made it for
+         *       another tenant.
          *
          *     The session is for the token's tenant, or for the tenant named by `tenant_id` (platform_admin only).
          *     Each session is recorded as the audit action `webhooks.portal_session_created`.

@@ -19,6 +19,7 @@ export const createWebhookPortalSession: OperationHandler<"createWebhookPortalSe
   const { token, expiresIn, expiresAt } = await services.tokens.issuePortal({
     subject: caller.subject,
     tenantId,
+    creatorTenantId: caller.tenantId,
     expiresInSeconds: services.config.portal.sessionTtlMinutes * 60,
   });
   const expiresAtText = rfc3339(new Date(expiresAt * 1000));

@@ -46,6 +46,11 @@ export interface Principal {
   tokenId: string | undefined;
   /** A webhook portal credential: accepted only by the operations declaring the PortalSession scheme. */
   portal?: true;
+  /**
+   * Of a portal credential: the tenant of the user or client who made the link (a platform_admin's may be
+   * another than tenantId); the credential dies when that principal is disabled.
+   */
+  creatorTenantId?: string;
   /** The token's exp claim (seconds since the epoch); undefined when the token has none. */
   expiresAt: number | undefined;
 }
@@ -57,6 +62,8 @@ export const PORTAL_SCOPE = "webhooks:portal";
 export const PORTAL_SUBJECT_PREFIX = "portal:";
 /** The longest portal session PORTAL_SESSION_TTL_MINUTES allows; a longer-lived portal credential is refused. */
 export const PORTAL_MAX_LIFETIME_SECONDS = 60 * 60;
+/** The portal credential's claim naming the tenant of the principal who made the link. */
+export const PORTAL_CREATOR_TENANT_CLAIM = "creator_tenant_id";
 
 export class TokenRejected extends Error {
   override name = "TokenRejected";
@@ -109,10 +116,14 @@ export interface TokenService {
    * webhooks:portal) is accepted too and yields a principal with portal set; without it one is rejected.
    */
   verify(token: string, options?: { allowPortal?: boolean }): Promise<Principal>;
-  /** Issues a webhook portal credential for one tenant (no roles; see PORTAL_AUDIENCE). */
+  /**
+   * Issues a webhook portal credential for one tenant (no roles; see PORTAL_AUDIENCE), made by `subject` of
+   * `creatorTenantId`.
+   */
   issuePortal(input: {
     subject: string;
     tenantId: string;
+    creatorTenantId: string;
     expiresInSeconds: number;
   }): Promise<{ token: string; expiresIn: number; expiresAt: number }>;
   /** The public keys that verify: the signing key and retired keys whose tokens may still be valid. */
@@ -271,8 +282,17 @@ export async function createTokenService(
         if ((payload.exp ?? 0) - (payload.iat ?? 0) > PORTAL_MAX_LIFETIME_SECONDS)
           throw new TokenRejected("portal credential lives longer than a portal session may");
         const principal = principalFrom(payload, "tenant_id", "roles");
+        const creatorTenantId = payload[PORTAL_CREATOR_TENANT_CLAIM];
+        if (typeof creatorTenantId !== "string" || !isUuid(creatorTenantId))
+          throw new TokenRejected("portal credential does not name the tenant of its creator");
         return {
-          principal: { ...principal, subject: `${PORTAL_SUBJECT_PREFIX}${principal.subject}`, roles: [], portal: true },
+          principal: {
+            ...principal,
+            subject: `${PORTAL_SUBJECT_PREFIX}${principal.subject}`,
+            roles: [],
+            portal: true,
+            creatorTenantId: creatorTenantId.toLowerCase(),
+          },
           expiresAt: expiryOf(payload),
         };
       }
@@ -340,14 +360,14 @@ export async function createTokenService(
         .sign(signing.key);
       return { token, expiresIn, expiresAt };
     },
-    async issuePortal({ subject, tenantId, expiresInSeconds }) {
+    async issuePortal({ subject, tenantId, creatorTenantId, expiresInSeconds }) {
       return service.issue({
         subject,
         tenantId,
         roles: [],
         expiresInSeconds,
         audience: PORTAL_AUDIENCE,
-        extraClaims: { scope: PORTAL_SCOPE },
+        extraClaims: { scope: PORTAL_SCOPE, [PORTAL_CREATOR_TENANT_CLAIM]: creatorTenantId },
       });
     },
     async verify(token, options = {}) {
@@ -364,10 +384,12 @@ export async function createTokenService(
       }
       const { principal } = entry;
       if (principal.portal && !options.allowPortal) throw new TokenRejected("a portal credential is not accepted here");
-      // A portal credential dies with the user or client that asked for the link.
-      const subject = principal.portal ? principal.subject.slice(PORTAL_SUBJECT_PREFIX.length) : principal.subject;
-      if (state.disabled.has(`${principal.tenantId}:${subject}`))
-        throw new TokenRejected("the token's user or client is disabled");
+      // A portal credential dies with the user or client that asked for the link, in that principal's own
+      // tenant (a platform_admin's link for another tenant names both).
+      const owner = principal.portal
+        ? `${principal.creatorTenantId}:${principal.subject.slice(PORTAL_SUBJECT_PREFIX.length)}`
+        : `${principal.tenantId}:${principal.subject}`;
+      if (state.disabled.has(owner)) throw new TokenRejected("the token's user or client is disabled");
       return principal;
     },
   };

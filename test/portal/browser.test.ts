@@ -408,6 +408,7 @@ t.test("an expired link, a tampered link and another tenant's link show nothing 
   const expired = await server.services.tokens.issuePortal({
     subject: tenant.subject,
     tenantId: tenant.tenantId,
+    creatorTenantId: tenant.tenantId,
     expiresInSeconds: -120,
   });
   const expiredPage = await browser.context.newPage();

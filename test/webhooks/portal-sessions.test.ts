@@ -146,6 +146,7 @@ t.test("an expired, tampered or foreign-scoped credential is refused by the port
   const expired = await server.services.tokens.issuePortal({
     subject: tenantA.subject,
     tenantId: tenantA.tenantId,
+    creatorTenantId: tenantA.tenantId,
     expiresInSeconds: -60,
   });
   t.equal((await server.request("/v1/webhooks/subscriptions", { token: expired.token })).status, 401, "expired");
@@ -169,6 +170,7 @@ t.test("an expired, tampered or foreign-scoped credential is refused by the port
   const tooLong = await server.services.tokens.issuePortal({
     subject: tenantA.subject,
     tenantId: tenantA.tenantId,
+    creatorTenantId: tenantA.tenantId,
     expiresInSeconds: 61 * 60,
   });
   t.equal((await server.request("/v1/webhooks/subscriptions", { token: tooLong.token })).status, 401, "over 60 min");
