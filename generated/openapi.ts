@@ -124,8 +124,9 @@ export interface paths {
          *
          *     **Limits.** A tenant holds at most `WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT` subscriptions that are not
          *     deleted (default 20; disabled ones count): one more is 409 `WEBHOOK_SUBSCRIPTION_LIMIT_REACHED` with
-         *     `error.details.limit`. A `url` identical (character for character) to that of one of the tenant's
-         *     subscriptions that is not deleted is 409 `WEBHOOK_SUBSCRIPTION_DUPLICATE_URL` with
+         *     `error.details.limit`. A `url` that is, in its canonical spelling (see
+         *     `WebhookSubscriptionCreateRequest.url`), that of one of the tenant's subscriptions that is not
+         *     deleted is 409 `WEBHOOK_SUBSCRIPTION_DUPLICATE_URL` with
          *     `error.details.subscription_id`; change that subscription's events instead, or delete it first.
          *     Both hold under concurrent calls.
          */
@@ -1098,14 +1099,21 @@ export interface components {
         WebhookSubscriptionCreateRequest: {
             /**
              * @description The HTTPS endpoint to deliver to. Checked in this order, each failure a 422 `value_error` at
-             *     `["body", "url"]`: a parseable absolute URL; scheme `https`; no user or password part; the host
-             *     is not an IP literal in a private, loopback, link-local, shared, multicast, unspecified,
+             *     `["body", "url"]`: a parseable absolute URL; scheme `https`; no user or password part; no
+             *     fragment (`#...`, never sent to the endpoint; an empty one too); the host is not an IP literal in a private, loopback, link-local, shared, multicast, unspecified,
              *     documentation or reserved range (IPv4 and IPv6, including IPv4-mapped IPv6 and shorthand forms
              *     such as `127.1`); the host contains a dot (a fully qualified name; a public IP literal needs
              *     none, so `https://[2001:4860:4860::8888]/hook` is accepted); the port is one of the service's
              *     `WEBHOOK_ALLOWED_PORTS` (default `443` only; port 0 never), refused with the msg `URL port must
              *     be 443` naming the allowed ports. At send time the host is resolved and every address is
              *     checked against the same ranges again, and the port against `WEBHOOK_ALLOWED_PORTS`.
+             *
+             *     The URL is stored, answered and compared in its canonical spelling: the WHATWG URL
+             *     serialisation (scheme and host in lower case, an international name in punycode, the default
+             *     port and a port's leading zeros dropped, `.` and `..` segments resolved), the host without a
+             *     trailing dot, percent-escapes of unreserved characters (letters, digits, `-._~`) decoded and the
+             *     others in upper case, and no empty query (`?`). `https://Hooks.Example.com.:443/./in/%62ox?` is
+             *     stored as `https://hooks.example.com/in/box`.
              * @example https://hooks.example.com/review
              */
             url: string;

@@ -86,7 +86,8 @@ export const createWebhookSubscription: OperationHandler<"createWebhookSubscript
     const subscription = await services.db.transaction(async (trx) => {
       const created = await createSubscription(trx, {
         tenantId: caller.tenantId,
-        url: body.url,
+        // Stored in its one spelling, so that the one-per-URL rule compares URLs, not their spellings.
+        url: verdict.canonical,
         events: [...new Set(body.events)],
         secretSealed: services.secretBox.seal(secret),
         createdBy: caller.subject,
