@@ -117,7 +117,8 @@ export interface paths {
          *
          *     The response carries the signing `secret` (`whsec_` followed by 32 random bytes in base64url). It is
          *     returned this once, stored encrypted, and never listed or logged: keep it to verify
-         *     `X-Service-Review-Signature` and `webhook-signature` on deliveries (see `WebhookEventEnvelope`).
+         *     `webhook-signature` on deliveries (see `WebhookEventEnvelope`; the deprecated
+         *     `X-Service-Review-Signature` is still sent).
          *
          *     A `url` that breaks a URL rule (see `WebhookSubscriptionCreateRequest.url`) is a schema violation:
          *     422 with a `detail` entry at `["body", "url"]` of type `value_error` whose `msg` names the rule.
@@ -1307,17 +1308,19 @@ export interface components {
          *     `X-Service-Review-Signature`, `X-Service-Review-Event`, `X-Service-Review-Delivery`, `User-Agent`,
          *     and the Standard Webhooks headers `webhook-id`, `webhook-timestamp` and `webhook-signature`.
          *
-         *     **Signing.** Two schemes, side by side; verify either.
-         *     - `X-Service-Review-Signature` is the lowercase hex HMAC-SHA256 of the raw body bytes, keyed with the
-         *       whole subscription secret as returned at creation (`whsec_…`, its UTF-8 bytes). Verify over the
-         *       bytes as received, before parsing, with a constant-time comparison.
+         *     **Signing.** Two schemes, side by side; verify `webhook-signature`, the replay-safe one.
+         *     - `X-Service-Review-Signature` (deprecated) is the lowercase hex HMAC-SHA256 of the raw body bytes,
+         *       keyed with the whole subscription secret as returned at creation (`whsec_…`, its UTF-8 bytes). It
+         *       signs the body alone, so a captured delivery replayed later still verifies; it is kept for
+         *       receivers that already check it.
          *     - Standard Webhooks (https://www.standardwebhooks.com): `webhook-signature` is `v1,` followed by the
          *       base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`. The key is the 32 bytes the
          *       secret encodes: the text after `whsec_` decoded as base64url. Libraries that decode standard
          *       base64 after `whsec_` (such as the `standardwebhooks` npm package) take the same key when given
          *       `whsec_` + the standard base64 of those bytes. `webhook-id` is the delivery id (the same on every
          *       retry: deduplicate on it) and `webhook-timestamp` the attempt's time in unix seconds: refuse
-         *       timestamps far from your clock (the libraries allow 5 minutes) to stop replays.
+         *       timestamps far from your clock (the libraries allow 5 minutes) to stop replays. Verify over the
+         *       bytes as received, before parsing, with a constant-time comparison.
          *     - While a subscription is signed with more than one secret (a secret rotation's overlap), both
          *       headers carry one signature per secret, newest secret first: `X-Service-Review-Signature` the hex
          *       digests separated by commas, `webhook-signature` the `v1,…` entries separated by spaces. A delivery
@@ -2024,7 +2027,14 @@ export interface components {
         /** @description The delivery id (a UUID; any other value is answered 404). */
         DeliveryId: string;
         /**
-         * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+         * @deprecated
+         * @description **Deprecated: verify `webhook-signature` instead.** This signature covers the body alone, not the
+         *     delivery id nor the time of the attempt, so a captured delivery verifies again whenever it is
+         *     replayed to a receiver that checks only this header. `webhook-signature` (Standard Webhooks) signs
+         *     `webhook-id` and `webhook-timestamp` with the body: refusing old timestamps and ids already handled
+         *     stops replays. This header is still sent on every delivery.
+         *
+         *     Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
          *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
          *     rotation's overlap, one digest per secret separated by commas, newest secret first.
          */
@@ -3063,7 +3073,14 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 * @deprecated
+                 * @description **Deprecated: verify `webhook-signature` instead.** This signature covers the body alone, not the
+                 *     delivery id nor the time of the attempt, so a captured delivery verifies again whenever it is
+                 *     replayed to a receiver that checks only this header. `webhook-signature` (Standard Webhooks) signs
+                 *     `webhook-id` and `webhook-timestamp` with the body: refusing old timestamps and ids already handled
+                 *     stops replays. This header is still sent on every delivery.
+                 *
+                 *     Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
                  *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
                  *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                  */
@@ -3104,7 +3121,14 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 * @deprecated
+                 * @description **Deprecated: verify `webhook-signature` instead.** This signature covers the body alone, not the
+                 *     delivery id nor the time of the attempt, so a captured delivery verifies again whenever it is
+                 *     replayed to a receiver that checks only this header. `webhook-signature` (Standard Webhooks) signs
+                 *     `webhook-id` and `webhook-timestamp` with the body: refusing old timestamps and ids already handled
+                 *     stops replays. This header is still sent on every delivery.
+                 *
+                 *     Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
                  *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
                  *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                  */
@@ -3145,7 +3169,14 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 * @deprecated
+                 * @description **Deprecated: verify `webhook-signature` instead.** This signature covers the body alone, not the
+                 *     delivery id nor the time of the attempt, so a captured delivery verifies again whenever it is
+                 *     replayed to a receiver that checks only this header. `webhook-signature` (Standard Webhooks) signs
+                 *     `webhook-id` and `webhook-timestamp` with the body: refusing old timestamps and ids already handled
+                 *     stops replays. This header is still sent on every delivery.
+                 *
+                 *     Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
                  *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
                  *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                  */
@@ -3186,7 +3217,14 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 * @deprecated
+                 * @description **Deprecated: verify `webhook-signature` instead.** This signature covers the body alone, not the
+                 *     delivery id nor the time of the attempt, so a captured delivery verifies again whenever it is
+                 *     replayed to a receiver that checks only this header. `webhook-signature` (Standard Webhooks) signs
+                 *     `webhook-id` and `webhook-timestamp` with the body: refusing old timestamps and ids already handled
+                 *     stops replays. This header is still sent on every delivery.
+                 *
+                 *     Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
                  *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
                  *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                  */
@@ -3227,7 +3265,14 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 * @deprecated
+                 * @description **Deprecated: verify `webhook-signature` instead.** This signature covers the body alone, not the
+                 *     delivery id nor the time of the attempt, so a captured delivery verifies again whenever it is
+                 *     replayed to a receiver that checks only this header. `webhook-signature` (Standard Webhooks) signs
+                 *     `webhook-id` and `webhook-timestamp` with the body: refusing old timestamps and ids already handled
+                 *     stops replays. This header is still sent on every delivery.
+                 *
+                 *     Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
                  *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
                  *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                  */
@@ -3268,7 +3313,14 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 * @deprecated
+                 * @description **Deprecated: verify `webhook-signature` instead.** This signature covers the body alone, not the
+                 *     delivery id nor the time of the attempt, so a captured delivery verifies again whenever it is
+                 *     replayed to a receiver that checks only this header. `webhook-signature` (Standard Webhooks) signs
+                 *     `webhook-id` and `webhook-timestamp` with the body: refusing old timestamps and ids already handled
+                 *     stops replays. This header is still sent on every delivery.
+                 *
+                 *     Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
                  *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
                  *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                  */
@@ -3309,7 +3361,14 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 * @deprecated
+                 * @description **Deprecated: verify `webhook-signature` instead.** This signature covers the body alone, not the
+                 *     delivery id nor the time of the attempt, so a captured delivery verifies again whenever it is
+                 *     replayed to a receiver that checks only this header. `webhook-signature` (Standard Webhooks) signs
+                 *     `webhook-id` and `webhook-timestamp` with the body: refusing old timestamps and ids already handled
+                 *     stops replays. This header is still sent on every delivery.
+                 *
+                 *     Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
                  *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
                  *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                  */
@@ -3350,7 +3409,14 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 * @deprecated
+                 * @description **Deprecated: verify `webhook-signature` instead.** This signature covers the body alone, not the
+                 *     delivery id nor the time of the attempt, so a captured delivery verifies again whenever it is
+                 *     replayed to a receiver that checks only this header. `webhook-signature` (Standard Webhooks) signs
+                 *     `webhook-id` and `webhook-timestamp` with the body: refusing old timestamps and ids already handled
+                 *     stops replays. This header is still sent on every delivery.
+                 *
+                 *     Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
                  *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
                  *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                  */
@@ -3391,7 +3457,14 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 * @deprecated
+                 * @description **Deprecated: verify `webhook-signature` instead.** This signature covers the body alone, not the
+                 *     delivery id nor the time of the attempt, so a captured delivery verifies again whenever it is
+                 *     replayed to a receiver that checks only this header. `webhook-signature` (Standard Webhooks) signs
+                 *     `webhook-id` and `webhook-timestamp` with the body: refusing old timestamps and ids already handled
+                 *     stops replays. This header is still sent on every delivery.
+                 *
+                 *     Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
                  *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
                  *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                  */
@@ -3402,6 +3475,16 @@ export interface operations {
                 "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
                 /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
                 "User-Agent": components["parameters"]["WebhookUserAgent"];
+                /** @description Standard Webhooks message id; the delivery id, the same on every retry (deduplicate on it). */
+                "webhook-id": components["parameters"]["WebhookStandardId"];
+                /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
+                "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
+                /**
+                 * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
+                 *     keyed with the bytes the secret encodes after `whsec_` (base64url). One entry per signing secret,
+                 *     separated by spaces, newest first.
+                 */
+                "webhook-signature": components["parameters"]["WebhookStandardSignature"];
             };
             path?: never;
             cookie?: never;
