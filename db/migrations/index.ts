@@ -8,6 +8,7 @@ import * as queuedJobsNameTheirAttempt from "./0022_queued_jobs_name_their_attem
 import * as anEventsDeliveriesInOneJob from "./0023_an_event_s_deliveries_in_one_job.ts";
 import * as emitEventOneAddJobs from "./0016_emit_event_one_add_jobs.ts";
 import * as canonicalWebhookUrls from "./0024_canonical_webhook_urls.ts";
+import * as signingKeyRevocation from "./0025_signing_key_revocation.ts";
 import * as foundation from "./0001_foundation.ts";
 import * as idempotencyExactBytes from "./0009_idempotency_exact_bytes.ts";
 import * as intake from "./0002_intake.ts";
@@ -53,6 +54,7 @@ const migrations: [string, Migration][] = [
   ["0022_queued_jobs_name_their_attempt", queuedJobsNameTheirAttempt],
   ["0023_an_event_s_deliveries_in_one_job", anEventsDeliveriesInOneJob],
   ["0024_canonical_webhook_urls", canonicalWebhookUrls],
+  ["0025_signing_key_revocation", signingKeyRevocation],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

@@ -15,6 +15,7 @@ import {
   createRemoteJWKSet,
   errors as joseErrors,
   decodeJwt,
+  decodeProtectedHeader,
   exportJWK,
   generateKeyPair,
   importJWK,
@@ -146,9 +147,17 @@ async function newSigningKey(box: SecretBox): Promise<StoredSigningKey> {
   };
 }
 
-/** signing-key:rotate: a new key signs from now on; the retired ones keep verifying until their tokens expire. */
-export async function rotateSigningKeys(db: Database, box: SecretBox): Promise<{ kid: string; retired: string[] }> {
-  return rotateSigningKey(db, () => newSigningKey(box));
+/**
+ * signing-key:rotate: a new key signs from now on; the retired ones keep verifying until their tokens
+ * expire, unless `revokePrevious` (a key leaked): then every earlier key stops verifying and leaves the
+ * JWKS, in each process at its next reload (TokenService.refresh() for this one).
+ */
+export async function rotateSigningKeys(
+  db: Database,
+  box: SecretBox,
+  options: { revokePrevious?: boolean } = {},
+): Promise<{ kid: string; retired: string[]; revoked: string[] }> {
+  return rotateSigningKey(db, () => newSigningKey(box), options);
 }
 
 /** How long after retirement a key still verifies: the longest token lifetime plus clock tolerance. */
@@ -159,6 +168,8 @@ export function retiredKeyRetentionSeconds(config: Config): number {
 interface KeyState {
   signing: { kid: string; key: CryptoKey };
   publicJwks: { keys: JWK[] };
+  /** The key ids in publicJwks: a remembered token of any other key is verified afresh (and refused). */
+  kids: Set<string>;
   localKeys: ReturnType<typeof createLocalJWKSet>;
   /** `${tenantId}:${subject}` of every disabled user and client. */
   disabled: Set<string>;
@@ -198,6 +209,7 @@ export async function createTokenService(
     return {
       signing: { kid: current.kid, key: privateKey },
       publicJwks,
+      kids: new Set(stored.map((key) => key.kid)),
       localKeys: createLocalJWKSet(publicJwks),
       disabled,
       loadedAt: Date.now(),
@@ -234,7 +246,8 @@ export async function createTokenService(
     : undefined;
   const issuer = config.tokenIssuer;
   const maxLifetime = config.maxTokenLifetimeSeconds;
-  const verified = new Map<string, { principal: Principal; expiresAt: number }>();
+  /** Verified tokens by text; `kid` is our key that signed it (undefined for the external provider's). */
+  const verified = new Map<string, Verified>();
 
   /** The claims every token must carry, ours or the provider's (jose checks exp, nbf, iat's age and presence). */
   function checkLifetime(payload: JWTPayload): void {
@@ -244,11 +257,13 @@ export async function createTokenService(
       throw new TokenRejected(`token lifetime ${exp - iat} s exceeds the allowed ${maxLifetime} s`);
   }
 
-  async function verifySignature(token: string, keys: KeyState): Promise<{ principal: Principal; expiresAt: number }> {
+  async function verifySignature(token: string, keys: KeyState): Promise<Verified> {
     let claimedIssuer: unknown;
     let claimedAudience: unknown;
+    let kid: string | undefined;
     try {
       ({ iss: claimedIssuer, aud: claimedAudience } = decodeJwt(token));
+      kid = decodeProtectedHeader(token).kid;
     } catch {
       throw new TokenRejected("token is malformed");
     }
@@ -266,6 +281,7 @@ export async function createTokenService(
         return {
           principal: principalFrom(payload, external.tenantClaim, external.rolesClaim),
           expiresAt: expiryOf(payload),
+          kid: undefined,
         };
       }
       if (claimedAudience === PORTAL_AUDIENCE) {
@@ -294,6 +310,7 @@ export async function createTokenService(
             creatorTenantId: creatorTenantId.toLowerCase(),
           },
           expiresAt: expiryOf(payload),
+          kid,
         };
       }
       const { payload } = await jwtVerify(token, keys.localKeys, {
@@ -307,7 +324,7 @@ export async function createTokenService(
       checkLifetime(payload);
       // Defence in depth: a credential carrying the portal scope is never an access token.
       if (payload.scope === PORTAL_SCOPE) throw new TokenRejected("a portal credential is not an access token");
-      return { principal: principalFrom(payload, "tenant_id", "roles"), expiresAt: expiryOf(payload) };
+      return { principal: principalFrom(payload, "tenant_id", "roles"), expiresAt: expiryOf(payload), kid };
     } catch (error) {
       if (error instanceof TokenRejected) throw error;
       if (error instanceof joseErrors.JWKSNoMatchingKey) throw error;
@@ -316,7 +333,7 @@ export async function createTokenService(
   }
 
   /** The signature and claims, reloading the keys once when the token names a key this process does not know yet. */
-  async function verifyUncached(token: string, keys: KeyState): Promise<{ principal: Principal; expiresAt: number }> {
+  async function verifyUncached(token: string, keys: KeyState): Promise<Verified> {
     try {
       return await verifySignature(token, keys);
     } catch (error) {
@@ -373,7 +390,8 @@ export async function createTokenService(
     async verify(token, options = {}) {
       const keys = await fresh();
       let entry = verified.get(token);
-      if (entry && entry.expiresAt <= Date.now()) {
+      // Expired, or signed by a key that no longer verifies (revoked): verified afresh, and refused.
+      if (entry && (entry.expiresAt <= Date.now() || (entry.kid !== undefined && !keys.kids.has(entry.kid)))) {
         verified.delete(token);
         entry = undefined;
       }
@@ -394,6 +412,12 @@ export async function createTokenService(
     },
   };
   return service;
+}
+
+interface Verified {
+  principal: Principal;
+  expiresAt: number;
+  kid: string | undefined;
 }
 
 /** Verified tokens are remembered until they expire (at most an hour), sparing a signature check per request. */
