@@ -3,7 +3,7 @@
 // the variable. SIGTERM and SIGINT stop the process gracefully (app/lifecycle.ts), exit code 0.
 import { ConfigError, loadConfig, type Config } from "../server/config.ts";
 import { EmbeddedPostgresUnavailable, loadEmbeddedPostgres } from "../db/database.ts";
-import { demoCurlLine, seedDemoTenant } from "./demo.ts";
+import { demoHints } from "./demo.ts";
 import { startService, type Role, type RunningService } from "./lifecycle.ts";
 import { createLogger } from "../server/logger.ts";
 import { errorMessage } from "../server/error-message.ts";
@@ -96,14 +96,9 @@ async function main(): Promise<void> {
       { role, port, metrics_port: running.metricsPort, database: databaseKind, version: services.version },
       `Integrator API ${services.version} listening on http://localhost:${port}`,
     );
-    if (database.embedded && config.seedDemo && !signalled) {
-      const seeded = await seedDemoTenant(services);
-      // The demo hints are for a person at a terminal: plain text, not log lines.
-      if (seeded)
-        process.stdout.write(`Seeded a demo tenant. Demo user: ${seeded.username} / ${seeded.password} (shown once)\n`);
-      const curl = await demoCurlLine(services, `http://localhost:${port}`);
-      if (curl) process.stdout.write(`Try it:\n${curl}\n`);
-    }
+    // The demo hints are for a person at a terminal: plain text, not log lines.
+    if (database.embedded && config.seedDemo && !signalled)
+      process.stdout.write(await demoHints(services, `http://localhost:${port}`));
   } else {
     logger.info(
       { role, metrics_port: running.metricsPort, database: databaseKind, version: services.version },
