@@ -103,8 +103,28 @@ export const encryptionKey: Parser<{ key: Buffer; encoding: KeyEncoding }> = (ra
     if (key.length !== 32 || key.toString(encoding).replace(/=+$/, "") !== unpadded) throw new ConfigError(expected);
   }
   if (key.every((byte) => byte === 0)) throw new ConfigError(`${name} is all zero bytes: generate a random key`);
+  const weakness = lowEntropy(key);
+  if (weakness) throw new ConfigError(`${name} ${weakness}: generate a random key (openssl rand -hex 32)`);
   return { key, encoding };
 };
+
+/**
+ * Why a 32-byte key is plainly not random, or undefined. Each rule passes a random key but for odds
+ * below 1e-13: one byte repeated; fewer than 16 distinct bytes (a random key has about 30); bytes that
+ * count up or down by one step (0x00 0x01 0x02 ...); only printable ASCII (a passphrase, not a key).
+ */
+function lowEntropy(key: Buffer): string | undefined {
+  const first = key[0] ?? 0;
+  if (key.every((byte) => byte === first)) return `is one byte (0x${first.toString(16).padStart(2, "0")}) repeated`;
+  const distinct = new Set(key).size;
+  if (distinct < 16) return `has too little entropy (${distinct} distinct bytes in 32)`;
+  const step = ((key[1] ?? 0) - first + 256) % 256;
+  if (key.every((byte, index) => index === 0 || (byte - (key[index - 1] ?? 0) + 256) % 256 === step))
+    return "has too little entropy (its bytes count in steps of one size)";
+  if (key.every((byte) => byte >= 0x20 && byte <= 0x7e))
+    return "has too little entropy (printable text, not random bytes)";
+  return undefined;
+}
 
 const resolveMap: Parser<Record<string, string>> = (raw, name) => {
   const entries: Record<string, string> = {};
@@ -237,7 +257,7 @@ export const SETTINGS = {
   ENCRYPTION_KEY: setting(
     encryptionKey,
     undefined,
-    "32-byte key for secrets at rest: 64 hex characters, or 43 base64/base64url characters (optionally = padded); an all-zero key is refused. Required in production; otherwise generated into DATA_DIR when unset.",
+    "32-byte key for secrets at rest: 64 hex characters, or 43 base64/base64url characters (optionally = padded); a key that is plainly not random (all zero, one byte repeated, few distinct bytes, a counting sequence, printable text) is refused. Required in production; otherwise generated into DATA_DIR when unset.",
   ),
   LOG_LEVEL: setting(logLevel, "info", "fatal, error, warn, info, debug, trace or silent."),
   ACCESS_TOKEN_TTL_SECONDS: setting(integer(60, 86400), "900", "Lifetime of tokens issued by POST /token."),
