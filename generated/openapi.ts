@@ -2016,6 +2016,10 @@ export interface components {
          *     128 characters is 422 `IDEMPOTENCY_KEY_INVALID` (error envelope, per `x-validation-error`). A key is
          *     held only while its call runs (the call's own database transaction), so a call cut off by a crash or
          *     a lost connection never leaves its key `IDEMPOTENCY_IN_PROGRESS`: retry it with the same key.
+         *
+         *     Keys are compared exactly as sent, byte for byte: no Unicode normalisation and no case folding, so
+         *     `clé` composed (NFC, `c3 a9`) and decomposed (NFD, `65 cc 81`) are two keys, as are `abc` and `ABC`.
+         *     A retry must send the very bytes of the first call; a random ASCII key (a UUID) avoids the question.
          */
         IdempotencyKey: string;
         /** @description Correlates the routing decision with the caller's flow; generated when absent. */
@@ -2100,6 +2104,10 @@ export interface operations {
                  *     128 characters is 422 `IDEMPOTENCY_KEY_INVALID` (error envelope, per `x-validation-error`). A key is
                  *     held only while its call runs (the call's own database transaction), so a call cut off by a crash or
                  *     a lost connection never leaves its key `IDEMPOTENCY_IN_PROGRESS`: retry it with the same key.
+                 *
+                 *     Keys are compared exactly as sent, byte for byte: no Unicode normalisation and no case folding, so
+                 *     `clé` composed (NFC, `c3 a9`) and decomposed (NFD, `65 cc 81`) are two keys, as are `abc` and `ABC`.
+                 *     A retry must send the very bytes of the first call; a random ASCII key (a UUID) avoids the question.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -2166,6 +2174,10 @@ export interface operations {
                  *     128 characters is 422 `IDEMPOTENCY_KEY_INVALID` (error envelope, per `x-validation-error`). A key is
                  *     held only while its call runs (the call's own database transaction), so a call cut off by a crash or
                  *     a lost connection never leaves its key `IDEMPOTENCY_IN_PROGRESS`: retry it with the same key.
+                 *
+                 *     Keys are compared exactly as sent, byte for byte: no Unicode normalisation and no case folding, so
+                 *     `clé` composed (NFC, `c3 a9`) and decomposed (NFD, `65 cc 81`) are two keys, as are `abc` and `ABC`.
+                 *     A retry must send the very bytes of the first call; a random ASCII key (a UUID) avoids the question.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -2821,6 +2833,10 @@ export interface operations {
                  *     128 characters is 422 `IDEMPOTENCY_KEY_INVALID` (error envelope, per `x-validation-error`). A key is
                  *     held only while its call runs (the call's own database transaction), so a call cut off by a crash or
                  *     a lost connection never leaves its key `IDEMPOTENCY_IN_PROGRESS`: retry it with the same key.
+                 *
+                 *     Keys are compared exactly as sent, byte for byte: no Unicode normalisation and no case folding, so
+                 *     `clé` composed (NFC, `c3 a9`) and decomposed (NFD, `65 cc 81`) are two keys, as are `abc` and `ABC`.
+                 *     A retry must send the very bytes of the first call; a random ASCII key (a UUID) avoids the question.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
