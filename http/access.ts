@@ -4,14 +4,12 @@
 // partner callbacks are also capped in flight per address (CALLBACK_CONCURRENCY_PER_ADDRESS).
 import type { NextFunction, Request, Response } from "express";
 import type { Services } from "../server/services.ts";
-import type { Logger } from "../server/logger.ts";
 import { requireBearer } from "./authentication.ts";
 import { inFlightPerAddress } from "./in-flight.ts";
-import { createRateLimits, type OpenRoute } from "./rate-limit.ts";
+import type { OpenRoute, RateLimits } from "./rate-limit.ts";
 import { operationOf } from "./request-context.ts";
 
-export function access(services: Services, logger: Logger) {
-  const rateLimits = createRateLimits(services, logger);
+export function access(services: Services, rateLimits: RateLimits) {
   const limitOpen = rateLimits.open((res): OpenRoute => {
     const operation = operationOf(res);
     if (!operation) return "unmatched";
