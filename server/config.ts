@@ -473,6 +473,16 @@ export const SETTINGS = {
     "1000",
     "Open connections the API accepts at once; connections beyond are closed at once.",
   ),
+  HTTP_MAX_CONNECTIONS_PER_ADDRESS: setting(
+    integer(1, 1_000_000),
+    "64",
+    "Open connections the API accepts at once from one client address (the connection's peer: behind a proxy, the proxy's; IPv6 by /64); connections beyond are closed at once. Behind a proxy, cap per client there (docs/operating.md).",
+  ),
+  HTTP_FIRST_BYTE_TIMEOUT_MS: setting(
+    integer(100, 600_000),
+    "3000",
+    "A new connection that sends nothing for this long is closed (one that has sent a byte has HTTP_HEADERS_TIMEOUT_MS for its headers).",
+  ),
   LOAD_SHED_EVENT_LOOP_DELAY_MS: setting(
     integer(0, 60_000),
     "500",
@@ -601,7 +611,13 @@ export interface Config {
   trustProxy: boolean | number | string[];
   /** Whether TRUST_PROXY was given at all (production warns when it was not). */
   trustProxySet: boolean;
-  http: { requestTimeoutMs: number; headersTimeoutMs: number; maxConnections: number };
+  http: {
+    requestTimeoutMs: number;
+    headersTimeoutMs: number;
+    maxConnections: number;
+    maxConnectionsPerAddress: number;
+    firstByteTimeoutMs: number;
+  };
   loadShedding: { eventLoopDelayMs: number; dbPendingAcquires: number };
   metricsPort: number;
   metricsHost: string;
@@ -715,6 +731,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       requestTimeoutMs: v.HTTP_REQUEST_TIMEOUT_MS,
       headersTimeoutMs: v.HTTP_HEADERS_TIMEOUT_MS,
       maxConnections: v.HTTP_MAX_CONNECTIONS,
+      maxConnectionsPerAddress: v.HTTP_MAX_CONNECTIONS_PER_ADDRESS,
+      firstByteTimeoutMs: v.HTTP_FIRST_BYTE_TIMEOUT_MS,
     },
     loadShedding: {
       eventLoopDelayMs: v.LOAD_SHED_EVENT_LOOP_DELAY_MS,

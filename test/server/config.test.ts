@@ -141,7 +141,13 @@ t.test("operations settings: defaults and accepted forms", async (t) => {
     probePerMinute: 600,
     store: "memory",
   });
-  t.same(config.http, { requestTimeoutMs: 30000, headersTimeoutMs: 10000, maxConnections: 1000 });
+  t.same(config.http, {
+    requestTimeoutMs: 30000,
+    headersTimeoutMs: 10000,
+    maxConnections: 1000,
+    maxConnectionsPerAddress: 64,
+    firstByteTimeoutMs: 3000,
+  });
   t.equal(config.maxTokenLifetimeSeconds, 86400);
   t.same(config.hashing, { concurrency: 2, queueMax: 32 });
   t.same(config.login, { freeFailures: 5, backoffBaseSeconds: 1, backoffMaxSeconds: 900 });
