@@ -7,10 +7,18 @@ import path from "node:path";
 import t from "tap";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { startTestServer } from "../helpers/server.ts";
-import { launchChromium } from "../helpers/browser.ts";
+import {
+  BROWSER_DEADLINE_MS,
+  BROWSER_FILE_TIMEOUT_MS,
+  launchChromium,
+  withBrowserDeadline,
+} from "../helpers/browser.ts";
 import { loadDocument } from "../../http/openapi-document.ts";
 
 const METHODS = ["get", "put", "post", "delete", "patch"] as const;
+
+// The browser waits below are on conditions, with the generous deadline of test/helpers/browser.ts.
+t.setTimeout(BROWSER_FILE_TIMEOUT_MS);
 
 t.test("the description is served in JSON and YAML, byte for byte the bundled copy", async (t) => {
   const server = await startTestServer(t);
@@ -60,7 +68,7 @@ t.test("API_DOCS=false turns them off outside production", async (t) => {
 t.test("the reference page shows every operation and webhook offline, in headless Chromium", async (t) => {
   const server = await startTestServer(t);
   const browser = await launchChromium(t);
-  const context = await browser.newContext({ serviceWorkers: "block" });
+  const context = withBrowserDeadline(await browser.newContext({ serviceWorkers: "block" }));
   const origin = new URL(server.baseUrl).origin;
   const aborted: string[] = [];
   await context.route("**/*", async (route) => {
@@ -93,18 +101,21 @@ t.test("the reference page shows every operation and webhook offline, in headles
   for (const [name] of Object.entries(description.webhooks ?? {})) expected.push(name);
   t.ok(expected.length > 20, `${expected.length} operations and webhooks to find`);
 
-  // Scalar renders sections as they come into view: scroll to the end until every name is on the page.
-  let missing = expected;
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    const text = await page.evaluate(() => {
-      window.scrollBy(0, window.innerHeight * 2);
-      return document.body.innerText;
-    });
-    missing = expected.filter((name) => !text.includes(name));
-    if (missing.length === 0) break;
-    await page.waitForTimeout(250);
-  }
+  // Scalar renders sections as they come into view: scroll on (each time the page is asked) until every
+  // name is on the page.
+  await page
+    .waitForFunction(
+      (names) => {
+        window.scrollBy(0, window.innerHeight * 2);
+        const text = document.body.innerText;
+        return names.every((name) => text.includes(name));
+      },
+      expected,
+      { polling: 250, timeout: BROWSER_DEADLINE_MS },
+    )
+    .catch(() => undefined);
+  const shown = await page.evaluate(() => document.body.innerText);
+  const missing = expected.filter((name) => !shown.includes(name));
   t.same(missing, [], "every operation summary and webhook name appears on the page");
   t.same(pageErrors, [], "no script errors");
   t.same(cspViolations, [], "no Content-Security-Policy violations");
