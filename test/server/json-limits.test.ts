@@ -1,7 +1,7 @@
 // The body guard's one walk (server/json-limits.ts): unstorable text and non-finite numbers by path, in
 // document order, nothing listed twice below an unstorable key, at most `limit` of each.
 import t from "tap";
-import { unrepresentablePaths } from "../../server/json-limits.ts";
+import { shapeExcess, unrepresentablePaths } from "../../server/json-limits.ts";
 
 t.test("both kinds are found in one walk, in document order", async (t) => {
   const body = JSON.parse(
@@ -31,4 +31,18 @@ t.test("each list stops at the limit", async (t) => {
   const found = unrepresentablePaths(body, [], 3);
   t.same(found.unstorableText, [[0], [2], [4]]);
   t.same(found.nonFiniteNumbers, [[1], [3], [5]]);
+});
+
+t.test("shapeExcess: depth as depthOf counts it, members (keys and array items) at every depth", async (t) => {
+  t.equal(shapeExcess({ a: { b: 1 } }, { maxDepth: 2, maxKeys: 10 }), undefined);
+  t.equal(shapeExcess({ a: { b: {} } }, { maxDepth: 2, maxKeys: 10 }), "depth");
+  t.equal(shapeExcess({ a: [1, 2], b: { c: 1 } }, { maxDepth: 5, maxKeys: 5 }), undefined, "a, 1, 2, b, c: five");
+  t.equal(shapeExcess({ a: [1, 2, 3], b: { c: 1 } }, { maxDepth: 5, maxKeys: 5 }), "keys", "six");
+  t.equal(shapeExcess("text", { maxDepth: 1, maxKeys: 1 }), undefined, "a scalar has no members");
+  const wide: Record<string, number> = {};
+  for (let i = 0; i < 100_000; i++) wide[`k${i}`] = i;
+  t.equal(shapeExcess(wide, { maxDepth: 32, maxKeys: 1000 }), "keys");
+  let deep: unknown = 1;
+  for (let i = 0; i < 100_000; i++) deep = [deep];
+  t.equal(shapeExcess(deep, { maxDepth: 32, maxKeys: 1_000_000 }), "depth", "any depth, iteratively");
 });
