@@ -1,14 +1,17 @@
-// First start on an empty embedded database: a demo tenant with a client_admin user, and a curl line
-// with a fresh token and a webhook portal link so the service can be tried at once. Never in production
-// (config.seedDemo).
+// First start on an empty embedded database: a demo tenant with a client_admin user, shown once with a
+// curl line holding a short-lived token and a webhook portal link, so the service can be tried at once.
+// Later starts print how to get a token with that user, and no token: a long-lived credential on every
+// start's terminal (and in whatever collects it) would outlive the try. Never in production (config.seedDemo).
 import { randomBytes } from "node:crypto";
 import { countTenants, createTenant, findUserByUsername } from "../db/principals.ts";
 import { registerUser } from "../handlers/auth/principals.ts";
 import type { Services } from "../server/services.ts";
 
 export const DEMO_USERNAME = "demo-admin";
+/** The first start's token lives this long at most (or ACCESS_TOKEN_TTL_SECONDS when that is shorter). */
+const DEMO_TOKEN_SECONDS = 15 * 60;
 
-export async function seedDemoTenant(services: Services): Promise<{ username: string; password: string } | undefined> {
+async function seedDemoTenant(services: Services): Promise<{ username: string; password: string } | undefined> {
   if ((await countTenants(services.db)) > 0) return undefined;
   const tenant = await createTenant(services.db, "Demo tenant");
   const password = randomBytes(12).toString("base64url");
@@ -16,32 +19,53 @@ export async function seedDemoTenant(services: Services): Promise<{ username: st
   return { username: DEMO_USERNAME, password };
 }
 
-/** A ready-to-paste intake call with a token for the demo user, valid for one day (or the longest lifetime allowed). */
-export async function demoCurlLine(services: Services, baseUrl: string): Promise<string | undefined> {
+const DEMO_BODY = JSON.stringify({
+  filename: "contract.pdf",
+  file_size: 48213,
+  mime_type: "application/pdf",
+  external_reference: "demo-1",
+});
+
+/** A ready-to-paste intake call with a short-lived token for the demo user. */
+async function demoCurlLine(services: Services, baseUrl: string): Promise<string | undefined> {
   const user = await findUserByUsername(services.db, DEMO_USERNAME);
   if (!user) return undefined;
   const { token } = await services.tokens.issue({
     subject: user.id,
     tenantId: user.tenant_id,
     roles: user.roles,
-    expiresInSeconds: Math.min(86400, services.config.maxTokenLifetimeSeconds),
+    expiresInSeconds: Math.min(DEMO_TOKEN_SECONDS, services.config.accessTokenTtlSeconds),
   });
-  const body = JSON.stringify({
-    filename: "contract.pdf",
-    file_size: 48213,
-    mime_type: "application/pdf",
-    external_reference: "demo-1",
-  });
-  return `curl -s -X POST ${baseUrl}/v1/intake/submit -H 'Authorization: Bearer ${token}' -H 'Content-Type: application/json' -d '${body}'`;
+  return `curl -s -X POST ${baseUrl}/v1/intake/submit -H 'Authorization: Bearer ${token}' -H 'Content-Type: application/json' -d '${DEMO_BODY}'`;
+}
+
+/**
+ * What a development start prints for a person at a terminal: on the first start (an empty database,
+ * seeded here) the demo user and its password, shown once, and a curl line with a short-lived token; on a
+ * later start how to get a token with the demo user, without one; nothing when there is no demo user.
+ */
+export async function demoHints(services: Services, baseUrl: string): Promise<string> {
+  const seeded = await seedDemoTenant(services);
+  if (seeded) {
+    const curl = await demoCurlLine(services, baseUrl);
+    const portal = await demoPortalLink(services, baseUrl);
+    return (
+      `Seeded a demo tenant. Demo user: ${seeded.username} / ${seeded.password} (shown once)\nTry it (the token lives ${Math.round(Math.min(DEMO_TOKEN_SECONDS, services.config.accessTokenTtlSeconds) / 60)} minutes):\n${curl ?? ""}\n` +
+      `The demo tenant's webhook portal (the link is valid for ${services.config.portal.sessionTtlMinutes} minutes; the page can extend it):\n${portal ?? ""}\n`
+    );
+  }
+  if (!(await findUserByUsername(services.db, DEMO_USERNAME))) return "";
+  return `Demo user: ${DEMO_USERNAME} (its password was shown on the first start). A token:\ncurl -s -X POST ${baseUrl}/token -d grant_type=password -d username=${DEMO_USERNAME} --data-urlencode password=...\n`;
 }
 
 /** A webhook portal link for the demo tenant, valid for PORTAL_SESSION_TTL_MINUTES (as POST /v1/webhooks/portal-sessions makes). */
-export async function demoPortalLink(services: Services, baseUrl: string): Promise<string | undefined> {
+async function demoPortalLink(services: Services, baseUrl: string): Promise<string | undefined> {
   const user = await findUserByUsername(services.db, DEMO_USERNAME);
   if (!user) return undefined;
   const { token } = await services.tokens.issuePortal({
     subject: user.id,
     tenantId: user.tenant_id,
+    creatorTenantId: user.tenant_id,
     expiresInSeconds: services.config.portal.sessionTtlMinutes * 60,
   });
   return `${baseUrl}/portal#token=${token}`;

@@ -6,6 +6,7 @@
 // still running at the deadline back to the queue); both within SHUTDOWN_TIMEOUT_MS. Then the metrics
 // server, the pool and, when this process started it, the embedded PostgreSQL are closed.
 import http from "node:http";
+import type net from "node:net";
 import fs from "node:fs";
 import {
   createDatabase,
@@ -25,6 +26,7 @@ import { createLogger, type Logger } from "../server/logger.ts";
 import { migrateWorkerSchema, startWorker, type WorkerHandle } from "../worker/runner.ts";
 import { handlers } from "../handlers/index.ts";
 import { createApp } from "../http/app.ts";
+import { addressKey } from "../http/rate-limit.ts";
 import type { Config } from "../server/config.ts";
 import { stopEventLoopMonitor } from "../http/load-shedding.ts";
 import { startMetricsServer, type MetricsServer } from "../server/metrics.ts";
@@ -133,7 +135,9 @@ export interface RunningService {
  * connections at once resets the requests clients were just sending on them. A request must arrive whole
  * within HTTP_REQUEST_TIMEOUT_MS (its headers within HTTP_HEADERS_TIMEOUT_MS), else Node answers 408 and
  * closes the connection: a slow body cannot hold a connection for Node's default 300 s. Connections beyond
- * HTTP_MAX_CONNECTIONS are closed as they arrive.
+ * HTTP_MAX_CONNECTIONS, or beyond HTTP_MAX_CONNECTIONS_PER_ADDRESS from one peer address, are closed as
+ * they arrive, and a connection that sends nothing within HTTP_FIRST_BYTE_TIMEOUT_MS is closed, so one
+ * address cannot hold every slot with silent connections.
  */
 export function createApiServer(app: http.RequestListener, limits: Config["http"]) {
   const inFlight = new Set<http.ServerResponse>();
@@ -145,6 +149,7 @@ export function createApiServer(app: http.RequestListener, limits: Config["http"
     connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
   });
   server.maxConnections = limits.maxConnections;
+  limitConnectionsPerAddress(server, limits);
   // Registered before the app: every response is tracked from its start.
   server.on("request", (_req: http.IncomingMessage, res: http.ServerResponse) => {
     inFlight.add(res);
@@ -179,6 +184,32 @@ export function createApiServer(app: http.RequestListener, limits: Config["http"
       return cutOff;
     },
   };
+}
+
+/** The per-address cap and the first-byte timeout, on every accepted connection (docs/operating.md). */
+function limitConnectionsPerAddress(server: http.Server, limits: Config["http"]): void {
+  const open = new Map<string, number>();
+  server.on("connection", (socket: net.Socket) => {
+    // The peer of the TCP connection: TRUST_PROXY names clients per request, not per connection.
+    const address = addressKey(socket.remoteAddress);
+    const count = (open.get(address) ?? 0) + 1;
+    if (count > limits.maxConnectionsPerAddress) {
+      socket.destroy();
+      return;
+    }
+    open.set(address, count);
+    socket.once("close", () => {
+      const left = (open.get(address) ?? 1) - 1;
+      if (left > 0) open.set(address, left);
+      else open.delete(address);
+    });
+    // bytesRead counts what the HTTP parser consumed too, without a listener that would change how it reads.
+    const silent = setTimeout(() => {
+      if (socket.bytesRead === 0) socket.destroy();
+    }, limits.firstByteTimeoutMs);
+    silent.unref();
+    socket.once("close", () => clearTimeout(silent));
+  });
 }
 
 export async function startService(config: Config, role: Role, logger: Logger): Promise<RunningService> {

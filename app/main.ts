@@ -5,7 +5,7 @@
 // to start it again.
 import { ConfigError, loadConfig, type Config } from "../server/config.ts";
 import { EmbeddedPostgresUnavailable, loadEmbeddedPostgres } from "../db/database.ts";
-import { demoCurlLine, demoPortalLink, seedDemoTenant } from "./demo.ts";
+import { demoHints } from "./demo.ts";
 import { startService, type Role, type RunningService } from "./lifecycle.ts";
 import { createLogger } from "../server/logger.ts";
 import { errorMessage } from "../server/error-message.ts";
@@ -121,18 +121,9 @@ async function main(): Promise<void> {
       },
       `Integrator API ${services.version} listening on ${base}; ${pages.join("; ")}`,
     );
+    // The demo hints are for a person at a terminal: plain text, not log lines.
     if (database.embedded && config.seedDemo && !signalled) {
-      const seeded = await seedDemoTenant(services);
-      // The demo hints are for a person at a terminal: plain text, not log lines.
-      if (seeded)
-        process.stdout.write(`Seeded a demo tenant. Demo user: ${seeded.username} / ${seeded.password} (shown once)\n`);
-      const curl = await demoCurlLine(services, base);
-      if (curl) process.stdout.write(`Try it:\n${curl}\n`);
-      const portal = await demoPortalLink(services, base);
-      if (portal)
-        process.stdout.write(
-          `The demo tenant's webhook portal (the link is valid for ${config.portal.sessionTtlMinutes} minutes; the page can extend it):\n${portal}\n`,
-        );
+      process.stdout.write(await demoHints(services, base));
       if (config.serveApiDocs) process.stdout.write(`The API reference: ${base}/docs\n`);
     }
   } else {

@@ -122,3 +122,28 @@ export async function findClient(
     .where({ client_id: clientId })
     .first("client_id", "tenant_id", "roles", "secret_hash", "disabled_at");
 }
+
+/**
+ * The user (by id or username) or API client (by client_id) of a tenant that `subject` names, with the
+ * subject its tokens carry (a user's id, a client's client_id); undefined when there is none.
+ */
+export async function findPrincipalOfTenant(
+  db: Knex,
+  tenantId: string,
+  subject: string,
+): Promise<{ kind: "user" | "client"; subject: string; roles: string[]; disabled: boolean } | undefined> {
+  const result = await db.raw<{
+    rows: { kind: "user" | "client"; subject: string; roles: string[]; disabled: boolean }[];
+  }>(
+    `select 'user' as kind, id::text as subject, roles, disabled_at is not null as disabled
+       from integrator.users
+      where tenant_id = ?::uuid and (id::text = lower(?) or lower(username) = lower(?))
+     union all
+     select 'client', client_id, roles, disabled_at is not null
+       from integrator.api_clients
+      where tenant_id = ?::uuid and client_id = ?
+     limit 1`,
+    [tenantId, subject, subject, tenantId, subject],
+  );
+  return result.rows[0];
+}

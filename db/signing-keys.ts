@@ -1,6 +1,7 @@
 // The service's ES256 signing keys, shared by every process through the database: the newest key that
 // is not retired signs; retired keys keep verifying (and stay in the JWKS) until the tokens they signed
-// have expired; `signing-key:rotate` adds a key and retires the others.
+// have expired; `signing-key:rotate` adds a key and retires the others, and with --revoke-previous also
+// revokes them: a revoked key stops verifying (and leaves the JWKS) at once.
 import type { Knex } from "knex";
 
 export interface StoredSigningKey {
@@ -10,23 +11,27 @@ export interface StoredSigningKey {
   private_jwk_encrypted: string;
 }
 
-/** Keys that verify: the active ones and those retired within `retiredWithinSeconds`, newest first. */
+/** Keys that verify: the active ones and those retired within `retiredWithinSeconds`, never revoked ones; newest first. */
 export async function verificationSigningKeys(
   db: Knex,
   retiredWithinSeconds: number,
 ): Promise<(StoredSigningKey & { retired_at: Date | null })[]> {
   return db("integrator.signing_keys")
-    .whereNull("retired_at")
-    .orWhere("retired_at", ">", db.raw("now() - make_interval(secs => ?)", [retiredWithinSeconds]))
+    .whereNull("revoked_at")
+    .andWhereRaw("(retired_at is null or retired_at > now() - make_interval(secs => ?))", [retiredWithinSeconds])
     .orderBy("created_at", "desc")
     .select("kid", "algorithm", "public_jwk", "private_jwk_encrypted", "retired_at");
 }
 
-/** Adds a new signing key and retires every other active one, in one transaction. */
+/**
+ * Adds a new signing key and retires every other active one, in one transaction. With `revokePrevious`,
+ * every earlier key not yet revoked (retired ones still verifying included) is revoked too.
+ */
 export async function rotateSigningKey(
   db: Knex,
   make: () => Promise<StoredSigningKey>,
-): Promise<{ kid: string; retired: string[] }> {
+  options: { revokePrevious?: boolean } = {},
+): Promise<{ kid: string; retired: string[]; revoked: string[] }> {
   return db.transaction(async (trx) => {
     await trx.raw("select pg_advisory_xact_lock(hashtext('integrator.signing_keys'))");
     const key = await make();
@@ -34,8 +39,14 @@ export async function rotateSigningKey(
       .whereNull("retired_at")
       .update({ retired_at: trx.fn.now() })
       .returning("kid")) as { kid: string }[];
+    const revoked = options.revokePrevious
+      ? ((await trx("integrator.signing_keys")
+          .whereNull("revoked_at")
+          .update({ revoked_at: trx.fn.now() })
+          .returning("kid")) as { kid: string }[])
+      : [];
     await trx("integrator.signing_keys").insert(key);
-    return { kid: key.kid, retired: retired.map((row) => row.kid) };
+    return { kid: key.kid, retired: retired.map((row) => row.kid), revoked: revoked.map((row) => row.kid) };
   });
 }
 

@@ -148,15 +148,17 @@ export interface paths {
          *     The response carries the signing `secret` (`whsec_` followed by 32 random bytes in standard base64,
          *     the form Standard Webhooks libraries take as it is: `new Webhook(secret)`). It is
          *     returned this once, stored encrypted, and never listed or logged: keep it to verify
-         *     `X-Service-Review-Signature` and `webhook-signature` on deliveries (see `WebhookEventEnvelope`).
+         *     `webhook-signature` on deliveries (see `WebhookEventEnvelope`; the deprecated
+         *     `X-Service-Review-Signature` is still sent).
          *
          *     A `url` that breaks a URL rule (see `WebhookSubscriptionCreateRequest.url`) is a schema violation:
          *     422 with a `detail` entry at `["body", "url"]` of type `value_error` whose `msg` names the rule.
          *
          *     **Limits.** A tenant holds at most `WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT` subscriptions that are not
          *     deleted (default 20; disabled ones count): one more is 409 `WEBHOOK_SUBSCRIPTION_LIMIT_REACHED` with
-         *     `error.details.limit`. A `url` identical (character for character) to that of one of the tenant's
-         *     subscriptions that is not deleted is 409 `WEBHOOK_SUBSCRIPTION_DUPLICATE_URL` with
+         *     `error.details.limit`. A `url` that is, in its canonical spelling (see
+         *     `WebhookSubscriptionCreateRequest.url`), that of one of the tenant's subscriptions that is not
+         *     deleted is 409 `WEBHOOK_SUBSCRIPTION_DUPLICATE_URL` with
          *     `error.details.subscription_id`; change that subscription's events instead, or delete it first.
          *     Both hold under concurrent calls.
          */
@@ -506,15 +508,18 @@ export interface paths {
          *     The link is `PUBLIC_BASE_URL` + `/portal#token=<credential>`. The credential sits in the URL fragment,
          *     which browsers never send to a server, so it does not reach request logs or `Referer` headers. It is an
          *     ES256 JWT (`aud` `integrator-portal`, `scope` `webhooks:portal`, `tenant_id`, `sub` = the caller's
-         *     subject, `iat`, `exp`, `jti`, and `session_iat`, when the link was made) valid for
-         *     `PORTAL_SESSION_TTL_MINUTES` minutes (default 15); the page can exchange it for a fresh one before it
-         *     ends (`POST /v1/webhooks/portal-sessions/refresh`), up to 8 hours after the link was made:
+         *     subject, `creator_tenant_id` = the caller's own tenant, `iat`, `exp`, `jti`, and `session_iat`, when
+         *     the link was made) valid for `PORTAL_SESSION_TTL_MINUTES` minutes (default 15); the page can exchange
+         *     it for a fresh one before it ends (`POST /v1/webhooks/portal-sessions/refresh`), up to 8 hours after
+         *     the link was made:
          *     - it is accepted only by the operations that declare the `PortalSession` security scheme (the
          *       webhook operations the page uses, `GET /v1/me` and `POST /v1/webhooks/portal-sessions/refresh`),
          *       always for that one tenant;
          *     - every other operation refuses it with 401 `UNAUTHORIZED`, this one included: a portal credential
          *       cannot create portal sessions;
-         *     - it cannot be revoked before it expires; keep the lifetime short.
+         *     - it cannot be revoked on its own before it expires (keep the lifetime short), but it stops working
+         *       (401) when the user or client who made it is disabled, also when a platform_admin made it for
+         *       another tenant.
          *
          *     The session is for the token's tenant, or for the tenant named by `tenant_id` (platform_admin only).
          *     Each session is recorded as the audit action `webhooks.portal_session_created`.
@@ -739,6 +744,16 @@ export interface paths {
          *
          *     **Lenient by design.** Query parameters and body fields the service does not read are ignored: the
          *     partner shapes its callbacks, and only `tenant_id`, `payload` and the signature matter here.
+         *
+         *     **Bounds.** Anyone can send a callback, so what one may cost before its signature is checked is
+         *     bounded, each by a setting of the deployment (defaults in brackets): the body's size
+         *     (`CALLBACK_MAX_BODY_BYTES` [65536 bytes]; 413 `PAYLOAD_TOO_LARGE` beyond, before the body is read),
+         *     the keys and array items of `payload` counted at every depth (`CALLBACK_MAX_KEYS` [1000]) and its
+         *     nesting depth (`CALLBACK_MAX_DEPTH` [32]), both 400 `CALLBACK_PAYLOAD_INVALID` at `["body",
+         *     "payload"]` before any signature is computed, and the callbacks in flight at once from one client
+         *     address (`CALLBACK_CONCURRENCY_PER_ADDRESS` [4]; one more is 429 `RATE_LIMITED` with `Retry-After: 1`
+         *     and `details.scope` `callback_concurrency`), besides the per-minute count per address (429 with
+         *     `details.scope` `callback`).
          */
         post: operations["receivePartnerCallback"];
         delete?: never;
@@ -1275,14 +1290,21 @@ export interface components {
         WebhookSubscriptionCreateRequest: {
             /**
              * @description The HTTPS endpoint to deliver to. Checked in this order, each failure a 422 `value_error` at
-             *     `["body", "url"]`: a parseable absolute URL; scheme `https`; no user or password part; the host
-             *     is not an IP literal in a private, loopback, link-local, shared, multicast, unspecified,
+             *     `["body", "url"]`: a parseable absolute URL; scheme `https`; no user or password part; no
+             *     fragment (`#...`, never sent to the endpoint; an empty one too); the host is not an IP literal in a private, loopback, link-local, shared, multicast, unspecified,
              *     documentation or reserved range (IPv4 and IPv6, including IPv4-mapped IPv6 and shorthand forms
              *     such as `127.1`); the host contains a dot (a fully qualified name; a public IP literal needs
              *     none, so `https://[2001:4860:4860::8888]/hook` is accepted); the port is one of the service's
              *     `WEBHOOK_ALLOWED_PORTS` (default `443` only; port 0 never), refused with the msg `URL port must
              *     be 443` naming the allowed ports. At send time the host is resolved and every address is
              *     checked against the same ranges again, and the port against `WEBHOOK_ALLOWED_PORTS`.
+             *
+             *     The URL is stored, answered and compared in its canonical spelling: the WHATWG URL
+             *     serialisation (scheme and host in lower case, an international name in punycode, the default
+             *     port and a port's leading zeros dropped, `.` and `..` segments resolved), the host without a
+             *     trailing dot, percent-escapes of unreserved characters (letters, digits, `-._~`) decoded and the
+             *     others in upper case, and no empty query (`?`). `https://Hooks.Example.com.:443/./in/%62ox?` is
+             *     stored as `https://hooks.example.com/in/box`.
              * @example https://hooks.example.com/review
              */
             url: string;
@@ -1555,10 +1577,11 @@ export interface components {
          *     and the Standard Webhooks headers `webhook-id` (the event's `id`), `webhook-timestamp` and
          *     `webhook-signature`.
          *
-         *     **Signing.** Two schemes, side by side; verify either.
-         *     - `X-Service-Review-Signature` is the lowercase hex HMAC-SHA256 of the raw body bytes, keyed with the
-         *       whole subscription secret as returned at creation (`whsec_…`, its UTF-8 bytes). Verify over the
-         *       bytes as received, before parsing, with a constant-time comparison.
+         *     **Signing.** Two schemes, side by side; verify `webhook-signature`, the replay-safe one.
+         *     - `X-Service-Review-Signature` (deprecated) is the lowercase hex HMAC-SHA256 of the raw body bytes,
+         *       keyed with the whole subscription secret as returned at creation (`whsec_…`, its UTF-8 bytes). It
+         *       signs the body alone, so a captured delivery replayed later still verifies; it is kept for
+         *       receivers that already check it.
          *     - Standard Webhooks (https://www.standardwebhooks.com): `webhook-signature` is `v1,` followed by the
          *       base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`. The key is the 32 bytes the
          *       secret encodes: the text after `whsec_` decoded as base64. Standard Webhooks libraries (such as the
@@ -1567,7 +1590,7 @@ export interface components {
          *       signing both headers; decode them with a base64 decoder that reads either alphabet. `webhook-id` is the event's `id` (the same on
          *       every retry and every resend of the event: deduplicate on it) and `webhook-timestamp` the attempt's
          *       time in unix seconds: refuse timestamps far from your clock (the libraries allow 5 minutes) to stop
-         *       replays.
+         *       replays. Verify over the bytes as received, before parsing, with a constant-time comparison.
          *     - While a subscription is signed with more than one secret (a secret rotation's overlap), both
          *       headers carry one signature per secret, newest secret first: `X-Service-Review-Signature` the hex
          *       digests separated by commas, `webhook-signature` the `v1,…` entries separated by spaces. A delivery
@@ -2287,6 +2310,10 @@ export interface components {
          *     128 characters is 422 `IDEMPOTENCY_KEY_INVALID` (error envelope, per `x-validation-error`). A key is
          *     held only while its call runs (the call's own database transaction), so a call cut off by a crash or
          *     a lost connection never leaves its key `IDEMPOTENCY_IN_PROGRESS`: retry it with the same key.
+         *
+         *     Keys are compared exactly as sent, byte for byte: no Unicode normalisation and no case folding, so
+         *     `clé` composed (NFC, `c3 a9`) and decomposed (NFD, `65 cc 81`) are two keys, as are `abc` and `ABC`.
+         *     A retry must send the very bytes of the first call; a random ASCII key (a UUID) avoids the question.
          */
         IdempotencyKey: string;
         /** @description Correlates the routing decision with the caller's flow; generated when absent. */
@@ -2303,7 +2330,14 @@ export interface components {
          */
         EventId: string;
         /**
-         * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+         * @deprecated
+         * @description **Deprecated: verify `webhook-signature` instead.** This signature covers the body alone, not the
+         *     delivery id nor the time of the attempt, so a captured delivery verifies again whenever it is
+         *     replayed to a receiver that checks only this header. `webhook-signature` (Standard Webhooks) signs
+         *     `webhook-id` and `webhook-timestamp` with the body: refusing old timestamps and ids already handled
+         *     stops replays. This header is still sent on every delivery.
+         *
+         *     Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
          *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
          *     rotation's overlap, one digest per secret separated by commas, newest secret first.
          */
@@ -2378,6 +2412,10 @@ export interface operations {
                  *     128 characters is 422 `IDEMPOTENCY_KEY_INVALID` (error envelope, per `x-validation-error`). A key is
                  *     held only while its call runs (the call's own database transaction), so a call cut off by a crash or
                  *     a lost connection never leaves its key `IDEMPOTENCY_IN_PROGRESS`: retry it with the same key.
+                 *
+                 *     Keys are compared exactly as sent, byte for byte: no Unicode normalisation and no case folding, so
+                 *     `clé` composed (NFC, `c3 a9`) and decomposed (NFD, `65 cc 81`) are two keys, as are `abc` and `ABC`.
+                 *     A retry must send the very bytes of the first call; a random ASCII key (a UUID) avoids the question.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -2444,6 +2482,10 @@ export interface operations {
                  *     128 characters is 422 `IDEMPOTENCY_KEY_INVALID` (error envelope, per `x-validation-error`). A key is
                  *     held only while its call runs (the call's own database transaction), so a call cut off by a crash or
                  *     a lost connection never leaves its key `IDEMPOTENCY_IN_PROGRESS`: retry it with the same key.
+                 *
+                 *     Keys are compared exactly as sent, byte for byte: no Unicode normalisation and no case folding, so
+                 *     `clé` composed (NFC, `c3 a9`) and decomposed (NFD, `65 cc 81`) are two keys, as are `abc` and `ABC`.
+                 *     A retry must send the very bytes of the first call; a random ASCII key (a UUID) avoids the question.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3293,6 +3335,10 @@ export interface operations {
                  *     128 characters is 422 `IDEMPOTENCY_KEY_INVALID` (error envelope, per `x-validation-error`). A key is
                  *     held only while its call runs (the call's own database transaction), so a call cut off by a crash or
                  *     a lost connection never leaves its key `IDEMPOTENCY_IN_PROGRESS`: retry it with the same key.
+                 *
+                 *     Keys are compared exactly as sent, byte for byte: no Unicode normalisation and no case folding, so
+                 *     `clé` composed (NFC, `c3 a9`) and decomposed (NFD, `65 cc 81`) are two keys, as are `abc` and `ABC`.
+                 *     A retry must send the very bytes of the first call; a random ASCII key (a UUID) avoids the question.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3384,9 +3430,38 @@ export interface operations {
                     "application/json": components["schemas"]["ReviewApiErrorEnvelope"];
                 };
             };
-            413: components["responses"]["PayloadTooLarge"];
+            /** @description `PAYLOAD_TOO_LARGE`: the body exceeds `CALLBACK_MAX_BODY_BYTES` (65536 bytes unless the deployment says otherwise). */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReviewApiErrorEnvelope"];
+                };
+            };
             415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["RateLimited"];
+            /**
+             * @description `RATE_LIMITED`: too many callbacks from this client address in the current minute (`details.scope`
+             *     `callback`) or in flight at once (`details.scope` `callback_concurrency`); retry after `Retry-After`
+             *     seconds.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReviewApiErrorEnvelope"];
+                };
+            };
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3516,7 +3591,14 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 * @deprecated
+                 * @description **Deprecated: verify `webhook-signature` instead.** This signature covers the body alone, not the
+                 *     delivery id nor the time of the attempt, so a captured delivery verifies again whenever it is
+                 *     replayed to a receiver that checks only this header. `webhook-signature` (Standard Webhooks) signs
+                 *     `webhook-id` and `webhook-timestamp` with the body: refusing old timestamps and ids already handled
+                 *     stops replays. This header is still sent on every delivery.
+                 *
+                 *     Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
                  *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
                  *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                  */
@@ -3566,7 +3648,14 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 * @deprecated
+                 * @description **Deprecated: verify `webhook-signature` instead.** This signature covers the body alone, not the
+                 *     delivery id nor the time of the attempt, so a captured delivery verifies again whenever it is
+                 *     replayed to a receiver that checks only this header. `webhook-signature` (Standard Webhooks) signs
+                 *     `webhook-id` and `webhook-timestamp` with the body: refusing old timestamps and ids already handled
+                 *     stops replays. This header is still sent on every delivery.
+                 *
+                 *     Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
                  *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
                  *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                  */
@@ -3616,7 +3705,14 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 * @deprecated
+                 * @description **Deprecated: verify `webhook-signature` instead.** This signature covers the body alone, not the
+                 *     delivery id nor the time of the attempt, so a captured delivery verifies again whenever it is
+                 *     replayed to a receiver that checks only this header. `webhook-signature` (Standard Webhooks) signs
+                 *     `webhook-id` and `webhook-timestamp` with the body: refusing old timestamps and ids already handled
+                 *     stops replays. This header is still sent on every delivery.
+                 *
+                 *     Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
                  *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
                  *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                  */
@@ -3666,7 +3762,14 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 * @deprecated
+                 * @description **Deprecated: verify `webhook-signature` instead.** This signature covers the body alone, not the
+                 *     delivery id nor the time of the attempt, so a captured delivery verifies again whenever it is
+                 *     replayed to a receiver that checks only this header. `webhook-signature` (Standard Webhooks) signs
+                 *     `webhook-id` and `webhook-timestamp` with the body: refusing old timestamps and ids already handled
+                 *     stops replays. This header is still sent on every delivery.
+                 *
+                 *     Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
                  *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
                  *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                  */
@@ -3716,7 +3819,14 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 * @deprecated
+                 * @description **Deprecated: verify `webhook-signature` instead.** This signature covers the body alone, not the
+                 *     delivery id nor the time of the attempt, so a captured delivery verifies again whenever it is
+                 *     replayed to a receiver that checks only this header. `webhook-signature` (Standard Webhooks) signs
+                 *     `webhook-id` and `webhook-timestamp` with the body: refusing old timestamps and ids already handled
+                 *     stops replays. This header is still sent on every delivery.
+                 *
+                 *     Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
                  *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
                  *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                  */
@@ -3766,7 +3876,14 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 * @deprecated
+                 * @description **Deprecated: verify `webhook-signature` instead.** This signature covers the body alone, not the
+                 *     delivery id nor the time of the attempt, so a captured delivery verifies again whenever it is
+                 *     replayed to a receiver that checks only this header. `webhook-signature` (Standard Webhooks) signs
+                 *     `webhook-id` and `webhook-timestamp` with the body: refusing old timestamps and ids already handled
+                 *     stops replays. This header is still sent on every delivery.
+                 *
+                 *     Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
                  *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
                  *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                  */
@@ -3816,7 +3933,14 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 * @deprecated
+                 * @description **Deprecated: verify `webhook-signature` instead.** This signature covers the body alone, not the
+                 *     delivery id nor the time of the attempt, so a captured delivery verifies again whenever it is
+                 *     replayed to a receiver that checks only this header. `webhook-signature` (Standard Webhooks) signs
+                 *     `webhook-id` and `webhook-timestamp` with the body: refusing old timestamps and ids already handled
+                 *     stops replays. This header is still sent on every delivery.
+                 *
+                 *     Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
                  *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
                  *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                  */
@@ -3866,7 +3990,14 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 * @deprecated
+                 * @description **Deprecated: verify `webhook-signature` instead.** This signature covers the body alone, not the
+                 *     delivery id nor the time of the attempt, so a captured delivery verifies again whenever it is
+                 *     replayed to a receiver that checks only this header. `webhook-signature` (Standard Webhooks) signs
+                 *     `webhook-id` and `webhook-timestamp` with the body: refusing old timestamps and ids already handled
+                 *     stops replays. This header is still sent on every delivery.
+                 *
+                 *     Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
                  *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
                  *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                  */
@@ -3916,7 +4047,14 @@ export interface operations {
             query?: never;
             header: {
                 /**
-                 * @description Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 * @deprecated
+                 * @description **Deprecated: verify `webhook-signature` instead.** This signature covers the body alone, not the
+                 *     delivery id nor the time of the attempt, so a captured delivery verifies again whenever it is
+                 *     replayed to a receiver that checks only this header. `webhook-signature` (Standard Webhooks) signs
+                 *     `webhook-id` and `webhook-timestamp` with the body: refusing old timestamps and ids already handled
+                 *     stops replays. This header is still sent on every delivery.
+                 *
+                 *     Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
                  *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
                  *     rotation's overlap, one digest per secret separated by commas, newest secret first.
                  */

@@ -14,6 +14,7 @@ import { loadShedding } from "./load-shedding.ts";
 import { loadDocument } from "./openapi-document.ts";
 import type { HandlerTable } from "./operations.ts";
 import { portalPage } from "./portal-page.ts";
+import { createRateLimits } from "./rate-limit.ts";
 import { isProbe, operationOf, requestContext, requestIdOf, resolveOperations } from "./request-context.ts";
 import { requestMetrics } from "./request-metrics.ts";
 import { bodyParsing, requestValidation } from "./request-validation.ts";
@@ -47,8 +48,15 @@ export async function createApp(services: Services, options: AppOptions): Promis
   // Security headers and the request id first, so that every answer, errors included, carries them.
   app.use(securityHeaders());
   app.use(requestContext(document, operations));
-  // A preflight from an allowed origin is answered before anything else can refuse it.
-  app.use(cors(config.corsAllowedOrigins));
+  // One set of rate-limit counters for the whole pipeline: preflights spend their address's open-route allowance.
+  const rateLimits = createRateLimits(services, logger);
+  // A preflight from an allowed origin is answered before anything but its address's rate limit can refuse it.
+  app.use(
+    cors(
+      config.corsAllowedOrigins,
+      rateLimits.open(() => "address"),
+    ),
+  );
   // pino-http binds a child logger to every request, redaction included, even when nothing is written.
   if (logger.level !== "silent") {
     app.use(
@@ -68,11 +76,11 @@ export async function createApp(services: Services, options: AppOptions): Promis
       isProbe,
     ),
   );
-  app.use(access(services, logger));
+  app.use(access(services, rateLimits));
   // The portal page and the description are no operations of the document: served before validation.
   app.use(portalPage(config.portal.frameAncestors));
   if (config.serveApiDocs) app.use(apiDocsRouter({ redirectRoot: !config.isProduction }));
-  app.use(bodyParsing());
+  app.use(bodyParsing(config.callbacks.maxBodyBytes));
   app.use(requestValidation(document, config.validateResponses));
   app.use(dispatch(handlers));
   app.use(errorHandler(logger, logError));

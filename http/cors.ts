@@ -1,6 +1,7 @@
 // CORS for browser clients: only the origins of CORS_ALLOWED_ORIGINS (none by default) get CORS headers.
-// A preflight from an allowed origin is answered 204 here, before load shedding, rate limits and
-// authentication; requests from other origins are served as usual without CORS headers, so the browser
+// A preflight from an allowed origin is answered 204 here, before load shedding and authentication, once it
+// is counted against its client address's open-route rate limit (scope address), so preflights cannot be
+// sent without limit; requests from other origins are served as usual without CORS headers, so the browser
 // keeps their answers from the page. Tokens travel in Authorization, never in cookies: no credentials mode.
 import type { NextFunction, Request, Response } from "express";
 
@@ -25,7 +26,10 @@ export const CORS_EXPOSED_HEADERS = [
 ];
 const PREFLIGHT_MAX_AGE_SECONDS = 600;
 
-export function cors(allowedOrigins: readonly string[]): (req: Request, res: Response, next: NextFunction) => void {
+type Middleware = (req: Request, res: Response, next: NextFunction) => void;
+
+/** `countPreflight` counts a preflight against its client address and passes on a 429 when it is over. */
+export function cors(allowedOrigins: readonly string[], countPreflight: Middleware): Middleware {
   const allowed = new Set(allowedOrigins);
   return (req, res, next) => {
     if (allowed.size === 0) return next();
@@ -37,7 +41,7 @@ export function cors(allowedOrigins: readonly string[]): (req: Request, res: Res
       res.setHeader("Access-Control-Allow-Methods", CORS_ALLOWED_METHODS.join(", "));
       res.setHeader("Access-Control-Allow-Headers", CORS_ALLOWED_HEADERS.join(", "));
       res.setHeader("Access-Control-Max-Age", String(PREFLIGHT_MAX_AGE_SECONDS));
-      res.status(204).end();
+      countPreflight(req, res, (error?: unknown) => (error ? next(error) : res.status(204).end()));
       return;
     }
     res.setHeader("Access-Control-Expose-Headers", CORS_EXPOSED_HEADERS.join(", "));

@@ -8,7 +8,7 @@ import { errorMessage } from "../server/error-message.ts";
 import type { Logger } from "../server/logger.ts";
 import { ApiError, envelope, OAuthError, sendApiError, sendOAuthError } from "./errors.ts";
 import { operationOf, requestIdOf } from "./request-context.ts";
-import { BODY_LIMIT, parameterIssuesOf } from "./request-validation.ts";
+import { BODY_LIMIT, BODY_LIMIT_BYTES, parameterIssuesOf } from "./request-validation.ts";
 import {
   findOverride,
   jsonInvalidIssue,
@@ -38,6 +38,9 @@ export function logUnexpectedError(logger: Logger, error: unknown, req: Request)
 export function errorHandler(logger: Logger, logError: ErrorReport) {
   return (error: unknown, req: Request, res: Response, next: NextFunction): void => {
     if (res.headersSent) return next(error);
+    // Refused before its body was read (too large, rate-limited, unauthenticated): close the connection
+    // rather than keep it alive, which would make Node read and discard the rest of the body first.
+    if (!req.complete) res.setHeader("Connection", "close");
     // Losing the database is the service's state, not a fault of the request or the code: 503, retry later.
     if (!(error instanceof ApiError) && isDatabaseUnavailable(error)) {
       logger.warn({ request_id: res.locals.requestId, reason: errorMessage(error) }, "database unavailable");
@@ -64,6 +67,8 @@ interface HttpErrorLike {
   headers?: Record<string, string>;
   type?: string;
   body?: unknown;
+  /** body-parser's limit in bytes, on entity.too.large. */
+  limit?: number;
 }
 
 function isHttpError(error: unknown): error is HttpErrorLike {
@@ -107,7 +112,15 @@ function respondWithError(error: unknown, req: Request, res: Response, logError:
       case "entity.parse.failed":
         return sendIssues(req, res, [jsonInvalidIssue(error, typeof error.body === "string" ? error.body : undefined)]);
       case "entity.too.large":
-        return sendApiError(res, new ApiError("PAYLOAD_TOO_LARGE", `The request body exceeds the ${BODY_LIMIT} limit`));
+        return sendApiError(
+          res,
+          new ApiError(
+            "PAYLOAD_TOO_LARGE",
+            error.limit === undefined || error.limit === BODY_LIMIT_BYTES
+              ? `The request body exceeds the ${BODY_LIMIT} limit`
+              : `The request body exceeds this operation's limit of ${error.limit} bytes`,
+          ),
+        );
       case "encoding.unsupported":
       case "charset.unsupported":
         return sendApiError(res, new ApiError("UNSUPPORTED_MEDIA_TYPE", error.message ?? "Unsupported encoding"));

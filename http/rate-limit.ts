@@ -10,7 +10,8 @@
 // - callback: the client address on partner callbacks (RATE_LIMIT_CALLBACK_PER_MINUTE);
 // - unmatched: the client address on unknown routes (RATE_LIMIT_ANON_PER_MINUTE), so junk paths starve
 //   nothing else;
-// - address: the client address on the other open routes (the JWKS; RATE_LIMIT_ANON_PER_MINUTE);
+// - address: the client address on the other open routes (the JWKS) and on CORS preflights
+//   (RATE_LIMIT_ANON_PER_MINUTE);
 // - probe: the client address on /v1/health and /v1/readyz (RATE_LIMIT_PROBE_PER_MINUTE), so a monitor
 //   polling readiness is neither locked out by other traffic from its address nor able to lock others out.
 // Counters live in memory (one set per process) or, with RATE_LIMIT_STORE=postgres, in the unlogged

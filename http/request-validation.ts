@@ -18,22 +18,39 @@ import {
 } from "./validation.ts";
 
 export const BODY_LIMIT = "1mb";
+export const BODY_LIMIT_BYTES = 1024 * 1024;
 
 type Middleware = (req: Request, res: Response, next: NextFunction) => void;
 
-export function bodyParsing(): Middleware[] {
+const JSON_TYPES = ["application/json", "application/*+json"];
+
+/**
+ * JSON bodies up to BODY_LIMIT, except partner callbacks (open to anyone) up to `callbackMaxBytes`; a
+ * declared length over the limit is refused before the body is read, a streamed one as soon as it passes it.
+ */
+export function bodyParsing(callbackMaxBytes: number): Middleware[] {
+  // The text is kept (a reference, no copy) for what JSON.parse loses: integers beyond 2^53 (json-limits).
+  const keepText = (_req: unknown, res: unknown, text: Buffer) => {
+    (res as Response).locals.jsonText = text;
+  };
+  const general = express.json({ limit: BODY_LIMIT, strict: false, type: JSON_TYPES, verify: keepText });
+  const callback = express.json({ limit: callbackMaxBytes, strict: false, type: JSON_TYPES, verify: keepText });
   return [
-    express.json({
-      limit: BODY_LIMIT,
-      strict: false,
-      type: ["application/json", "application/*+json"],
-      // The text is kept (a reference, no copy) for what JSON.parse loses: integers beyond 2^53 (json-limits).
-      verify: (_req, res, text) => {
-        (res as Response).locals.jsonText = text;
-      },
-    }),
+    (req, res, next) => {
+      const isCallback = operationOf(res)?.operationId === "receivePartnerCallback";
+      const limit = isCallback ? callbackMaxBytes : BODY_LIMIT_BYTES;
+      // body-parser reads a body it refuses to its end before it answers; a declared length over the
+      // limit is refused before a byte is read (the error handler then closes the connection, not drains it).
+      if (Number(req.headers["content-length"] ?? 0) > limit) return next(tooLarge(limit));
+      (isCallback ? callback : general)(req, res, next);
+    },
     express.urlencoded({ limit: "64kb", extended: false, type: "application/x-www-form-urlencoded" }),
   ];
+}
+
+/** The error body-parser gives for a body over its limit, for one refused on its declared length. */
+function tooLarge(limit: number): Error {
+  return Object.assign(new Error("request entity too large"), { status: 413, type: "entity.too.large", limit });
 }
 
 export function requestValidation(document: OpenAPIV3_1.Document, validateResponses: boolean): Middleware[] {

@@ -24,8 +24,14 @@ async function main(): Promise<number> {
   }
   let flags: Record<string, string | undefined>;
   try {
-    const options = Object.fromEntries(command.flags.map((flag) => [flag, { type: "string" as const }]));
-    flags = parseArgs({ args: rest, options, strict: true, allowPositionals: false }).values;
+    const options = {
+      ...Object.fromEntries(command.flags.map((flag) => [flag, { type: "string" as const }])),
+      ...Object.fromEntries((command.switches ?? []).map((name) => [name, { type: "boolean" as const }])),
+    };
+    const parsed = parseArgs({ args: rest, options, strict: true, allowPositionals: false }).values;
+    flags = Object.fromEntries(
+      Object.entries(parsed).map(([flag, value]) => [flag, typeof value === "boolean" ? String(value) : value]),
+    );
   } catch (error) {
     process.stderr.write(`${JSON.stringify({ error: errorMessage(error), usage: `${name} ${command.usage}` })}\n`);
     return 2;

@@ -99,6 +99,15 @@ export function canonicalJson(value: unknown, options?: CanonicalJsonOptions): s
   return written;
 }
 
+/**
+ * The asciiOnly form of a canonical text written without it: outside strings canonical JSON is ASCII, so
+ * escaping every other character of the whole text gives what canonicalJson(value, { asciiOnly: true })
+ * gives, without walking and sorting the value a second time.
+ */
+export function asciiEscaped(canonical: string): string {
+  return escapeNonAscii(canonical);
+}
+
 /** Hex SHA-256 of the UTF-8 canonical form (not ASCII-escaped); used for idempotency fingerprints. */
 export function canonicalJsonHash(value: unknown): string {
   return createHash("sha256").update(canonicalJson(value), "utf8").digest("hex");

@@ -103,6 +103,8 @@ export const encryptionKey: Parser<{ key: Buffer; encoding: KeyEncoding }> = (ra
     if (key.length !== 32 || key.toString(encoding).replace(/=+$/, "") !== unpadded) throw new ConfigError(expected);
   }
   if (key.every((byte) => byte === 0)) throw new ConfigError(`${name} is all zero bytes: generate a random key`);
+  const weakness = lowEntropy(key);
+  if (weakness) throw new ConfigError(`${name} ${weakness}: generate a random key (openssl rand -hex 32)`);
   return { key, encoding };
 };
 
@@ -138,6 +140,24 @@ export function retryWaits(schedule: number[], baseSeconds: number | undefined):
       ? (schedule[Math.min(index, schedule.length - 1)] ?? 0)
       : Math.min(baseSeconds * 6 ** index, 10 * 3600),
   );
+}
+
+/**
+ * Why a 32-byte key is plainly not random, or undefined. Each rule passes a random key but for odds
+ * below 1e-13: one byte repeated; fewer than 16 distinct bytes (a random key has about 30); bytes that
+ * count up or down by one step (0x00 0x01 0x02 ...); only printable ASCII (a passphrase, not a key).
+ */
+function lowEntropy(key: Buffer): string | undefined {
+  const first = key[0] ?? 0;
+  if (key.every((byte) => byte === first)) return `is one byte (0x${first.toString(16).padStart(2, "0")}) repeated`;
+  const distinct = new Set(key).size;
+  if (distinct < 16) return `has too little entropy (${distinct} distinct bytes in 32)`;
+  const step = ((key[1] ?? 0) - first + 256) % 256;
+  if (key.every((byte, index) => index === 0 || (byte - (key[index - 1] ?? 0) + 256) % 256 === step))
+    return "has too little entropy (its bytes count in steps of one size)";
+  if (key.every((byte) => byte >= 0x20 && byte <= 0x7e))
+    return "has too little entropy (printable text, not random bytes)";
+  return undefined;
 }
 
 const resolveMap: Parser<Record<string, string>> = (raw, name) => {
@@ -271,7 +291,7 @@ export const SETTINGS = {
   ENCRYPTION_KEY: setting(
     encryptionKey,
     undefined,
-    "32-byte key for secrets at rest: 64 hex characters, or 43 base64/base64url characters (optionally = padded); an all-zero key is refused. Required in production; otherwise generated into DATA_DIR when unset.",
+    "32-byte key for secrets at rest: 64 hex characters, or 43 base64/base64url characters (optionally = padded); a key that is plainly not random (all zero, one byte repeated, few distinct bytes, a counting sequence, printable text) is refused. Required in production; otherwise generated into DATA_DIR when unset.",
   ),
   LOG_LEVEL: setting(logLevel, "info", "fatal, error, warn, info, debug, trace or silent."),
   ACCESS_TOKEN_TTL_SECONDS: setting(integer(60, 86400), "900", "Lifetime of tokens issued by POST /token."),
@@ -442,6 +462,26 @@ export const SETTINGS = {
     "600",
     "Requests per minute per client address to the partner callback route, counted apart from the other open routes.",
   ),
+  CALLBACK_MAX_BODY_BYTES: setting(
+    integer(1024, 1024 * 1024),
+    "65536",
+    "Largest partner callback body in bytes (413 PAYLOAD_TOO_LARGE beyond, before it is read); other operations take up to 1 MiB.",
+  ),
+  CALLBACK_MAX_KEYS: setting(
+    integer(1, 100_000),
+    "1000",
+    "Object keys and array items a partner callback's payload may hold, counted at every depth (400 CALLBACK_PAYLOAD_INVALID beyond, before its signature is computed).",
+  ),
+  CALLBACK_MAX_DEPTH: setting(
+    integer(1, 256),
+    "32",
+    "Nesting depth a partner callback's payload may have (400 CALLBACK_PAYLOAD_INVALID beyond).",
+  ),
+  CALLBACK_CONCURRENCY_PER_ADDRESS: setting(
+    integer(1, 10_000),
+    "4",
+    "Partner callbacks one client address may have in flight at once (from the first byte to the answer); one more is 429 RATE_LIMITED with Retry-After: 1.",
+  ),
   RATE_LIMIT_PROBE_PER_MINUTE: setting(
     integer(1, 1_000_000),
     "600",
@@ -471,6 +511,16 @@ export const SETTINGS = {
     integer(1, 1_000_000),
     "1000",
     "Open connections the API accepts at once; connections beyond are closed at once.",
+  ),
+  HTTP_MAX_CONNECTIONS_PER_ADDRESS: setting(
+    integer(1, 1_000_000),
+    "64",
+    "Open connections the API accepts at once from one client address (the connection's peer: behind a proxy, the proxy's; IPv6 by /64); connections beyond are closed at once. Behind a proxy, cap per client there (docs/operating.md).",
+  ),
+  HTTP_FIRST_BYTE_TIMEOUT_MS: setting(
+    integer(100, 600_000),
+    "3000",
+    "A new connection that sends nothing for this long is closed (one that has sent a byte has HTTP_HEADERS_TIMEOUT_MS for its headers).",
   ),
   LOAD_SHED_EVENT_LOOP_DELAY_MS: setting(
     integer(0, 60_000),
@@ -596,10 +646,18 @@ export interface Config {
     probePerMinute: number;
     store: "memory" | "postgres";
   };
+  /** Bounds of the partner callback route, which anyone can reach before a signature is checked. */
+  callbacks: { maxBodyBytes: number; maxKeys: number; maxDepth: number; concurrencyPerAddress: number };
   trustProxy: boolean | number | string[];
   /** Whether TRUST_PROXY was given at all (production warns when it was not). */
   trustProxySet: boolean;
-  http: { requestTimeoutMs: number; headersTimeoutMs: number; maxConnections: number };
+  http: {
+    requestTimeoutMs: number;
+    headersTimeoutMs: number;
+    maxConnections: number;
+    maxConnectionsPerAddress: number;
+    firstByteTimeoutMs: number;
+  };
   loadShedding: { eventLoopDelayMs: number; dbPendingAcquires: number };
   metricsPort: number;
   metricsHost: string;
@@ -703,12 +761,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       probePerMinute: v.RATE_LIMIT_PROBE_PER_MINUTE,
       store: v.RATE_LIMIT_STORE,
     },
+    callbacks: {
+      maxBodyBytes: v.CALLBACK_MAX_BODY_BYTES,
+      maxKeys: v.CALLBACK_MAX_KEYS,
+      maxDepth: v.CALLBACK_MAX_DEPTH,
+      concurrencyPerAddress: v.CALLBACK_CONCURRENCY_PER_ADDRESS,
+    },
     trustProxy: v.TRUST_PROXY,
     trustProxySet: env.TRUST_PROXY !== undefined && env.TRUST_PROXY !== "",
     http: {
       requestTimeoutMs: v.HTTP_REQUEST_TIMEOUT_MS,
       headersTimeoutMs: v.HTTP_HEADERS_TIMEOUT_MS,
       maxConnections: v.HTTP_MAX_CONNECTIONS,
+      maxConnectionsPerAddress: v.HTTP_MAX_CONNECTIONS_PER_ADDRESS,
+      firstByteTimeoutMs: v.HTTP_FIRST_BYTE_TIMEOUT_MS,
     },
     loadShedding: {
       eventLoopDelayMs: v.LOAD_SHED_EVENT_LOOP_DELAY_MS,

@@ -14,6 +14,29 @@ export function depthOf(value: unknown, limit: number): number {
   return 1 + deepest;
 }
 
+/** Which bound a JSON value exceeds first, if any: its nesting depth (as depthOf counts it) or its keys. */
+export type ShapeExcess = "depth" | "keys";
+
+/**
+ * Checks a value against a nesting depth and a number of members (object keys and array items, at every
+ * depth) in one iterative walk that stops at the first excess, so a hostile value costs at most
+ * `maxKeys` steps.
+ */
+export function shapeExcess(value: unknown, bounds: { maxDepth: number; maxKeys: number }): ShapeExcess | undefined {
+  let members = 0;
+  const stack: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
+  while (stack.length > 0) {
+    const { value: current, depth } = stack.pop() as { value: unknown; depth: number };
+    if (current === null || typeof current !== "object") continue;
+    if (depth + 1 > bounds.maxDepth) return "depth";
+    const children = Array.isArray(current) ? current : Object.values(current as Record<string, unknown>);
+    members += children.length;
+    if (members > bounds.maxKeys) return "keys";
+    for (const child of children) stack.push({ value: child, depth: depth + 1 });
+  }
+  return undefined;
+}
+
 // NUL cannot be stored in PostgreSQL text or jsonb; an unpaired surrogate is not Unicode at all.
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 

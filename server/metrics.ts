@@ -58,6 +58,7 @@ export const RATE_LIMIT_SCOPES = [
   "unauthenticated",
   "token",
   "callback",
+  "callback_concurrency",
   "unmatched",
   "address",
   "probe",

@@ -1,6 +1,7 @@
 // SSRF rules for webhook targets (docs/decisions.md §5), used at subscription creation (checkWebhookUrl)
 // and at send time (isBlockedAddress on every resolved address). Only clearly global unicast
-// addresses pass; anything unparseable or special-purpose is blocked.
+// addresses pass; anything unparseable or special-purpose is blocked. Also the one spelling of a
+// webhook URL (canonicalWebhookUrl) by which subscriptions are stored and compared.
 import ipaddr from "ipaddr.js";
 
 type IPv4 = ipaddr.IPv4;
@@ -188,7 +189,7 @@ function describePorts(allowed: PortRanges): string {
 }
 
 export type UrlVerdict =
-  { ok: true; url: URL; host: string; port: number } | { ok: false; rule: string; message: string };
+  { ok: true; url: URL; host: string; port: number; canonical: string } | { ok: false; rule: string; message: string };
 
 function reject(rule: string, message: string): UrlVerdict {
   return { ok: false, rule, message };
@@ -204,17 +205,44 @@ function isQualified(name: string): boolean {
   return labels.length >= 2 && labels.every((label) => label.length > 0);
 }
 
+// RFC 3986 §2.3: letters, digits, "-", ".", "_" and "~" mean the same escaped or not.
+const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
+
+/** Percent-escapes of unreserved characters decoded (RFC 3986 §6.2.2.2), the others in upper case (§6.2.2.1). */
+function normalisePercentEscapes(text: string): string {
+  return text.replace(/%([0-9A-Fa-f]{2})/g, (_escape, hex: string) => {
+    const character = String.fromCharCode(Number.parseInt(hex, 16));
+    return UNRESERVED.test(character) ? character : `%${hex.toUpperCase()}`;
+  });
+}
+
+/**
+ * The one spelling of a webhook URL, by which subscriptions are stored and compared: the WHATWG URL
+ * serialisation (scheme and host in lower case, an international name in punycode, a port without
+ * leading zeros and none when it is the default, "." and ".." segments resolved, "%2e" among them),
+ * and beyond it the host without a trailing dot, percent-escapes of unreserved characters decoded and
+ * the others in upper case, no empty query ("?") and no fragment (which is never sent to the endpoint).
+ */
+export function canonicalWebhookUrl(url: URL): string {
+  const hostname = url.hostname.endsWith(".") ? url.hostname.slice(0, -1) : url.hostname;
+  const host = url.port === "" ? hostname : `${hostname}:${url.port}`;
+  return `${url.protocol}//${host}${normalisePercentEscapes(url.pathname)}${normalisePercentEscapes(url.search)}`;
+}
+
 /**
  * The subscription URL rules of docs/decisions.md §5, checked in order: parseable absolute URL, https,
- * no userinfo, host not a blocked IP literal (nor localhost), host contains a dot (a public IP
+ * no userinfo, no fragment, host not a blocked IP literal (nor localhost), host contains a dot (a public IP
  * literal needs none: IPv6 literals never have one), and the port one of `allowedPorts`
- * (WEBHOOK_ALLOWED_PORTS; port 0 never). On success `host` is url.hostname without IPv6 brackets
- * and `port` is url.port or 443.
+ * (WEBHOOK_ALLOWED_PORTS; port 0 never). On success `host` is url.hostname without IPv6 brackets,
+ * `port` is url.port or 443 and `canonical` the URL's one spelling (canonicalWebhookUrl).
  */
 export function checkWebhookUrl(raw: string, options: { allowedPorts: PortRanges }): UrlVerdict {
   const basics = checkUrl(raw, { name: "URL" });
   if (!basics.ok) return basics;
   const { url } = basics;
+  // Only a fragment puts "#" in the serialisation, an empty one ("/#") too.
+  if (url.href.includes("#"))
+    return reject("fragment", "URL must not contain a fragment (#...): it is never sent to the endpoint");
   const hostname = url.hostname;
   const literal = parseIpLiteral(hostname);
   if (literal !== undefined && isBlockedAddress(literal)) {
@@ -236,5 +264,5 @@ export function checkWebhookUrl(raw: string, options: { allowedPorts: PortRanges
   if (!portAllowed(port, options.allowedPorts)) {
     return reject("port_not_allowed", `URL port must be ${describePorts(options.allowedPorts)}`);
   }
-  return { ok: true, url, host, port };
+  return { ok: true, url, host, port, canonical: canonicalWebhookUrl(url) };
 }

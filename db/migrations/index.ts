@@ -8,6 +8,8 @@ import * as queuedJobsNameTheirAttempt from "./0022_queued_jobs_name_their_attem
 import * as anEventsDeliveriesInOneJob from "./0023_an_event_s_deliveries_in_one_job.ts";
 import * as submissionsListedNewestFirst from "./0024_submissions_listed_newest_first.ts";
 import * as emitEventOneAddJobs from "./0016_emit_event_one_add_jobs.ts";
+import * as canonicalWebhookUrls from "./0028_canonical_webhook_urls.ts";
+import * as signingKeyRevocation from "./0029_signing_key_revocation.ts";
 import * as foundation from "./0001_foundation.ts";
 import * as idempotencyExactBytes from "./0009_idempotency_exact_bytes.ts";
 import * as intake from "./0002_intake.ts";
@@ -59,6 +61,8 @@ const migrations: [string, Migration][] = [
   ["0025_webhook_events", webhookEvents],
   ["0026_delivery_next_attempt", deliveryNextAttempt],
   ["0027_attempt_details", attemptDetails],
+  ["0028_canonical_webhook_urls", canonicalWebhookUrls],
+  ["0029_signing_key_revocation", signingKeyRevocation],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

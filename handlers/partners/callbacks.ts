@@ -1,10 +1,13 @@
 // Signed partner-to-hub callbacks (docs/decisions.md §7): the signature from its first present source,
 // checked over both canonical serialisations in constant time, then the event stored exactly once.
+// Anyone can send one, so what it may cost before the signature is known is bounded: the body's size
+// (body parsing), its payload's depth and keys (here, before any serialisation), the callbacks in
+// flight per client address (http/in-flight.ts), and the payload is walked and sorted once.
 import { createHash, randomBytes } from "node:crypto";
-import { canonicalJson } from "../../server/canonical-json.ts";
+import { asciiEscaped, canonicalJson } from "../../server/canonical-json.ts";
 import { ApiError } from "../../http/errors.ts";
 import { isUuid } from "../../db/ids.ts";
-import { depthOf } from "../../server/json-limits.ts";
+import { shapeExcess } from "../../server/json-limits.ts";
 import type { Services } from "../../server/services.ts";
 import { hmacSha256Hex, signaturesEqual } from "../../server/signing.ts";
 import { RequestValidationError, valueError } from "../../http/validation.ts";
@@ -12,7 +15,6 @@ import { recordAudit } from "../../db/audit.ts";
 import { findPartnerAccess, insertCallbackOnce } from "../../db/partners.ts";
 
 import type { PartnerCallback, CallbackReceipt } from "./routing.ts";
-const CALLBACK_PAYLOAD_MAX_DEPTH = 32;
 const PAUSED_RETRY_AFTER_SECONDS = 300;
 
 export interface CallbackRequest {
@@ -36,29 +38,33 @@ export function presentedSignature(
   return request.headerSignature ?? request.querySignature ?? request.body.signature;
 }
 
-/** Both serialisations a partner may have signed: ASCII-escaped (Python's default) and UTF-8. */
-export function callbackSignatureMatches(secret: string | Buffer, signed: unknown, presented: string): boolean {
-  const utf8 = canonicalJson(signed);
-  const ascii = canonicalJson(signed, { asciiOnly: true });
+// Characters the ASCII serialisation escapes (canonical-json.ts); without any, both forms are one text.
+const NON_ASCII = /[\u007f-\uffff]/;
+
+/**
+ * Both serialisations a partner may have signed, ASCII-escaped (Python's default) and UTF-8, given the
+ * UTF-8 canonical text: the ASCII one is derived from it rather than serialised again.
+ */
+export function callbackSignatureMatches(secret: string | Buffer, utf8: string, presented: string): boolean {
+  const ascii = NON_ASCII.test(utf8) ? asciiEscaped(utf8) : utf8;
   const utf8Matches = signaturesEqual(hmacSha256Hex(secret, utf8), presented);
   const asciiMatches = ascii === utf8 ? utf8Matches : signaturesEqual(hmacSha256Hex(secret, ascii), presented);
   return utf8Matches || asciiMatches;
 }
 
-/** The event's identity within (tenant, partner): payload.event_id, else payload.id, else the whole signed object. */
-export function callbackEventKey(signed: {
-  tenant_id: string;
-  partner_key: string;
-  payload: Record<string, unknown>;
-}): string {
-  const { payload } = signed;
+/**
+ * The event's identity within (tenant, partner): payload.event_id, else payload.id, else the whole signed
+ * object, hashed as the canonical JSON of ["event_id", id], ["id", id] or ["signed", signed object] (the
+ * last written from the signed object's canonical text `signedCanonical`, which it contains verbatim).
+ */
+export function callbackEventKey(payload: Record<string, unknown>, signedCanonical: string): string {
   const identity =
     typeof payload.event_id === "string" && payload.event_id !== ""
-      ? ["event_id", payload.event_id]
+      ? canonicalJson(["event_id", payload.event_id])
       : payload.id !== undefined && payload.id !== null
-        ? ["id", payload.id]
-        : ["signed", signed];
-  return createHash("sha256").update(canonicalJson(identity), "utf8").digest("hex");
+        ? canonicalJson(["id", payload.id])
+        : `["signed",${signedCanonical}]`;
+  return createHash("sha256").update(identity, "utf8").digest("hex");
 }
 
 /**
@@ -68,20 +74,27 @@ export function callbackEventKey(signed: {
  */
 export async function receiveCallback(services: Services, request: CallbackRequest): Promise<CallbackReceipt> {
   const { tenant_id: tenantIdAsSent, payload } = request.body;
-  // canonicalJson recurses: a hostile nesting depth is refused before it is serialised.
-  if (depthOf(payload, CALLBACK_PAYLOAD_MAX_DEPTH) > CALLBACK_PAYLOAD_MAX_DEPTH) {
+  // canonicalJson recurses and sorts every object's keys: a hostile payload is refused before it is serialised.
+  const { maxDepth, maxKeys } = services.config.callbacks;
+  const excess = shapeExcess(payload, { maxDepth, maxKeys });
+  if (excess !== undefined) {
     throw new RequestValidationError([
-      valueError(["body", "payload"], `payload must be nested at most ${CALLBACK_PAYLOAD_MAX_DEPTH} levels deep`),
+      valueError(
+        ["body", "payload"],
+        excess === "depth"
+          ? `payload must be nested at most ${maxDepth} levels deep`
+          : `payload may hold at most ${maxKeys} keys and array items in all`,
+      ),
     ]);
   }
   const presented = presentedSignature(request);
   if (presented === undefined) throw new ApiError("CALLBACK_SIGNATURE_INVALID", CALLBACK_REJECTED);
   const tenantId = isUuid(tenantIdAsSent) ? tenantIdAsSent.toLowerCase() : undefined;
-  const signed = { tenant_id: tenantIdAsSent, partner_key: request.partnerKey, payload };
+  const signedCanonical = canonicalJson({ tenant_id: tenantIdAsSent, partner_key: request.partnerKey, payload });
 
   const partner = await findPartnerAccess(services.db, request.partnerKey, tenantId);
   const secret = partner ? services.secretBox.open(partner.callback_secret_encrypted) : DECOY_SECRET;
-  const verified = callbackSignatureMatches(secret, signed, presented);
+  const verified = callbackSignatureMatches(secret, signedCanonical, presented);
   if (!verified || !partner || !partner.entitled || tenantId === undefined)
     throw new ApiError("CALLBACK_SIGNATURE_INVALID", CALLBACK_REJECTED);
   if (partner.status === "paused") {
@@ -93,7 +106,7 @@ export async function receiveCallback(services: Services, request: CallbackReque
     const stored = await insertCallbackOnce(trx, {
       tenantId,
       partnerKey: partner.partner_key,
-      eventKey: callbackEventKey(signed),
+      eventKey: callbackEventKey(payload, signedCanonical),
       event: payload.event,
       payload,
       requestId: request.requestId,

@@ -12,6 +12,7 @@ import {
 } from "../../db/partners.ts";
 import { checkUrl } from "../../server/url-safety.ts";
 import { ChangeRefused } from "../../server/refusals.ts";
+import { PORTAL_AUDIENCE } from "../../server/auth/tokens.ts";
 
 export const PARTNER_KEY = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const CONTEXT_KEY = /^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/;
@@ -40,12 +41,14 @@ export async function registerPartner(
       "partner_key",
       "partner_key must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit",
     );
-  // The assertion's audience is the partner key: the service's own audience would make it an access token.
-  if (input.partnerKey === services.config.selfAudience)
-    throw new ChangeRefused(
-      "partner_key",
-      `partner_key must not be the service's own token audience (${services.config.selfAudience})`,
-    );
+  // The assertion's audience is the partner key: one of the service's own audiences would make it an
+  // access token or a portal credential.
+  for (const audience of [services.config.selfAudience, PORTAL_AUDIENCE])
+    if (input.partnerKey === audience)
+      throw new ChangeRefused(
+        "partner_key",
+        `partner_key must not be an audience of the service's own tokens (${audience})`,
+      );
   if (input.name.length > 200) throw new ChangeRefused("name", "name must be at most 200 characters");
   const urlProblem = launchUrlProblem(input.launchUrl);
   if (urlProblem) throw new ChangeRefused("launch_url", urlProblem);

@@ -1,4 +1,7 @@
 // Webhook subscriptions, their health and secrets, manual sends, and the delivery log of the token's tenant.
+// Every change is an audit action written in the change's own transaction, with the caller's subject as
+// actor (`portal:<subject>` through a portal link) and the ids it touched.
+import type { Knex } from "knex";
 import { newWebhookSecret } from "../../server/signing.ts";
 import { ApiError, notFound } from "../../http/errors.ts";
 import { principalOf, type OperationHandler } from "../../http/operations.ts";
@@ -24,9 +27,31 @@ import { rfc3339 } from "../../db/timestamps.ts";
 import { examplePayload } from "./example-events.ts";
 import { uuidV7 } from "../../db/ids.ts";
 import { eventIdOf, eventUuidOf } from "../../db/events.ts";
+import { recordAudit } from "../../db/audit.ts";
+import type { Principal } from "../../server/auth/tokens.ts";
 
 const DEFAULT_DELIVERIES_LIMIT = 50;
 const MANUAL_SENDS_WINDOW_SECONDS = 60;
+
+/** One audit action of a webhook change, in the change's transaction. */
+function auditChange(
+  trx: Knex,
+  caller: Principal,
+  requestId: string,
+  action: string,
+  resource: { type: "webhook_subscription" | "webhook_delivery"; id: string },
+  details?: Record<string, unknown>,
+): Promise<void> {
+  return recordAudit(trx, {
+    tenantId: caller.tenantId,
+    action: `webhooks.${action}`,
+    actor: caller.subject,
+    resourceType: resource.type,
+    resourceId: resource.id,
+    requestId,
+    ...(details === undefined ? {} : { details }),
+  });
+}
 
 const subscriptionDisabled = (): ApiError =>
   new ApiError("WEBHOOK_SUBSCRIPTION_DISABLED", "The webhook subscription is disabled; enable it first");
@@ -48,6 +73,7 @@ function queuedOrLimited(outcome: ManualDeliveryOutcome, perMinute: number) {
 export const createWebhookSubscription: OperationHandler<"createWebhookSubscription"> = async ({
   body,
   principal,
+  requestId,
   services,
 }) => {
   const caller = principalOf({ principal });
@@ -55,13 +81,25 @@ export const createWebhookSubscription: OperationHandler<"createWebhookSubscript
   if (!verdict.ok) throw new RequestValidationError([valueError(["body", "url"], verdict.message, body.url)]);
   const secret = newWebhookSecret();
   try {
-    const subscription = await createSubscription(services.db, {
-      tenantId: caller.tenantId,
-      url: body.url,
-      events: [...new Set(body.events)],
-      secretSealed: services.secretBox.seal(secret),
-      createdBy: caller.subject,
-      maxActive: services.config.webhooks.maxSubscriptionsPerTenant,
+    const subscription = await services.db.transaction(async (trx) => {
+      const created = await createSubscription(trx, {
+        tenantId: caller.tenantId,
+        // Stored in its one spelling, so that the one-per-URL rule compares URLs, not their spellings.
+        url: verdict.canonical,
+        events: [...new Set(body.events)],
+        secretSealed: services.secretBox.seal(secret),
+        createdBy: caller.subject,
+        maxActive: services.config.webhooks.maxSubscriptionsPerTenant,
+      });
+      await auditChange(
+        trx,
+        caller,
+        requestId,
+        "subscription_created",
+        { type: "webhook_subscription", id: created.id },
+        { url: created.url, events: created.events },
+      );
+      return created;
     });
     return { status: 201, body: { ...subscription, secret } };
   } catch (error) {
@@ -100,13 +138,19 @@ export const getWebhookSubscription: OperationHandler<"getWebhookSubscription"> 
 export const enableWebhookSubscription: OperationHandler<"enableWebhookSubscription"> = async ({
   params,
   principal,
+  requestId,
   services,
 }) => {
-  const subscription = await enableSubscription(
-    services.db,
-    principalOf({ principal }).tenantId,
-    params.subscription_id,
-  );
+  const caller = principalOf({ principal });
+  const subscription = await services.db.transaction(async (trx) => {
+    const enabled = await enableSubscription(trx, caller.tenantId, params.subscription_id);
+    if (enabled)
+      await auditChange(trx, caller, requestId, "subscription_enabled", {
+        type: "webhook_subscription",
+        id: enabled.id,
+      });
+    return enabled;
+  });
   if (!subscription) throw notFound("Webhook subscription");
   return { status: 200, body: subscription };
 };
@@ -121,25 +165,46 @@ export const disableWebhookSubscription: OperationHandler<"disableWebhookSubscri
   body,
   params,
   principal,
+  requestId,
   services,
 }) => {
-  const subscription = await disableSubscriptionByHand(
-    services.db,
-    principalOf({ principal }).tenantId,
-    params.subscription_id,
-    disabledByHandReason(body?.reason),
-  );
+  const caller = principalOf({ principal });
+  const reason = disabledByHandReason(body?.reason);
+  const subscription = await services.db.transaction(async (trx) => {
+    const disabled = await disableSubscriptionByHand(trx, caller.tenantId, params.subscription_id, reason);
+    if (disabled)
+      await auditChange(
+        trx,
+        caller,
+        requestId,
+        "subscription_disabled",
+        { type: "webhook_subscription", id: disabled.id },
+        { reason },
+      );
+    return disabled;
+  });
   if (!subscription) throw notFound("Webhook subscription");
   return { status: 200, body: subscription };
 };
 
-export const rotateWebhookSecret: OperationHandler<"rotateWebhookSecret"> = async ({ params, principal, services }) => {
+export const rotateWebhookSecret: OperationHandler<"rotateWebhookSecret"> = async ({
+  params,
+  principal,
+  requestId,
+  services,
+}) => {
+  const caller = principalOf({ principal });
   const secret = newWebhookSecret();
-  const subscription = await rotateSubscriptionSecret(services.db, {
-    tenantId: principalOf({ principal }).tenantId,
-    subscriptionId: params.subscription_id,
-    secretSealed: services.secretBox.seal(secret),
-    overlapHours: services.config.webhooks.secretRotationOverlapHours,
+  const subscription = await services.db.transaction(async (trx) => {
+    const rotated = await rotateSubscriptionSecret(trx, {
+      tenantId: caller.tenantId,
+      subscriptionId: params.subscription_id,
+      secretSealed: services.secretBox.seal(secret),
+      overlapHours: services.config.webhooks.secretRotationOverlapHours,
+    });
+    if (rotated)
+      await auditChange(trx, caller, requestId, "secret_rotated", { type: "webhook_subscription", id: rotated.id });
+    return rotated;
   });
   if (!subscription) throw notFound("Webhook subscription");
   return { status: 200, body: { ...subscription, secret } };
@@ -148,9 +213,19 @@ export const rotateWebhookSecret: OperationHandler<"rotateWebhookSecret"> = asyn
 export const deleteWebhookSubscription: OperationHandler<"deleteWebhookSubscription"> = async ({
   params,
   principal,
+  requestId,
   services,
 }) => {
-  const found = await deactivateSubscription(services.db, principalOf({ principal }).tenantId, params.subscription_id);
+  const caller = principalOf({ principal });
+  const found = await services.db.transaction(async (trx) => {
+    const deactivated = await deactivateSubscription(trx, caller.tenantId, params.subscription_id);
+    if (deactivated)
+      await auditChange(trx, caller, requestId, "subscription_deleted", {
+        type: "webhook_subscription",
+        id: params.subscription_id.toLowerCase(),
+      });
+    return deactivated;
+  });
   if (!found) throw notFound("Webhook subscription");
   return { status: 204, body: undefined };
 };
@@ -159,9 +234,11 @@ export const sendWebhookTestEvent: OperationHandler<"sendWebhookTestEvent"> = as
   params,
   body,
   principal,
+  requestId,
   services,
 }) => {
-  const { tenantId } = principalOf({ principal });
+  const caller = principalOf({ principal });
+  const { tenantId } = caller;
   const subscription = await findSubscription(services.db, tenantId, params.subscription_id);
   if (!subscription) throw notFound("Webhook subscription");
   if (subscription.status === "disabled") throw subscriptionDisabled();
@@ -171,17 +248,35 @@ export const sendWebhookTestEvent: OperationHandler<"sendWebhookTestEvent"> = as
   // A test is an event of its own.
   const eventUuid = uuidV7();
   const id = eventIdOf(eventUuid);
-  const outcome = await queueManualDelivery(services.db, {
-    tenantId,
-    subscriptionId: subscription.id,
-    eventType: kind ?? "webhook.test",
-    eventUuid,
-    payload: kind
-      ? examplePayload(kind, id, tenantId, now)
-      : { id, event: "webhook.test", tenant_id: tenantId, timestamp: now, data: { subscription_id: subscription.id } },
-    origin: "test",
-    redeliveryOf: null,
-    perMinute,
+  const outcome = await services.db.transaction(async (trx) => {
+    const queued = await queueManualDelivery(trx, {
+      tenantId,
+      subscriptionId: subscription.id,
+      eventType: kind ?? "webhook.test",
+      eventUuid,
+      payload: kind
+        ? examplePayload(kind, id, tenantId, now)
+        : {
+            id,
+            event: "webhook.test",
+            tenant_id: tenantId,
+            timestamp: now,
+            data: { subscription_id: subscription.id },
+          },
+      origin: "test",
+      redeliveryOf: null,
+      perMinute,
+    });
+    if ("queued" in queued)
+      await auditChange(
+        trx,
+        caller,
+        requestId,
+        "test_event_sent",
+        { type: "webhook_delivery", id: queued.queued.id },
+        { subscription_id: subscription.id, ...(kind === undefined ? {} : { event_type: kind }) },
+      );
+    return queued;
   });
   return { status: 202, body: queuedOrLimited(outcome, perMinute) };
 };
@@ -189,25 +284,39 @@ export const sendWebhookTestEvent: OperationHandler<"sendWebhookTestEvent"> = as
 export const redeliverWebhookDelivery: OperationHandler<"redeliverWebhookDelivery"> = async ({
   params,
   principal,
+  requestId,
   services,
 }) => {
-  const { tenantId } = principalOf({ principal });
+  const caller = principalOf({ principal });
+  const { tenantId } = caller;
   const found = await findDeliveryForRedelivery(services.db, tenantId, params.delivery_id);
   if (!found) throw notFound("Webhook delivery");
   if (found.subscriptionState === "deleted")
     throw new ApiError("WEBHOOK_SUBSCRIPTION_INACTIVE", "The delivery's webhook subscription was deleted");
   if (found.subscriptionState === "disabled") throw subscriptionDisabled();
   const perMinute = services.config.webhooks.manualSendsPerMinute;
-  const outcome = await queueManualDelivery(services.db, {
-    tenantId,
-    subscriptionId: found.delivery.subscription_id,
-    eventType: found.delivery.payload.event,
-    payload: found.delivery.payload,
-    // The same event again: the same envelope, and the same webhook-id.
-    eventUuid: found.eventUuid,
-    origin: "redelivery",
-    redeliveryOf: found.delivery.id,
-    perMinute,
+  const outcome = await services.db.transaction(async (trx) => {
+    const queued = await queueManualDelivery(trx, {
+      tenantId,
+      subscriptionId: found.delivery.subscription_id,
+      eventType: found.delivery.payload.event,
+      payload: found.delivery.payload,
+      // The same event again: the same envelope, and the same webhook-id.
+      eventUuid: found.eventUuid,
+      origin: "redelivery",
+      redeliveryOf: found.delivery.id,
+      perMinute,
+    });
+    if ("queued" in queued)
+      await auditChange(
+        trx,
+        caller,
+        requestId,
+        "delivery_redelivered",
+        { type: "webhook_delivery", id: queued.queued.id },
+        { subscription_id: found.delivery.subscription_id, redelivery_of: found.delivery.id },
+      );
+    return queued;
   });
   return { status: 202, body: queuedOrLimited(outcome, perMinute) };
 };

@@ -20,6 +20,7 @@ export const createWebhookPortalSession: OperationHandler<"createWebhookPortalSe
   const { token, expiresIn, expiresAt } = await services.tokens.issuePortal({
     subject: caller.subject,
     tenantId,
+    creatorTenantId: caller.tenantId,
     expiresInSeconds: services.config.portal.sessionTtlMinutes * 60,
   });
   const expiresAtText = rfc3339(new Date(expiresAt * 1000));
@@ -66,6 +67,8 @@ export const refreshWebhookPortalSession: OperationHandler<"refreshWebhookPortal
   const { token, expiresIn, expiresAt } = await services.tokens.issuePortal({
     subject: caller.subject.slice(PORTAL_SUBJECT_PREFIX.length),
     tenantId: caller.tenantId,
+    // The refreshed link dies with whoever made the first one, as that one does.
+    creatorTenantId: caller.creatorTenantId ?? caller.tenantId,
     expiresInSeconds: lifetime,
     sessionStartedAt: startedAt,
   });

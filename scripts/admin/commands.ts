@@ -1,6 +1,6 @@
 // The admin CLI's commands (scripts/admin.ts parses flags and prints what a command returns).
 import type { Services } from "../../server/services.ts";
-import { createTenant, disableClient, disableUser, tenantExists } from "../../db/principals.ts";
+import { createTenant, disableClient, disableUser, findPrincipalOfTenant, tenantExists } from "../../db/principals.ts";
 import { rotateSigningKeys } from "../../server/auth/tokens.ts";
 import { registerClient, registerUser } from "../../handlers/auth/principals.ts";
 import { listAudit } from "../../db/audit.ts";
@@ -17,6 +17,8 @@ export class UsageError extends Error {
 export interface AdminCommand {
   usage: string;
   flags: string[];
+  /** Flags that take no value (`--revoke-previous`); given, they read "true". */
+  switches?: string[];
   /** The command reads a secret from standard input (never from argv, where ps and shell history show it). */
   readsStdin?: boolean;
   run(services: Services, flags: Record<string, string | undefined>, stdin?: string): Promise<unknown>;
@@ -108,14 +110,19 @@ export const adminCommands: Record<string, AdminCommand> = {
     },
   },
   "signing-key:rotate": {
-    usage: "",
+    usage: "[--revoke-previous]",
     flags: [],
-    run: async (services) => {
-      const { kid, retired } = await rotateSigningKeys(services.db, services.secretBox);
+    switches: ["revoke-previous"],
+    run: async (services, flags) => {
+      const revokePrevious = flags["revoke-previous"] === "true";
+      const { kid, retired, revoked } = await rotateSigningKeys(services.db, services.secretBox, { revokePrevious });
+      // This process verifies with the new set at once; every other within AUTH_REFRESH_SECONDS.
+      await services.tokens.refresh();
       return {
         kid,
         retired,
-        retired_keys_verify_for_seconds: services.config.maxTokenLifetimeSeconds + 300,
+        revoked,
+        retired_keys_verify_for_seconds: revokePrevious ? 0 : services.config.maxTokenLifetimeSeconds + 300,
       };
     },
   },
@@ -134,10 +141,22 @@ export const adminCommands: Record<string, AdminCommand> = {
     },
   },
   "token:issue": {
-    usage: "--tenant T --subject S --roles r1 [--expires-in SECONDS]",
+    usage:
+      "--tenant T --subject S (a user's id or username, or a client_id, of that tenant) [--roles r1] [--expires-in SECONDS]",
     flags: ["tenant", "subject", "roles", "expires-in"],
     run: async (services, flags) => {
       const tenantId = await requiredTenant(services, flags);
+      const named = required(flags, "subject");
+      const principal = await findPrincipalOfTenant(services.db, tenantId, named);
+      if (!principal)
+        throw new UsageError(`--subject ${named} is no user (id or username) or client of tenant ${tenantId}`);
+      if (principal.disabled) throw new UsageError(`--subject ${named}: that ${principal.kind} is disabled`);
+      const roles = flags.roles === undefined ? principal.roles : roleList(flags.roles);
+      const foreign = roles.filter((role) => !principal.roles.includes(role));
+      if (foreign.length > 0)
+        throw new UsageError(
+          `--roles ${foreign.join(",")}: not held by that ${principal.kind} (${principal.roles.join(",")})`,
+        );
       const expiresRaw = flags["expires-in"];
       if (expiresRaw !== undefined && !/^\d{1,7}$/.test(expiresRaw))
         throw new UsageError("--expires-in must be a number of seconds");
@@ -146,12 +165,18 @@ export const adminCommands: Record<string, AdminCommand> = {
       if (expiresIn !== undefined && (expiresIn < 1 || expiresIn > longest))
         throw new UsageError(`--expires-in must be between 1 and ${longest} seconds (AUTH_MAX_TOKEN_LIFETIME_SECONDS)`);
       const issued = await services.tokens.issue({
-        subject: required(flags, "subject"),
+        subject: principal.subject,
         tenantId,
-        roles: roleList(required(flags, "roles")),
+        roles,
         ...(expiresIn === undefined ? {} : { expiresInSeconds: expiresIn }),
       });
-      return { access_token: issued.token, token_type: "bearer", expires_in: issued.expiresIn };
+      return {
+        access_token: issued.token,
+        token_type: "bearer",
+        expires_in: issued.expiresIn,
+        subject: principal.subject,
+        roles,
+      };
     },
   },
   "audit:list": {

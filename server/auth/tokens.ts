@@ -15,6 +15,7 @@ import {
   createRemoteJWKSet,
   errors as joseErrors,
   decodeJwt,
+  decodeProtectedHeader,
   exportJWK,
   generateKeyPair,
   importJWK,
@@ -46,6 +47,11 @@ export interface Principal {
   tokenId: string | undefined;
   /** A webhook portal credential: accepted only by the operations declaring the PortalSession scheme. */
   portal?: true;
+  /**
+   * Of a portal credential: the tenant of the user or client who made the link (a platform_admin's may be
+   * another than tenantId); the credential dies when that principal is disabled.
+   */
+  creatorTenantId?: string;
   /** The token's exp claim (seconds since the epoch); undefined when the token has none. */
   expiresAt: number | undefined;
   /** A portal credential's session start (its session_iat claim, else its iat; seconds since the epoch). */
@@ -61,6 +67,8 @@ export const PORTAL_SUBJECT_PREFIX = "portal:";
 export const PORTAL_MAX_LIFETIME_SECONDS = 60 * 60;
 /** How long after its link was made a portal session may be refreshed to (refreshWebhookPortalSession). */
 export const PORTAL_SESSION_MAX_AGE_SECONDS = 8 * 60 * 60;
+/** The portal credential's claim naming the tenant of the principal who made the link. */
+export const PORTAL_CREATOR_TENANT_CLAIM = "creator_tenant_id";
 
 export class TokenRejected extends Error {
   override name = "TokenRejected";
@@ -113,10 +121,14 @@ export interface TokenService {
    * webhooks:portal) is accepted too and yields a principal with portal set; without it one is rejected.
    */
   verify(token: string, options?: { allowPortal?: boolean }): Promise<Principal>;
-  /** Issues a webhook portal credential for one tenant (no roles; see PORTAL_AUDIENCE). */
+  /**
+   * Issues a webhook portal credential for one tenant (no roles; see PORTAL_AUDIENCE), made by `subject` of
+   * `creatorTenantId`.
+   */
   issuePortal(input: {
     subject: string;
     tenantId: string;
+    creatorTenantId: string;
     expiresInSeconds: number;
     /** When the session's first link was made (seconds since the epoch); now when unset. */
     sessionStartedAt?: number;
@@ -141,9 +153,17 @@ async function newSigningKey(box: SecretBox): Promise<StoredSigningKey> {
   };
 }
 
-/** signing-key:rotate: a new key signs from now on; the retired ones keep verifying until their tokens expire. */
-export async function rotateSigningKeys(db: Database, box: SecretBox): Promise<{ kid: string; retired: string[] }> {
-  return rotateSigningKey(db, () => newSigningKey(box));
+/**
+ * signing-key:rotate: a new key signs from now on; the retired ones keep verifying until their tokens
+ * expire, unless `revokePrevious` (a key leaked): then every earlier key stops verifying and leaves the
+ * JWKS, in each process at its next reload (TokenService.refresh() for this one).
+ */
+export async function rotateSigningKeys(
+  db: Database,
+  box: SecretBox,
+  options: { revokePrevious?: boolean } = {},
+): Promise<{ kid: string; retired: string[]; revoked: string[] }> {
+  return rotateSigningKey(db, () => newSigningKey(box), options);
 }
 
 /** How long after retirement a key still verifies: the longest token lifetime plus clock tolerance. */
@@ -154,6 +174,8 @@ export function retiredKeyRetentionSeconds(config: Config): number {
 interface KeyState {
   signing: { kid: string; key: CryptoKey };
   publicJwks: { keys: JWK[] };
+  /** The key ids in publicJwks: a remembered token of any other key is verified afresh (and refused). */
+  kids: Set<string>;
   localKeys: ReturnType<typeof createLocalJWKSet>;
   /** `${tenantId}:${subject}` of every disabled user and client. */
   disabled: Set<string>;
@@ -193,6 +215,7 @@ export async function createTokenService(
     return {
       signing: { kid: current.kid, key: privateKey },
       publicJwks,
+      kids: new Set(stored.map((key) => key.kid)),
       localKeys: createLocalJWKSet(publicJwks),
       disabled,
       loadedAt: Date.now(),
@@ -229,7 +252,8 @@ export async function createTokenService(
     : undefined;
   const issuer = config.tokenIssuer;
   const maxLifetime = config.maxTokenLifetimeSeconds;
-  const verified = new Map<string, { principal: Principal; expiresAt: number }>();
+  /** Verified tokens by text; `kid` is our key that signed it (undefined for the external provider's). */
+  const verified = new Map<string, Verified>();
 
   /** The claims every token must carry, ours or the provider's (jose checks exp, nbf, iat's age and presence). */
   function checkLifetime(payload: JWTPayload): void {
@@ -239,11 +263,13 @@ export async function createTokenService(
       throw new TokenRejected(`token lifetime ${exp - iat} s exceeds the allowed ${maxLifetime} s`);
   }
 
-  async function verifySignature(token: string, keys: KeyState): Promise<{ principal: Principal; expiresAt: number }> {
+  async function verifySignature(token: string, keys: KeyState): Promise<Verified> {
     let claimedIssuer: unknown;
     let claimedAudience: unknown;
+    let kid: string | undefined;
     try {
       ({ iss: claimedIssuer, aud: claimedAudience } = decodeJwt(token));
+      kid = decodeProtectedHeader(token).kid;
     } catch {
       throw new TokenRejected("token is malformed");
     }
@@ -261,6 +287,7 @@ export async function createTokenService(
         return {
           principal: principalFrom(payload, external.tenantClaim, external.rolesClaim),
           expiresAt: expiryOf(payload),
+          kid: undefined,
         };
       }
       if (claimedAudience === PORTAL_AUDIENCE) {
@@ -278,6 +305,9 @@ export async function createTokenService(
           throw new TokenRejected("portal credential lives longer than a portal session may");
         const principal = principalFrom(payload, "tenant_id", "roles");
         const sessionStartedAt = typeof payload.session_iat === "number" ? payload.session_iat : payload.iat;
+        const creatorTenantId = payload[PORTAL_CREATOR_TENANT_CLAIM];
+        if (typeof creatorTenantId !== "string" || !isUuid(creatorTenantId))
+          throw new TokenRejected("portal credential does not name the tenant of its creator");
         return {
           principal: {
             ...principal,
@@ -285,8 +315,10 @@ export async function createTokenService(
             roles: [],
             portal: true,
             ...(sessionStartedAt === undefined ? {} : { portalSessionStartedAt: sessionStartedAt }),
+            creatorTenantId: creatorTenantId.toLowerCase(),
           },
           expiresAt: expiryOf(payload),
+          kid,
         };
       }
       const { payload } = await jwtVerify(token, keys.localKeys, {
@@ -300,7 +332,7 @@ export async function createTokenService(
       checkLifetime(payload);
       // Defence in depth: a credential carrying the portal scope is never an access token.
       if (payload.scope === PORTAL_SCOPE) throw new TokenRejected("a portal credential is not an access token");
-      return { principal: principalFrom(payload, "tenant_id", "roles"), expiresAt: expiryOf(payload) };
+      return { principal: principalFrom(payload, "tenant_id", "roles"), expiresAt: expiryOf(payload), kid };
     } catch (error) {
       if (error instanceof TokenRejected) throw error;
       if (error instanceof joseErrors.JWKSNoMatchingKey) throw error;
@@ -309,7 +341,7 @@ export async function createTokenService(
   }
 
   /** The signature and claims, reloading the keys once when the token names a key this process does not know yet. */
-  async function verifyUncached(token: string, keys: KeyState): Promise<{ principal: Principal; expiresAt: number }> {
+  async function verifyUncached(token: string, keys: KeyState): Promise<Verified> {
     try {
       return await verifySignature(token, keys);
     } catch (error) {
@@ -353,20 +385,25 @@ export async function createTokenService(
         .sign(signing.key);
       return { token, expiresIn, expiresAt };
     },
-    async issuePortal({ subject, tenantId, expiresInSeconds, sessionStartedAt }) {
+    async issuePortal({ subject, tenantId, creatorTenantId, expiresInSeconds, sessionStartedAt }) {
       return service.issue({
         subject,
         tenantId,
         roles: [],
         expiresInSeconds,
         audience: PORTAL_AUDIENCE,
-        extraClaims: { scope: PORTAL_SCOPE, session_iat: sessionStartedAt ?? Math.floor(Date.now() / 1000) },
+        extraClaims: {
+          scope: PORTAL_SCOPE,
+          [PORTAL_CREATOR_TENANT_CLAIM]: creatorTenantId,
+          session_iat: sessionStartedAt ?? Math.floor(Date.now() / 1000),
+        },
       });
     },
     async verify(token, options = {}) {
       const keys = await fresh();
       let entry = verified.get(token);
-      if (entry && entry.expiresAt <= Date.now()) {
+      // Expired, or signed by a key that no longer verifies (revoked): verified afresh, and refused.
+      if (entry && (entry.expiresAt <= Date.now() || (entry.kid !== undefined && !keys.kids.has(entry.kid)))) {
         verified.delete(token);
         entry = undefined;
       }
@@ -377,14 +414,22 @@ export async function createTokenService(
       }
       const { principal } = entry;
       if (principal.portal && !options.allowPortal) throw new TokenRejected("a portal credential is not accepted here");
-      // A portal credential dies with the user or client that asked for the link.
-      const subject = principal.portal ? principal.subject.slice(PORTAL_SUBJECT_PREFIX.length) : principal.subject;
-      if (state.disabled.has(`${principal.tenantId}:${subject}`))
-        throw new TokenRejected("the token's user or client is disabled");
+      // A portal credential dies with the user or client that asked for the link, in that principal's own
+      // tenant (a platform_admin's link for another tenant names both).
+      const owner = principal.portal
+        ? `${principal.creatorTenantId}:${principal.subject.slice(PORTAL_SUBJECT_PREFIX.length)}`
+        : `${principal.tenantId}:${principal.subject}`;
+      if (state.disabled.has(owner)) throw new TokenRejected("the token's user or client is disabled");
       return principal;
     },
   };
   return service;
+}
+
+interface Verified {
+  principal: Principal;
+  expiresAt: number;
+  kid: string | undefined;
 }
 
 /** Verified tokens are remembered until they expire (at most an hour), sparing a signature check per request. */

@@ -63,3 +63,60 @@ t.test("client:disable: the client's existing tokens stop working and client_cre
   t.equal(again.status, 401);
   t.equal((await again.json()).error, "invalid_client");
 });
+
+t.test(
+  "a portal link a platform_admin made for another tenant stops working when that admin is disabled",
+  async (t) => {
+    const server = await startTestServer(t, { env: { AUTH_REFRESH_SECONDS: "1" } });
+    const home = await createTestTenant(server.services, ["client_admin"], "The platform's own tenant");
+    const customer = await createTestTenant(server.services, ["client_admin"], "A customer tenant");
+    const username = `platform-${randomUUID().slice(0, 8)}`;
+    const created = await runAdminCli(
+      server,
+      ["user:create", "--tenant", home.tenantId, "--username", username, "--roles", "platform_admin"],
+      { stdin: "correct horse battery\n" },
+    );
+    t.equal(created.code, 0);
+    const granted = await tokenRequest(server, { grant_type: "password", username, password: "correct horse battery" });
+    const { access_token } = (await granted.json()) as { access_token: string };
+    const link = await server.request(`/v1/webhooks/portal-sessions?tenant_id=${customer.tenantId}`, {
+      method: "POST",
+      token: access_token,
+    });
+    t.equal(link.status, 201);
+    const portalToken = new URL(((await link.json()) as { url: string }).url).hash.replace(/^#token=/, "");
+    const listWithPortal = () =>
+      server.request("/v1/webhooks/subscriptions", { token: portalToken }).then((res) => res.status);
+    t.equal(await listWithPortal(), 200, "the link works for the customer's webhooks");
+
+    t.equal((await runAdminCli(server, ["user:disable", "--username", username])).code, 0);
+    const refused = await waitFor(listWithPortal, (status) => status === 401, { seconds: 15 });
+    t.equal(refused, 401, "the link dies with the admin who made it, within AUTH_REFRESH_SECONDS");
+    t.equal(
+      (await server.request("/v1/webhooks/subscriptions", { token: customer.token })).status,
+      200,
+      "the customer's own principals are unaffected",
+    );
+  },
+);
+
+t.test("a portal credential that does not name the tenant of its creator is refused", async (t) => {
+  const server = await startTestServer(t);
+  const tenant = await createTestTenant(server.services);
+  const anonymous = await server.services.tokens.issue({
+    subject: tenant.subject,
+    tenantId: tenant.tenantId,
+    roles: [],
+    audience: "integrator-portal",
+    extraClaims: { scope: "webhooks:portal" },
+    expiresInSeconds: 600,
+  });
+  t.equal((await server.request("/v1/webhooks/subscriptions", { token: anonymous.token })).status, 401);
+  const made = await server.services.tokens.issuePortal({
+    subject: tenant.subject,
+    tenantId: tenant.tenantId,
+    creatorTenantId: tenant.tenantId,
+    expiresInSeconds: 600,
+  });
+  t.equal((await server.request("/v1/webhooks/subscriptions", { token: made.token })).status, 200);
+});

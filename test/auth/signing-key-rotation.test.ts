@@ -1,9 +1,19 @@
 // signing-key:rotate: the new key signs, retired keys keep verifying until their tokens expire, and the
-// JWKS publishes both.
+// JWKS publishes both; with --revoke-previous (an emergency: a key leaked) the earlier keys stop verifying
+// and leave the JWKS at once.
 import t from "tap";
 import { decodeProtectedHeader } from "jose";
 import { runAdminCli } from "../helpers/admin-cli.ts";
-import { createTestTenant, createTestUser, startTestServer, pollWithToken, tokenRequest } from "../helpers/server.ts";
+import {
+  createTestTenant,
+  createTestUser,
+  startReplica,
+  startTestServer,
+  pollWithToken,
+  tokenRequest,
+} from "../helpers/server.ts";
+import { adminCommands } from "../../scripts/admin/commands.ts";
+import { registerClient } from "../../handlers/auth/principals.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 t.test(
@@ -19,12 +29,13 @@ t.test(
     t.same(retired, [oldKid]);
 
     // A token the CLI signs with the new key verifies at once (an unknown kid reloads the keys).
+    const ops = await registerClient(server.services.db, { tenantId: tenant.tenantId, roles: ["client_admin"] });
     const issued = await runAdminCli(server, [
       "token:issue",
       "--tenant",
       tenant.tenantId,
       "--subject",
-      "ops",
+      ops.client_id,
       "--roles",
       "client_admin",
     ]);
@@ -51,3 +62,62 @@ t.test(
     t.equal(decodeProtectedHeader(granted).kid, newKid, "the server signs with the new key once it has reloaded");
   },
 );
+
+t.test(
+  "signing-key:rotate --revoke-previous: the old key leaves verification and the JWKS at once in this process, within AUTH_REFRESH_SECONDS elsewhere",
+  async (t) => {
+    const server = await startTestServer(t, { env: { AUTH_REFRESH_SECONDS: "1" } });
+    const replica = await startReplica(t, server, { AUTH_REFRESH_SECONDS: "1" });
+    const tenant = await createTestTenant(server.services);
+    const oldKid = decodeProtectedHeader(tenant.token).kid;
+    t.equal((await pollWithToken(server, tenant.token)).status, 404, "the token works (and is remembered as verified)");
+    t.equal((await pollWithToken(replica, tenant.token)).status, 404, "on the replica too");
+
+    // In this process (the admin CLI's own, here the server's services): refused at once.
+    const rotate = adminCommands["signing-key:rotate"];
+    const rotated = (await rotate?.run(server.services, { "revoke-previous": "true" })) as {
+      kid: string;
+      revoked: string[];
+    };
+    t.same(rotated.revoked, [oldKid], "the previous key is revoked");
+    t.equal((await pollWithToken(server, tenant.token)).status, 401, "its token is refused at once");
+    const jwks = (await (await server.request("/.well-known/jwks.json")).json()) as { keys: { kid: string }[] };
+    t.same(
+      jwks.keys.map((key) => key.kid),
+      [rotated.kid],
+      "the JWKS publishes the new key alone at once",
+    );
+
+    // Another process: within AUTH_REFRESH_SECONDS.
+    const refused = await waitFor(
+      () => pollWithToken(replica, tenant.token).then((res) => res.status),
+      (status) => status === 401,
+      { seconds: 15 },
+    );
+    t.equal(refused, 401, "the replica refuses it once it has reloaded the keys");
+    const replicaJwks = (await (await replica.request("/.well-known/jwks.json")).json()) as { keys: { kid: string }[] };
+    t.notOk(
+      replicaJwks.keys.some((key) => key.kid === oldKid),
+      "nor does the replica publish it",
+    );
+    const fresh = await createTestTenant(server.services);
+    t.equal(decodeProtectedHeader(fresh.token).kid, rotated.kid);
+    t.equal((await pollWithToken(replica, fresh.token)).status, 404, "tokens of the new key work everywhere");
+  },
+);
+
+t.test("signing-key:rotate without --revoke-previous revokes nothing; --revoke-previous through the CLI", async (t) => {
+  const server = await startTestServer(t, { env: { AUTH_REFRESH_SECONDS: "1" } });
+  const tenant = await createTestTenant(server.services);
+  const plain = await runAdminCli(server, ["signing-key:rotate"]);
+  t.same((JSON.parse(plain.stdout) as { revoked: string[] }).revoked, []);
+  const emergency = await runAdminCli(server, ["signing-key:rotate", "--revoke-previous"]);
+  t.equal(emergency.code, 0);
+  t.equal((JSON.parse(emergency.stdout) as { revoked: string[] }).revoked.length, 2, "both earlier keys");
+  const refused = await waitFor(
+    () => pollWithToken(server, tenant.token).then((res) => res.status),
+    (status) => status === 401,
+    { seconds: 15 },
+  );
+  t.equal(refused, 401);
+});

@@ -6,18 +6,20 @@ import { importJWK, SignJWT, type JWK } from "jose";
 import { runAdminCli } from "../helpers/admin-cli.ts";
 import { createTestTenant, startTestServer, type TestServer, pollWithToken } from "../helpers/server.ts";
 import { startIdentityProvider } from "../helpers/identity-provider.ts";
+import { registerClient } from "../../handlers/auth/principals.ts";
 
 t.test(
   "a token from admin token:issue run with another PORT verifies on the server (the issuer has no port)",
   async (t) => {
     const server = await startTestServer(t);
     const tenant = await createTestTenant(server.services);
+    const ops = await registerClient(server.services.db, { tenantId: tenant.tenantId, roles: ["client_admin"] });
     const issued = await runAdminCli({ env: { ...server.env, PORT: "18123" } }, [
       "token:issue",
       "--tenant",
       tenant.tenantId,
       "--subject",
-      "ops",
+      ops.client_id,
       "--roles",
       "client_admin",
     ]);
@@ -75,12 +77,13 @@ t.test("our own tokens need exp and iat, and a lifetime within AUTH_MAX_TOKEN_LI
     401,
     "iat in the future",
   );
+  const ops = await registerClient(server.services.db, { tenantId: tenant.tenantId, roles: ["client_admin"] });
   const cli = await runAdminCli(server, [
     "token:issue",
     "--tenant",
     tenant.tenantId,
     "--subject",
-    "ops",
+    ops.client_id,
     "--roles",
     "client_admin",
     "--expires-in",

@@ -11,12 +11,20 @@ import t, { type Test } from "tap";
 import type { Page } from "playwright-core";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { createTestTenant, startTestServer, type TestServer } from "../helpers/server.ts";
-import { launchChromium } from "../helpers/browser.ts";
+import {
+  BROWSER_DEADLINE_MS,
+  BROWSER_FILE_TIMEOUT_MS,
+  launchChromium,
+  withBrowserDeadline,
+} from "../helpers/browser.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { loadDocument } from "../../http/openapi-document.ts";
 import { findSubmission } from "../../db/intake.ts";
 
 const METHODS = ["get", "put", "post", "delete", "patch"] as const;
+
+// The browser waits below are on conditions, with the generous deadline of test/helpers/browser.ts.
+t.setTimeout(BROWSER_FILE_TIMEOUT_MS);
 
 t.test("the description is served in JSON and YAML, byte for byte the bundled copy", async (t) => {
   const server = await startTestServer(t);
@@ -71,7 +79,7 @@ t.test("API_DOCS=false turns them off outside production", async (t) => {
 /** The page in a fresh browser context that records every request and aborts any to another origin. */
 async function openReference(t: Test, server: TestServer, viewport = { width: 1280, height: 800 }) {
   const browser = await launchChromium(t);
-  const context = await browser.newContext({ serviceWorkers: "block", viewport });
+  const context = withBrowserDeadline(await browser.newContext({ serviceWorkers: "block", viewport }));
   const origin = new URL(server.baseUrl).origin;
   const requests: string[] = [];
   context.on("request", (request) => requests.push(request.url()));
@@ -125,7 +133,7 @@ async function waitUntilVisibleInViewport(page: Page, texts: string[], within = 
     );
   };
   const handle = await page
-    .waitForFunction(probe, [texts, within] as [string[], string], { timeout: 30_000, polling: 200 })
+    .waitForFunction(probe, [texts, within] as [string[], string], { timeout: BROWSER_DEADLINE_MS, polling: 200 })
     .catch(() => undefined);
   if (handle) return [];
   return page.evaluate(probe, [texts, within] as [string[], string]);
@@ -175,7 +183,10 @@ t.test("the reference page in headless Chromium, offline", async (t) => {
         webhook: texts.some((text) => /Webhook: intake\.submitted\b/.test(text)),
       };
     };
-    const found = await waitFor(kinds, (k) => k.operation && k.schema && k.webhook, { seconds: 20, intervalMs: 200 });
+    const found = await waitFor(kinds, (k) => k.operation && k.schema && k.webhook, {
+      seconds: BROWSER_DEADLINE_MS / 1000,
+      intervalMs: 200,
+    });
     t.same(found, { operation: true, schema: true, webhook: true }, "an operation, a schema and a webhook");
     t.notOk(await page.getByText("No results found").isVisible(), "not 'No results found'");
     t.same(problems, [], "no script errors");
@@ -228,7 +239,7 @@ t.test("the reference page in headless Chromium, offline", async (t) => {
         return document.body.innerText;
       });
     const text = await waitFor(read, (text) => expected.every((name) => text.includes(name)), {
-      seconds: 60,
+      seconds: BROWSER_DEADLINE_MS / 1000,
       intervalMs: 250,
     });
     t.same(

@@ -2,6 +2,7 @@
 // active URLs are resolved (the oldest stays), every tenant's delivery counter starts exact, and
 // emit_event keeps its signature and behaviour while also counting. 0022_queued_jobs_name_their_attempt:
 // the deliver_webhook jobs queued before 0021 name the attempt they are for; nothing else changes.
+// 0028_canonical_webhook_urls: every subscription URL in its canonical spelling, duplicates resolved as 0007 did.
 import t, { type Test } from "tap";
 import type { Knex } from "knex";
 import { createDatabase, migrate, pendingMigrations } from "../../db/database.ts";
@@ -9,6 +10,7 @@ import { migrationSource } from "../../db/migrations/index.ts";
 import { createTenant } from "../../db/principals.ts";
 import { createTestDatabase } from "../helpers/database.ts";
 import { deliveryJobs } from "../helpers/webhooks.ts";
+import { canonicalWebhookUrl } from "../../server/url-safety.ts";
 
 /**
  * A database of its own, rolled back to the state before `migration` (the template is fully migrated);
@@ -153,5 +155,74 @@ t.test(
       [null, null, ...[retried, fresh, delivered, missing].map((id) => `deliver_webhook:${id}`)].sort(),
       "keys are unchanged",
     );
+  },
+);
+
+t.test(
+  "upgrading respells every subscription URL canonically; of active ones that turn out the same URL the oldest stays",
+  async (t) => {
+    const db = await databaseBefore(t, "0028_canonical_webhook_urls");
+    const tenant = await createTenant(db, "spellings");
+    const other = await createTenant(db, "the same URL elsewhere");
+    const subscription = async (tenantId: string, url: string, createdAt: string, isActive = true) =>
+      (
+        await db("integrator.webhook_subscriptions")
+          .insert({
+            tenant_id: tenantId,
+            url,
+            events: ["*"],
+            secret_encrypted: "x",
+            created_by: "t",
+            created_at: createdAt,
+            is_active: isActive,
+            ...(isActive ? {} : { deactivated_at: createdAt }),
+          })
+          .returning("id")
+      )[0].id as string;
+    const spellings = {
+      oldest: "https://Hooks.Example.com:443/in/box?",
+      newer: "https://hooks.example.com./in/./box",
+      fragment: "https://hooks.example.com/in/b%6Fx#section",
+      deleted: "https://HOOKS.example.com/in/box",
+      another: "https://hooks.example.com/in/box%2f",
+      elsewhere: "https://hooks.example.com/in/box?",
+    };
+    const ids = {
+      deleted: await subscription(tenant.id, spellings.deleted, "2025-12-01T00:00:00Z", false),
+      oldest: await subscription(tenant.id, spellings.oldest, "2026-01-01T00:00:00Z"),
+      newer: await subscription(tenant.id, spellings.newer, "2026-02-01T00:00:00Z"),
+      fragment: await subscription(tenant.id, spellings.fragment, "2026-03-01T00:00:00Z"),
+      another: await subscription(tenant.id, spellings.another, "2026-04-01T00:00:00Z"),
+      elsewhere: await subscription(other.id, spellings.elsewhere, "2026-05-01T00:00:00Z"),
+    };
+
+    await migrate(db);
+
+    const rows = await db("integrator.webhook_subscriptions")
+      .whereIn("tenant_id", [tenant.id, other.id])
+      .select<{ id: string; url: string; is_active: boolean; deactivated_at: Date | null }[]>(
+        "id",
+        "url",
+        "is_active",
+        "deactivated_at",
+      );
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    for (const [name, raw] of Object.entries(spellings))
+      t.equal(
+        byId.get(ids[name as keyof typeof ids])?.url,
+        canonicalWebhookUrl(new URL(raw)),
+        `${name}: the spelling canonicalWebhookUrl gives`,
+      );
+    t.equal(byId.get(ids.oldest)?.url, "https://hooks.example.com/in/box");
+    t.same(
+      rows
+        .filter((row) => row.is_active)
+        .map((row) => row.id)
+        .sort(),
+      [ids.oldest, ids.another, ids.elsewhere].sort(),
+      "the oldest of one URL stays active, per tenant; another path stays",
+    );
+    t.ok(byId.get(ids.newer)?.deactivated_at, "a newer duplicate is deactivated");
+    t.ok(byId.get(ids.fragment)?.deactivated_at, "one that differed by its fragment too");
   },
 );

@@ -1,6 +1,9 @@
 // Debian's Chromium (/usr/bin/chromium; no browser download) driven by playwright-core: headless, without
 // the background services whose connections this machine's closed network refuses, with a fresh profile per
 // launch. launchBrowser records every request the pages make, so a test can check none goes to another host.
+// Browser tests wait on conditions (an element, a text, a state the page reaches), never for a fixed time,
+// and every such wait has the same generous deadline, BROWSER_DEADLINE_MS: on a busy machine a page takes
+// longer, and only a page that never gets there fails.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -20,12 +23,31 @@ export const CHROMIUM_ARGS = [
   "--disable-sync",
 ];
 
+/** How long any browser wait may take before the test fails: generous, for a machine busy with other work. */
+export const BROWSER_DEADLINE_MS = 180_000;
+/** The same deadline in seconds, for waitFor (test/helpers/wait.ts) around browser conditions. */
+export const BROWSER_DEADLINE_SECONDS = BROWSER_DEADLINE_MS / 1000;
+/** A browser test file may take this long in all (tap's per-file timeout, set with t.setTimeout). */
+export const BROWSER_FILE_TIMEOUT_MS = 20 * 60_000;
+
+/** Every wait of a context's pages (actions, locators, navigation) gets BROWSER_DEADLINE_MS. */
+export function withBrowserDeadline<C extends BrowserContext>(context: C): C {
+  context.setDefaultTimeout(BROWSER_DEADLINE_MS);
+  context.setDefaultNavigationTimeout(BROWSER_DEADLINE_MS);
+  return context;
+}
+
 /** Where screenshots go (gitignored); CI keeps them as artefacts. */
 export const ARTIFACTS_DIR = path.resolve(import.meta.dirname, "../../.artifacts");
 
 /** A plain browser (playwright gives it a new empty profile). */
 export async function launchChromium(t: Test): Promise<Browser> {
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    timeout: BROWSER_DEADLINE_MS,
+  });
   t.teardown(async () => {
     await browser.close();
   });
@@ -47,7 +69,9 @@ export async function launchBrowser(t: Test): Promise<BrowserSession> {
     headless: true,
     args: CHROMIUM_ARGS,
     viewport: { width: 1024, height: 800 },
+    timeout: BROWSER_DEADLINE_MS,
   });
+  withBrowserDeadline(context);
   t.teardown(async () => {
     await context.close();
     fs.rmSync(userDataDir, { recursive: true, force: true });

@@ -54,6 +54,7 @@ export async function startTestServer(t: Test, options: TestServerOptions = {}):
     RATE_LIMIT_PER_MINUTE: "100000",
     RATE_LIMIT_ANON_PER_MINUTE: "100000",
     RATE_LIMIT_PROBE_PER_MINUTE: "100000",
+    CALLBACK_CONCURRENCY_PER_ADDRESS: "10000",
     LOAD_SHED_EVENT_LOOP_DELAY_MS: "0",
     LOAD_SHED_DB_PENDING_ACQUIRES: "0",
     ...options.env,

@@ -37,6 +37,27 @@ t.test("an allowed origin's preflight is answered 204 before authentication", as
   t.match(res.headers.get("vary"), /Origin/);
 });
 
+t.test(
+  "preflights count against the client address's open-route limit (RATE_LIMIT_ANON_PER_MINUTE, scope address)",
+  async (t) => {
+    const server = await startTestServer(t, { env: { CORS_ALLOWED_ORIGINS: APP, RATE_LIMIT_ANON_PER_MINUTE: "3" } });
+    for (let i = 0; i < 3; i++) {
+      const res = await server.request("/v1/intake/submit", preflight("POST", "authorization,content-type"));
+      t.equal(res.status, 204, `preflight ${i + 1}`);
+      t.equal(res.headers.get("ratelimit-remaining"), String(2 - i));
+    }
+    const refused = await server.request("/v1/intake/submit", preflight("POST", "authorization,content-type"));
+    t.equal(refused.status, 429, "one more preflight is refused");
+    t.ok(Number(refused.headers.get("retry-after")) >= 1);
+    t.match(await refused.json(), { error: { code: "RATE_LIMITED", details: { scope: "address", limit: 3 } } });
+    t.equal(
+      (await server.request("/.well-known/jwks.json")).status,
+      429,
+      "the same allowance as the other open routes of that address",
+    );
+  },
+);
+
 t.test("an allowed origin's answers expose the headers integrators read", async (t) => {
   const server = await startTestServer(t, { env: { CORS_ALLOWED_ORIGINS: APP } });
   const tenant = await createTestTenant(server.services);

@@ -8,6 +8,7 @@ import { startWorker } from "../../worker/runner.ts";
 import { purgeExpiredKeys } from "../../db/idempotency.ts";
 import { idempotencyLockKey } from "../../http/idempotency.ts";
 import { waitFor } from "../helpers/wait.ts";
+import { loadDocument } from "../../http/openapi-document.ts";
 
 const pdf = { filename: "contract.pdf", file_size: 48213, mime_type: "application/pdf" };
 
@@ -216,6 +217,37 @@ t.test("idempotency rules", async (t) => {
     t.equal((await submit(server, tenant, "key-403", pdf)).status, 201);
   });
 });
+
+t.test(
+  "keys are compared exactly as sent, byte for byte: a composed (NFC) and a decomposed (NFD) spelling are two keys, as the document says",
+  async (t) => {
+    const server = await startTestServer(t);
+    const tenant = await createTestTenant(server.services);
+    // Header values travel as bytes; Node hands them over one character per byte (latin1).
+    const asSent = (key: string) => Buffer.from(key, "utf8").toString("latin1");
+    const composed = asSent("clé-1".normalize("NFC"));
+    const decomposed = asSent("clé-1".normalize("NFD"));
+    t.not(composed, decomposed, "two byte sequences");
+    const first = await submit(server, tenant, composed, { ...pdf, external_reference: "nfc" });
+    t.equal(first.status, 201);
+    const firstBody = (await first.json()) as { id: string };
+    const replay = await submit(server, tenant, composed, { ...pdf, external_reference: "nfc" });
+    t.equal(replay.headers.get("idempotent-replayed"), "true", "the same bytes replay");
+    const other = await submit(server, tenant, decomposed, { ...pdf, external_reference: "nfd" });
+    t.equal(other.status, 201, "the other normalisation is another key: a different body is no mismatch");
+    t.not(((await other.json()) as { id: string }).id, firstBody.id);
+    t.equal((await counts(server, tenant.tenantId)).submissions, 2);
+    const caseVariant = await submit(server, tenant, composed.toUpperCase(), { ...pdf, external_reference: "case" });
+    t.equal(caseVariant.status, 201, "nor is case folded");
+
+    const document = loadDocument() as unknown as {
+      components: { parameters: Record<string, { name: string; description: string }> };
+    };
+    const parameter = Object.values(document.components.parameters).find((p) => p.name === "Idempotency-Key");
+    t.match(parameter?.description, /exactly as sent, byte for byte/);
+    t.match(parameter?.description, /NFC/);
+  },
+);
 
 t.test("rule 7: keys expire after API_IDEMPOTENCY_TTL_HOURS and the purge job removes them", async (t) => {
   // 0.0015 hours is 5.4 seconds: long enough for the replay below on a loaded machine, short enough to wait out.

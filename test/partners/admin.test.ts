@@ -61,7 +61,7 @@ t.test("partner admin commands", async (t) => {
   });
 
   t.test(
-    "partner:create refuses a taken key, a bad key, the service's own audience, a launch URL that is not https, and bad context keys",
+    "partner:create refuses a taken key, a bad key, the service's own audiences (tokens, portal), a launch URL that is not https, and bad context keys",
     async (t) => {
       const base = { name: "P", "launch-url": "https://p.example.com/launch" };
       await run(server.services, "partner:create", { ...base, key: "taken" });
@@ -81,6 +81,11 @@ t.test("partner admin commands", async (t) => {
         name: "UsageError",
         message: /audience/,
       });
+      await t.rejects(
+        run(server.services, "partner:create", { ...base, key: "integrator-portal" }),
+        { name: "UsageError", message: /audience/ },
+        "nor the portal credential's audience: an assertion for that partner would be a portal credential's twin",
+      );
       for (const launchUrl of [
         "http://p.example.com/launch",
         "/launch",

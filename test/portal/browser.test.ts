@@ -8,8 +8,18 @@ import type { Page } from "playwright-core";
 import { decodeJwt } from "jose";
 import { startWebhookRig, testCa } from "../helpers/webhooks.ts";
 import { createTestTenant, type TestServer, type TestTenant } from "../helpers/server.ts";
-import { launchBrowser, screenshot, type BrowserSession } from "../helpers/browser.ts";
+import {
+  BROWSER_DEADLINE_SECONDS,
+  BROWSER_FILE_TIMEOUT_MS,
+  launchBrowser,
+  screenshot,
+  type BrowserSession,
+} from "../helpers/browser.ts";
 import { waitFor } from "../helpers/wait.ts";
+
+// Every wait below is on a condition, with the generous deadline of test/helpers/browser.ts.
+t.setTimeout(BROWSER_FILE_TIMEOUT_MS);
+const until = { seconds: BROWSER_DEADLINE_SECONDS };
 
 const SHOTS = "portal";
 let broken = false;
@@ -26,17 +36,12 @@ async function portalLink(server: TestServer, who: TestTenant): Promise<string> 
 async function newestDeliveryBecomes(page: Page, status: string): Promise<string> {
   const read = async () => {
     await page.click("#refresh-deliveries");
-    const first = page.locator("#delivery-list li.delivery").first();
-    await first.waitFor({ timeout: 5000 }).catch(() => undefined);
-    return (
-      (await first
-        .locator("summary .badge")
-        .first()
-        .textContent()
-        .catch(() => "")) ?? ""
-    );
+    // The click puts the list in its loading state; it has loaded when that state is gone.
+    await page.locator("#delivery-list .state.loading").waitFor({ state: "detached" });
+    const badge = page.locator("#delivery-list li.delivery").first().locator("summary .badge").first();
+    return (await badge.count()) === 0 ? "" : ((await badge.textContent()) ?? "");
   };
-  return waitFor(read, (text) => text === status, { seconds: 30, intervalMs: 300 });
+  return waitFor(read, (text) => text === status, { ...until, intervalMs: 300 });
 }
 
 const ca = testCa(t);
@@ -181,6 +186,7 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   await waitFor(
     async () => receiver.receivedAt("/portal-hook").length,
     (count) => count === 2,
+    until,
   );
   t.equal(receiver.receivedAt("/portal-hook").length, 2, "the receiver got the resend");
 
@@ -277,7 +283,7 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
       return page.locator("li.subscription.disabled").count();
     },
     (count) => count === 1,
-    { seconds: 20, intervalMs: 500 },
+    { ...until, intervalMs: 500 },
   );
   const card = page.locator("li.subscription.disabled");
   t.equal(await card.count(), 1, "the disabled endpoint stands out");
@@ -428,7 +434,7 @@ t.test(
     await waitFor(
       async () => Date.now(),
       (now) => now > boundary + 50,
-      { seconds: 5, intervalMs: 50 },
+      { ...until, intervalMs: 50 },
     );
     for (let event = 0; event < 10; event++) await rig.emitIntake();
     for (let test = 0; test < 2; test++) {
@@ -463,6 +469,7 @@ t.test(
     await waitFor(
       () => listedDeliveries(page),
       (listed) => listed.length >= 50,
+      until,
     );
     const bothPages = await listedDeliveries(page);
     t.same(
@@ -520,6 +527,7 @@ t.test(
     await waitFor(
       () => listedDeliveries(page),
       (listed) => listed.length >= 28,
+      until,
     );
     t.same(
       await listedDeliveries(page),
@@ -543,6 +551,7 @@ t.test(
     await waitFor(
       () => listedDeliveries(page),
       (listed) => listed.length === 25,
+      until,
     );
     t.same(await listedDeliveries(page), ids(() => true).slice(0, 25), "Clear shows the newest 25 again");
     t.same(server.errors, [], "every answer the portal got matched the document");
@@ -567,6 +576,7 @@ t.test("an expired link, a tampered link and another tenant's link show nothing 
   const expired = await server.services.tokens.issuePortal({
     subject: tenant.subject,
     tenantId: tenant.tenantId,
+    creatorTenantId: tenant.tenantId,
     expiresInSeconds: -120,
   });
   const expiredPage = await browser.context.newPage();

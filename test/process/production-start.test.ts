@@ -52,6 +52,13 @@ t.test("in production, an all-zero ENCRYPTION_KEY (43 A's) stops the start namin
   t.match(stderr, /^Configuration error: ENCRYPTION_KEY is all zero bytes/m);
 });
 
+t.test("an ENCRYPTION_KEY of one repeated byte stops the start with a clear message", async (t) => {
+  const env = { ...(await productionEnv(t)), ENCRYPTION_KEY: "ab".repeat(32) };
+  const { code, stderr } = await runMainToExit(env);
+  t.equal(code, 1);
+  t.match(stderr, /^Configuration error: ENCRYPTION_KEY is one byte \(0xab\) repeated: generate a random key/m);
+});
+
 t.test("in production, a start without PUBLIC_BASE_URL stops naming the variable", async (t) => {
   const { PUBLIC_BASE_URL: _omitted, ...env } = await productionEnv(t);
   const { code, stderr } = await runMainToExit(env);

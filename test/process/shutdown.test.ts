@@ -147,7 +147,11 @@ t.test(
       120,
     );
     const curl = await waitFor("the demo curl line", () => /^curl .*$/m.exec(service.stdout())?.[0], 30);
-    t.match(service.stdout(), /^Try it:$/m, "the human-readable hint is printed as plain text");
+    t.match(
+      service.stdout(),
+      /^Try it \(the token lives \d+ minutes\):$/m,
+      "the human-readable hint is printed as plain text",
+    );
     const token = /Bearer ([^']+)'/.exec(curl)?.[1];
     const body = /-d '([^']+)'/.exec(curl)?.[1];
     t.ok(token && body);

@@ -4,7 +4,7 @@
 //   json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False) (UTF-8)
 // and hashlib.sha256(<UTF-8 form>.encode()).hexdigest(), then hard-coded here.
 import t from "tap";
-import { canonicalJson, canonicalJsonHash } from "../../server/canonical-json.ts";
+import { asciiEscaped, canonicalJson, canonicalJsonHash } from "../../server/canonical-json.ts";
 
 const callbackBody = {
   tenant_id: "6f1c2d9e-3b7a-4c41-9e0f-2a5b8c7d1e33",
@@ -146,4 +146,15 @@ t.test("canonicalJsonHash: hex SHA-256 of the UTF-8 canonical form", async (t) =
     "independent of key order",
   );
   t.not(canonicalJsonHash({ a: 1 }), canonicalJsonHash({ a: "1" }));
+});
+
+t.test("the ASCII form is the UTF-8 form with its non-ASCII characters escaped (one walk serves both)", async (t) => {
+  const values: unknown[] = [
+    callbackBody,
+    { "😀": { ключ: ["Zoë", "\u007f", "\ud800 lone", "東京"] }, a: [1.5, -0, 1e21, null, true] },
+    { plain: "ascii only", n: [1, 2, 3] },
+    "\u2028\u2029 line separators",
+  ];
+  for (const [index, value] of values.entries())
+    t.equal(asciiEscaped(canonicalJson(value)), canonicalJson(value, { asciiOnly: true }), `value ${index}`);
 });

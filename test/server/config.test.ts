@@ -1,8 +1,12 @@
 // One module parses every setting; a bad value stops the start with a message naming the variable.
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import path from "node:path";
 import t from "tap";
 import { loadConfig } from "../../server/config.ts";
+
+/** A fixed key that looks random (a SHA-256 digest) and whose base64 and base64url forms differ. */
+const SAMPLE_KEY = "ad1c547f3610628dff55aebed55e6e022bf3858974144172e2229901d8bfe3de";
 
 t.test("defaults apply when nothing is set", async (t) => {
   const config = loadConfig({});
@@ -27,19 +31,19 @@ t.test("PUBLIC_BASE_URL defaults from PORT for links; the token issuer never dep
 });
 
 t.test("PUBLIC_BASE_URL is required in production", async (t) => {
-  t.throws(() => loadConfig({ NODE_ENV: "production", ENCRYPTION_KEY: "ab".repeat(32) }), {
+  t.throws(() => loadConfig({ NODE_ENV: "production", ENCRYPTION_KEY: SAMPLE_KEY }), {
     name: "ConfigError",
     message: /^PUBLIC_BASE_URL is required when NODE_ENV=production/,
   });
   t.equal(
-    loadConfig({ NODE_ENV: "production", ENCRYPTION_KEY: "ab".repeat(32), PUBLIC_BASE_URL: "https://a.example.com" })
+    loadConfig({ NODE_ENV: "production", ENCRYPTION_KEY: SAMPLE_KEY, PUBLIC_BASE_URL: "https://a.example.com" })
       .tokenIssuer,
     "https://a.example.com",
   );
 });
 
 t.test("ENCRYPTION_KEY is parsed strictly as hex, base64 or base64url, and the encoding is reported", async (t) => {
-  const key = Buffer.from(Array.from({ length: 32 }, (_, i) => 250 - i * 7));
+  const key = Buffer.from(SAMPLE_KEY, "hex");
   const forms: [string, string][] = [
     [key.toString("hex"), "hex"],
     [key.toString("hex").toUpperCase(), "hex"],
@@ -66,6 +70,28 @@ t.test("ENCRYPTION_KEY is parsed strictly as hex, base64 or base64url, and the e
   ];
   for (const [raw, message] of refused) {
     t.throws(() => loadConfig({ ENCRYPTION_KEY: raw }), { name: "ConfigError", message }, raw);
+  }
+});
+
+t.test("ENCRYPTION_KEY of one repeated byte or otherwise trivially low entropy is refused at start", async (t) => {
+  const bytes = (values: number[]) => Buffer.from(values);
+  const refused: [string, RegExp][] = [
+    ["ab".repeat(32), /^ENCRYPTION_KEY is one byte \(0xab\) repeated: generate a random key/],
+    ["a".repeat(64), /^ENCRYPTION_KEY is one byte \(0xaa\) repeated/],
+    ["/".repeat(42) + "8", /^ENCRYPTION_KEY is one byte \(0xff\) repeated/],
+    ["0123456789abcdef".repeat(4), /^ENCRYPTION_KEY has too little entropy/],
+    [bytes(Array.from({ length: 32 }, (_, i) => i)).toString("hex"), /^ENCRYPTION_KEY has too little entropy/],
+    [
+      bytes(Array.from({ length: 32 }, (_, i) => 250 - i * 7)).toString("hex"),
+      /^ENCRYPTION_KEY has too little entropy/,
+    ],
+    [Buffer.from("correct horse battery staple 123").toString("base64"), /^ENCRYPTION_KEY has too little entropy/],
+  ];
+  for (const [raw, message] of refused)
+    t.throws(() => loadConfig({ ENCRYPTION_KEY: raw }), { name: "ConfigError", message }, raw);
+  for (let i = 0; i < 200; i++) {
+    const random = randomBytes(32).toString("hex");
+    t.doesNotThrow(() => loadConfig({ ENCRYPTION_KEY: random }), `random key ${random}`);
   }
 });
 
@@ -106,7 +132,7 @@ t.test("test-only delivery settings are refused in production", async (t) => {
     () =>
       loadConfig({
         NODE_ENV: "production",
-        ENCRYPTION_KEY: "a".repeat(64),
+        ENCRYPTION_KEY: SAMPLE_KEY,
         PUBLIC_BASE_URL: "https://integrator.example.com",
         WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
       }),
@@ -123,7 +149,13 @@ t.test("operations settings: defaults and accepted forms", async (t) => {
     probePerMinute: 600,
     store: "memory",
   });
-  t.same(config.http, { requestTimeoutMs: 30000, headersTimeoutMs: 10000, maxConnections: 1000 });
+  t.same(config.http, {
+    requestTimeoutMs: 30000,
+    headersTimeoutMs: 10000,
+    maxConnections: 1000,
+    maxConnectionsPerAddress: 64,
+    firstByteTimeoutMs: 3000,
+  });
   t.equal(config.maxTokenLifetimeSeconds, 86400);
   t.same(config.hashing, { concurrency: 2, queueMax: 32 });
   t.same(config.login, { freeFailures: 5, backoffBaseSeconds: 1, backoffMaxSeconds: 900 });

@@ -1,7 +1,7 @@
 // The body guard's one walk (server/json-limits.ts): unstorable text and non-finite numbers by path, in
 // document order, nothing listed twice below an unstorable key, at most `limit` of each.
 import t from "tap";
-import { parseMarkingInexactIntegers, unrepresentablePaths } from "../../server/json-limits.ts";
+import { parseMarkingInexactIntegers, shapeExcess, unrepresentablePaths } from "../../server/json-limits.ts";
 
 t.test("both kinds are found in one walk, in document order", async (t) => {
   const body = JSON.parse(
@@ -48,4 +48,18 @@ t.test("integer literals beyond ±(2^53−1) are found in the JSON text, by path
 
 t.test("text without a run of 16 digits is not parsed again", async (t) => {
   t.equal(parseMarkingInexactIntegers('{"a": 123456789012345, "b": "x"}'), undefined);
+});
+
+t.test("shapeExcess: depth as depthOf counts it, members (keys and array items) at every depth", async (t) => {
+  t.equal(shapeExcess({ a: { b: 1 } }, { maxDepth: 2, maxKeys: 10 }), undefined);
+  t.equal(shapeExcess({ a: { b: {} } }, { maxDepth: 2, maxKeys: 10 }), "depth");
+  t.equal(shapeExcess({ a: [1, 2], b: { c: 1 } }, { maxDepth: 5, maxKeys: 5 }), undefined, "a, 1, 2, b, c: five");
+  t.equal(shapeExcess({ a: [1, 2, 3], b: { c: 1 } }, { maxDepth: 5, maxKeys: 5 }), "keys", "six");
+  t.equal(shapeExcess("text", { maxDepth: 1, maxKeys: 1 }), undefined, "a scalar has no members");
+  const wide: Record<string, number> = {};
+  for (let i = 0; i < 100_000; i++) wide[`k${i}`] = i;
+  t.equal(shapeExcess(wide, { maxDepth: 32, maxKeys: 1000 }), "keys");
+  let deep: unknown = 1;
+  for (let i = 0; i < 100_000; i++) deep = [deep];
+  t.equal(shapeExcess(deep, { maxDepth: 32, maxKeys: 1_000_000 }), "depth", "any depth, iteratively");
 });

@@ -3,6 +3,7 @@
 import t from "tap";
 import type { Test } from "tap";
 import {
+  canonicalWebhookUrl,
   checkWebhookUrl as checkWithPorts,
   isBlockedAddress,
   parseIpLiteral,
@@ -259,6 +260,50 @@ t.test("allowed: public names and public IPv4 literals pass, with host and port"
     ],
     "ok",
   );
+});
+
+t.test("fragment: a URL with a fragment is refused, an empty one too (it is never sent)", async (t) => {
+  expectRule(
+    t,
+    ["https://hooks.example.com/a#f", "https://hooks.example.com/#", "https://hooks.example.com#x"],
+    "fragment",
+  );
+  t.equal(ruleOf("https://hooks.example.com/a%23f"), "ok", "an escaped # is part of the path");
+});
+
+t.test("canonicalWebhookUrl: every spelling of one URL has one canonical form", async (t) => {
+  const canonical = (raw: string) => {
+    const verdict = checkWebhookUrl(raw);
+    return verdict.ok ? verdict.canonical : `refused: ${verdict.rule}`;
+  };
+  const spellings = [
+    "https://hooks.example.com/a",
+    "https://hooks.example.com/a?",
+    "https://HOOKS.Example.COM/a",
+    "https://hooks.example.com./a",
+    "https://hooks.example.com/./a",
+    "https://hooks.example.com/b/../a",
+    "https://hooks.example.com/%2e/a",
+    "https://hooks.example.com/%61",
+    "https://hooks.example.com:443/a",
+    "https://hooks.example.com:0443/a",
+    "https://hooks.example.com:000443/a",
+    "HTTPS://hooks.example.com/a",
+  ];
+  for (const raw of spellings) t.equal(canonical(raw), "https://hooks.example.com/a", raw);
+  t.equal(canonical("https://hooks.example.com:018843/a"), "https://hooks.example.com:18843/a", "leading zeros");
+  t.equal(canonical("https://hooks.example.com:18843/a"), "https://hooks.example.com:18843/a");
+  t.equal(canonical("https://bücher.example/"), "https://xn--bcher-kva.example/", "punycode");
+  t.equal(canonical("https://hooks.example.com"), "https://hooks.example.com/", "the empty path is /");
+  t.equal(
+    canonical("https://hooks.example.com/x%7e%2f%2F?q=%41%3d&r"),
+    "https://hooks.example.com/x~%2F%2F?q=A%3D&r",
+    "unreserved escapes decoded in path and query, the others upper-cased and kept",
+  );
+  t.equal(canonical("https://hooks.example.com/A"), "https://hooks.example.com/A", "the path keeps its case");
+  t.equal(canonical("https://hooks.example.com/a?b=1&a=2"), "https://hooks.example.com/a?b=1&a=2", "query order kept");
+  t.equal(canonical("https://[2606:4700:4700:0:0:0:0:1111]:443/"), "https://[2606:4700:4700::1111]/");
+  t.equal(canonicalWebhookUrl(new URL("https://hooks.example.com/a#f")), "https://hooks.example.com/a", "no fragment");
 });
 
 t.test("parseIpLiteral: IP literals in normal form, names undefined", async (t) => {

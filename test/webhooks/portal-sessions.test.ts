@@ -193,6 +193,7 @@ t.test("a portal session is refreshed with a new credential, up to 8 hours after
   const nearlyOld = await server.services.tokens.issuePortal({
     subject: tenantA.subject,
     tenantId: tenantA.tenantId,
+    creatorTenantId: tenantA.tenantId,
     expiresInSeconds: 300,
     sessionStartedAt: now - 8 * 3600 + 120,
   });
@@ -201,6 +202,7 @@ t.test("a portal session is refreshed with a new credential, up to 8 hours after
   const old = await server.services.tokens.issuePortal({
     subject: tenantA.subject,
     tenantId: tenantA.tenantId,
+    creatorTenantId: tenantA.tenantId,
     expiresInSeconds: 300,
     sessionStartedAt: now - 8 * 3600 - 1,
   });
@@ -215,6 +217,7 @@ t.test("an expired, tampered or foreign-scoped credential is refused by the port
   const expired = await server.services.tokens.issuePortal({
     subject: tenantA.subject,
     tenantId: tenantA.tenantId,
+    creatorTenantId: tenantA.tenantId,
     expiresInSeconds: -60,
   });
   t.equal((await server.request("/v1/webhooks/subscriptions", { token: expired.token })).status, 401, "expired");
@@ -238,6 +241,7 @@ t.test("an expired, tampered or foreign-scoped credential is refused by the port
   const tooLong = await server.services.tokens.issuePortal({
     subject: tenantA.subject,
     tenantId: tenantA.tenantId,
+    creatorTenantId: tenantA.tenantId,
     expiresInSeconds: 61 * 60,
   });
   t.equal((await server.request("/v1/webhooks/subscriptions", { token: tooLong.token })).status, 401, "over 60 min");

@@ -1,0 +1,43 @@
+// npm run admin -- token:issue: a token only for a subject that exists in that tenant and is enabled (a
+// user, by id or username, or an API client) and only with roles that principal holds.
+import t from "tap";
+import { runAdminCli } from "../helpers/admin-cli.ts";
+import { createTestTenant, pollWithToken, startTestServer } from "../helpers/server.ts";
+import { registerClient, registerUser } from "../../handlers/auth/principals.ts";
+
+t.test("token:issue signs for existing, enabled users and clients of the tenant only", async (t) => {
+  const server = await startTestServer(t);
+  const tenant = await createTestTenant(server.services);
+  const other = await createTestTenant(server.services);
+  const user = await registerUser(server.services.db, {
+    tenantId: tenant.tenantId,
+    username: `ops-${crypto.randomUUID().slice(0, 8)}`,
+    password: "correct horse battery",
+    roles: ["client_admin"],
+  });
+  const client = await registerClient(server.services.db, { tenantId: tenant.tenantId, roles: ["client_admin"] });
+  const issue = (subject: string, extra: string[] = [], tenantId = tenant.tenantId) =>
+    runAdminCli(server, ["token:issue", "--tenant", tenantId, "--subject", subject, ...extra]);
+  const works = async (subject: string, extra: string[] = []) => {
+    const issued = await issue(subject, extra);
+    t.equal(issued.code, 0, `${subject}: issued`);
+    const { access_token, subject: signed } = JSON.parse(issued.stdout) as { access_token: string; subject: string };
+    t.equal((await pollWithToken(server, access_token)).status, 404, `${subject}: the token works`);
+    return signed;
+  };
+
+  t.equal(await works(user.id), user.id, "a user by id");
+  t.equal(await works(user.username), user.id, "a user by username: the token carries the id");
+  t.equal(await works(client.client_id, ["--roles", "client_admin"]), client.client_id, "a client");
+
+  t.equal((await issue("ops")).code, 2, "an unknown subject is refused");
+  t.equal((await issue(user.id, [], other.tenantId)).code, 2, "a user of another tenant is refused");
+  t.equal((await issue(client.client_id, [], other.tenantId)).code, 2, "a client of another tenant is refused");
+  t.equal((await issue(user.id, ["--roles", "platform_admin"])).code, 2, "a role the user does not hold");
+
+  t.equal((await runAdminCli(server, ["user:disable", "--username", user.username])).code, 0);
+  t.equal((await runAdminCli(server, ["client:disable", "--client", client.client_id])).code, 0);
+  const refused = await issue(user.id);
+  t.equal(refused.code, 2, "a disabled user is refused");
+  t.equal((await issue(client.client_id)).code, 2, "a disabled client is refused");
+});
