@@ -130,7 +130,7 @@ t.test("a submission whose events cannot be stored is rolled back whole", async 
   t.equal(res.status, 500);
   const left = await rig.server.services.db.raw<{ rows: { submissions: number; audits: number; keys: number }[] }>(
     `select (select count(*) from integrator.intake_submissions where tenant_id = ?)::int as submissions,
-            (select count(*) from integrator.audit_actions where tenant_id = ?)::int as audits,
+            (select count(*) from integrator.audit_actions where tenant_id = ? and action like 'intake.%')::int as audits,
             (select count(*) from integrator.idempotency_keys where tenant_id = ?)::int as keys`,
     [rig.tenant.tenantId, rig.tenant.tenantId, rig.tenant.tenantId],
   );
