@@ -16,6 +16,7 @@ import { jobsOfDelivery, startWebhookRig, testCa, type WebhookRig } from "../hel
 import { webhookSchemaErrors } from "../helpers/webhook-schemas.ts";
 import type { DeliveryView } from "../../db/webhooks.ts";
 import { waitFor } from "../helpers/wait.ts";
+import { newWebhookSecret } from "../../server/signing.ts";
 
 const ca = testCa(t);
 let rig: WebhookRig;
@@ -141,7 +142,7 @@ t.test(
     t.equal(verifiedEventId(request.rawBody, headers, secret, sentAt + 6 * 60_000), null, "a replay 6 minutes later");
     t.equal(verifiedEventId(request.rawBody, headers, secret, sentAt - 6 * 60_000), null, "6 minutes early");
     t.equal(verifiedEventId(request.rawBody, { ...headers, "webhook-signature": undefined }, secret), null);
-    t.equal(verifiedEventId(request.rawBody, headers, `${secret.slice(0, -2)}AA`), null, "another secret");
+    t.equal(verifiedEventId(request.rawBody, headers, newWebhookSecret()), null, "another secret");
   },
 );
 
