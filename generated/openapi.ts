@@ -153,6 +153,8 @@ export interface paths {
          *
          *     A `url` that breaks a URL rule (see `WebhookSubscriptionCreateRequest.url`) is a schema violation:
          *     422 with a `detail` entry at `["body", "url"]` of type `value_error` whose `msg` names the rule.
+         *     The optional `description` (`WebhookSubscriptionDescription`) says what the endpoint is for; the URL,
+         *     the events and the description can be changed later with `updateWebhookSubscription`.
          *
          *     **Limits.** A tenant holds at most `WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT` subscriptions that are not
          *     deleted (default 20; disabled ones count): one more is 409 `WEBHOOK_SUBSCRIPTION_LIMIT_REACHED` with
@@ -196,7 +198,38 @@ export interface paths {
         delete: operations["deleteWebhookSubscription"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a subscription's URL, events or description
+         * @description Changes the subscription in place, in the manner of a JSON merge patch (RFC 7396): a property that is
+         *     absent stays as it is, a property that is present replaces the stored value, and `description: null`
+         *     clears the description. At least one of `url`, `events` and `description` must be present: an empty
+         *     object is 422 (`value_error` at `["body"]`), and an unknown property is 422 `extra_forbidden`. The
+         *     body may be sent as `application/json` or `application/merge-patch+json`; both mean the same.
+         *
+         *     `url` meets exactly the rules of `createWebhookSubscription` (see `WebhookSubscriptionCreateRequest.url`:
+         *     HTTPS, no user part, no fragment, no private or reserved address, a fully qualified host, an allowed
+         *     port; each a 422 `value_error` at `["body", "url"]`) and is stored in its canonical spelling. A `url`
+         *     that, canonically, is that of another of the tenant's subscriptions that is not deleted is 409
+         *     `WEBHOOK_SUBSCRIPTION_DUPLICATE_URL` with `error.details.subscription_id`, as at creation; the
+         *     subscription's own URL is no conflict. `events` meets the rules of creation too (1 to 20 entries of
+         *     `WebhookEventSelector`, duplicates removed, stored as given otherwise). A refused request changes
+         *     nothing.
+         *
+         *     What stays: the subscription's `id`, `created_by`, `created_at`, its `status` (an `active` one stays
+         *     active, a `disabled` one stays disabled with its `disabled_at` and `disabled_reason`), its signing
+         *     secret and any rotation overlap window. PATCH is not a way to re-enable or rotate.
+         *
+         *     **Deliveries already queued.** New `events` apply to events emitted after the change: a queued or
+         *     retrying delivery of a kind no longer subscribed is still sent. A new `url` applies at once to every
+         *     attempt made after the change, including the retries of deliveries queued before it and resends
+         *     (the worker reads the subscription's URL when it sends); an attempt already under way finishes
+         *     against the URL it started with.
+         *
+         *     A deleted subscription, an unknown id, an id that is not a UUID, and a subscription of another tenant
+         *     answer 404 `NOT_FOUND`. The change is audited as `webhooks.subscription_updated` with the fields that
+         *     changed, their previous and new values (never the secret).
+         */
+        patch: operations["updateWebhookSubscription"];
         trace?: never;
     };
     "/v1/webhooks/subscriptions/{subscription_id}/enable": {
@@ -1310,6 +1343,32 @@ export interface components {
             url: string;
             /** @description Event kinds to deliver, or `*` for all; duplicates are removed. */
             events: components["schemas"]["WebhookEventSelector"][];
+            description?: components["schemas"]["WebhookSubscriptionDescription"];
+        };
+        /**
+         * @description What the endpoint is for, in the tenant's words, shown with it in the portal; null (or absent at
+         *     creation) for none. One line of 1 to 500 characters, stored and answered as given; a control character
+         *     (line breaks and tabs included), a Unicode format character (bidi controls such as U+202E, zero-width
+         *     characters) or a line or paragraph separator is a 422 `string_pattern_mismatch`, an empty string a 422
+         *     `string_too_short`, a longer one a 422 `string_too_long`.
+         * @example Claims intake for the review team
+         */
+        WebhookSubscriptionDescription: string | null;
+        /**
+         * @description The changes to a subscription (`updateWebhookSubscription`), merge-patch style: an absent property is
+         *     left as it is, `description: null` clears the description. At least one property; an unknown one is
+         *     422 `extra_forbidden`.
+         */
+        WebhookSubscriptionUpdateRequest: {
+            /**
+             * @description The new HTTPS endpoint, under the rules of `WebhookSubscriptionCreateRequest.url` (each failure a 422
+             *     `value_error` at `["body", "url"]`), stored in its canonical spelling.
+             * @example https://hooks.example.com/review/v2
+             */
+            url?: string;
+            /** @description The new event kinds, or `*` for all; duplicates are removed. Replaces the whole list. */
+            events?: components["schemas"]["WebhookEventSelector"][];
+            description?: components["schemas"]["WebhookSubscriptionDescription"];
         };
         /** @description The optional body of `disableWebhookSubscription`. An unknown field is 422 `extra_forbidden`. */
         WebhookSubscriptionDisableRequest: {
@@ -1332,6 +1391,7 @@ export interface components {
             url: string;
             /** @description The subscribed event kinds, as given (without duplicates). */
             events: components["schemas"]["WebhookEventSelector"][];
+            description: components["schemas"]["WebhookSubscriptionDescription"];
             is_active: boolean;
             /** @description The subject of the token that created it. */
             created_by: string;
@@ -2764,6 +2824,51 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateWebhookSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The subscription id (a UUID; any other value is answered 404). */
+                subscription_id: components["parameters"]["SubscriptionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookSubscriptionUpdateRequest"];
+                "application/merge-patch+json": components["schemas"]["WebhookSubscriptionUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description The subscription as it is now; `secret` is never present. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscriptionResponse"] & {
+                        secret?: never;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["WebhookConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
