@@ -30,6 +30,7 @@ interface SubscriptionRow {
   id: string;
   url: string;
   events: EventSelector[];
+  description: string | null;
   is_active: boolean;
   created_by: string;
   created_at: Date;
@@ -62,6 +63,7 @@ const SUBSCRIPTION_COLUMNS = [
   "id",
   "url",
   "events",
+  "description",
   "is_active",
   "created_by",
   "created_at",
@@ -93,6 +95,7 @@ function subscriptionView(row: SubscriptionRow): SubscriptionView {
     tenant_id: row.tenant_id,
     url: row.url,
     events: row.events,
+    description: row.description,
     is_active: row.is_active,
     created_by: row.created_by,
     created_at: rfc3339(row.created_at),
@@ -128,7 +131,10 @@ async function lockTenantSubscriptions(trx: Knex.Transaction, tenantId: string):
   await trx.raw("select pg_advisory_xact_lock(hashtextextended(?, 0))", [`webhook_subscriptions:${tenantId}`]);
 }
 
-/** Why a subscription was not created: the tenant's limit, or an existing subscription with the same URL. */
+/**
+ * Why a subscription was not created or changed: the tenant's limit, or another of its subscriptions that is
+ * not deleted with the same URL.
+ */
 export class SubscriptionRefused extends Error {
   override name = "SubscriptionRefused";
   readonly refusal: { reason: "duplicate_url"; subscriptionId: string } | { reason: "limit"; limit: number };
@@ -136,6 +142,22 @@ export class SubscriptionRefused extends Error {
     super(refusal.reason === "limit" ? `subscription limit ${refusal.limit} reached` : "duplicate subscription URL");
     this.refusal = refusal;
   }
+}
+
+/**
+ * The one-per-URL rule: throws SubscriptionRefused when another of the tenant's subscriptions that is not
+ * deleted (than `exceptId`) has this URL. Read under lockTenantSubscriptions, so it holds under concurrency.
+ */
+async function refuseDuplicateUrl(
+  trx: Knex.Transaction,
+  tenantId: string,
+  url: string,
+  exceptId?: string,
+): Promise<void> {
+  const query = trx("integrator.webhook_subscriptions").where({ tenant_id: tenantId, is_active: true, url });
+  if (exceptId !== undefined) query.andWhereNot({ id: exceptId });
+  const duplicate = await query.first<{ id: string } | undefined>("id");
+  if (duplicate) throw new SubscriptionRefused({ reason: "duplicate_url", subscriptionId: duplicate.id });
 }
 
 /**
@@ -150,6 +172,7 @@ export async function createSubscription(
     tenantId: string;
     url: string;
     events: EventSelector[];
+    description?: string | null;
     secretSealed: string;
     createdBy: string;
     maxActive?: number;
@@ -158,8 +181,7 @@ export async function createSubscription(
   return db.transaction(async (trx) => {
     await lockTenantSubscriptions(trx, input.tenantId);
     const active = () => trx("integrator.webhook_subscriptions").where({ tenant_id: input.tenantId, is_active: true });
-    const duplicate = await active().andWhere({ url: input.url }).first<{ id: string } | undefined>("id");
-    if (duplicate) throw new SubscriptionRefused({ reason: "duplicate_url", subscriptionId: duplicate.id });
+    await refuseDuplicateUrl(trx, input.tenantId, input.url);
     if (input.maxActive !== undefined) {
       const [counted] = await active().count<{ count: number }[]>("* as count");
       if (Number(counted?.count ?? 0) >= input.maxActive)
@@ -170,6 +192,7 @@ export async function createSubscription(
         tenant_id: input.tenantId,
         url: input.url,
         events: input.events,
+        description: input.description ?? null,
         secret_encrypted: input.secretSealed,
         created_by: input.createdBy,
       })
@@ -219,6 +242,43 @@ async function updateSubscription(
     .update(changes)
     .returning(SUBSCRIPTION_COLUMNS)) as SubscriptionRow[];
   return row ? subscriptionView(row) : undefined;
+}
+
+/** What updateWebhookSubscription may change; an absent field is left as it is, a null description clears it. */
+export interface SubscriptionChanges {
+  url?: string;
+  events?: EventSelector[];
+  description?: string | null;
+}
+
+/**
+ * Changes a subscription of the tenant that is not deleted in place, and answers it as it was and as it is
+ * now; undefined when there is none. Throws SubscriptionRefused (duplicate_url) when `url` is another of the
+ * tenant's subscriptions' URL, under the lock createSubscription takes, so the rule holds under concurrency.
+ * Its status, secret and failure history are left alone.
+ */
+export async function changeSubscription(
+  db: Knex,
+  input: { tenantId: string; subscriptionId: string; changes: SubscriptionChanges },
+): Promise<{ before: SubscriptionView; after: SubscriptionView } | undefined> {
+  if (!isUuid(input.subscriptionId)) return undefined;
+  const { url, events, description } = input.changes;
+  return db.transaction(async (trx) => {
+    await lockTenantSubscriptions(trx, input.tenantId);
+    const current = (await trx("integrator.webhook_subscriptions")
+      .where({ tenant_id: input.tenantId, id: input.subscriptionId, is_active: true })
+      .forUpdate()
+      .first(SUBSCRIPTION_COLUMNS)) as SubscriptionRow | undefined;
+    if (!current) return undefined;
+    if (url !== undefined) await refuseDuplicateUrl(trx, input.tenantId, url, current.id);
+    const changed = await updateSubscription(trx, input.tenantId, current.id, {
+      ...(url === undefined ? {} : { url }),
+      ...(events === undefined ? {} : { events }),
+      ...(description === undefined ? {} : { description }),
+    });
+    if (!changed) return undefined;
+    return { before: subscriptionView(current), after: changed };
+  });
 }
 
 /**

@@ -8,6 +8,7 @@ import { principalOf, type OperationHandler } from "../../http/operations.ts";
 import { checkWebhookUrl } from "../../server/url-safety.ts";
 import { RequestValidationError, valueError } from "../../http/validation.ts";
 import {
+  changeSubscription,
   createSubscription,
   deactivateSubscription,
   disableSubscriptionByHand,
@@ -21,6 +22,8 @@ import {
   rotateSubscriptionSecret,
   SubscriptionRefused,
   type ManualDeliveryOutcome,
+  type SubscriptionChanges,
+  type SubscriptionView,
 } from "../../db/webhooks.ts";
 import { decodeCursor, encodeCursor } from "../../http/keyset-cursor.ts";
 import { rfc3339 } from "../../db/timestamps.ts";
@@ -29,6 +32,8 @@ import { uuidV7 } from "../../db/ids.ts";
 import { eventIdOf, eventUuidOf } from "../../db/events.ts";
 import { recordAudit } from "../../db/audit.ts";
 import type { Principal } from "../../server/auth/tokens.ts";
+import type { EventSelector } from "../../db/events.ts";
+import type { Services } from "../../server/services.ts";
 
 const DEFAULT_DELIVERIES_LIMIT = 50;
 const MANUAL_SENDS_WINDOW_SECONDS = 60;
@@ -70,6 +75,35 @@ function queuedOrLimited(outcome: ManualDeliveryOutcome, perMinute: number) {
   );
 }
 
+/**
+ * The URL rules of a subscription's `url`, at creation and on change: the canonical spelling it is stored
+ * in, or a 422 value_error at ["body", "url"] naming the rule it breaks.
+ */
+function subscriptionUrl(url: string, services: Services): string {
+  const verdict = checkWebhookUrl(url, { allowedPorts: services.config.webhooks.allowedPorts });
+  if (!verdict.ok) throw new RequestValidationError([valueError(["body", "url"], verdict.message, url)]);
+  // Stored in its one spelling, so that the one-per-URL rule compares URLs, not their spellings.
+  return verdict.canonical;
+}
+
+/** A subscription's `events` as stored: as given, without duplicates. */
+const subscriptionEvents = (events: EventSelector[]): EventSelector[] => [...new Set(events)];
+
+/** The answer to a refused creation or change: the tenant's limit, or the URL of another subscription. */
+function refusalAnswer(error: unknown): unknown {
+  if (!(error instanceof SubscriptionRefused)) return error;
+  const { refusal } = error;
+  if (refusal.reason === "limit")
+    return new ApiError(
+      "WEBHOOK_SUBSCRIPTION_LIMIT_REACHED",
+      `This tenant already has ${refusal.limit} webhook subscriptions, the most allowed`,
+      { details: { limit: refusal.limit } },
+    );
+  return new ApiError("WEBHOOK_SUBSCRIPTION_DUPLICATE_URL", "A webhook subscription with this URL already exists", {
+    details: { subscription_id: refusal.subscriptionId },
+  });
+}
+
 export const createWebhookSubscription: OperationHandler<"createWebhookSubscription"> = async ({
   body,
   principal,
@@ -77,16 +111,15 @@ export const createWebhookSubscription: OperationHandler<"createWebhookSubscript
   services,
 }) => {
   const caller = principalOf({ principal });
-  const verdict = checkWebhookUrl(body.url, { allowedPorts: services.config.webhooks.allowedPorts });
-  if (!verdict.ok) throw new RequestValidationError([valueError(["body", "url"], verdict.message, body.url)]);
+  const url = subscriptionUrl(body.url, services);
   const secret = newWebhookSecret();
   try {
     const subscription = await services.db.transaction(async (trx) => {
       const created = await createSubscription(trx, {
         tenantId: caller.tenantId,
-        // Stored in its one spelling, so that the one-per-URL rule compares URLs, not their spellings.
-        url: verdict.canonical,
-        events: [...new Set(body.events)],
+        url,
+        events: subscriptionEvents(body.events),
+        description: body.description ?? null,
         secretSealed: services.secretBox.seal(secret),
         createdBy: caller.subject,
         maxActive: services.config.webhooks.maxSubscriptionsPerTenant,
@@ -97,23 +130,64 @@ export const createWebhookSubscription: OperationHandler<"createWebhookSubscript
         requestId,
         "subscription_created",
         { type: "webhook_subscription", id: created.id },
-        { url: created.url, events: created.events },
+        {
+          url: created.url,
+          events: created.events,
+          ...(created.description === null ? {} : { description: created.description }),
+        },
       );
       return created;
     });
     return { status: 201, body: { ...subscription, secret } };
   } catch (error) {
-    if (!(error instanceof SubscriptionRefused)) throw error;
-    const { refusal } = error;
-    if (refusal.reason === "limit")
-      throw new ApiError(
-        "WEBHOOK_SUBSCRIPTION_LIMIT_REACHED",
-        `This tenant already has ${refusal.limit} webhook subscriptions, the most allowed`,
-        { details: { limit: refusal.limit } },
+    throw refusalAnswer(error);
+  }
+};
+
+/** The fields a change altered, each with its previous and new value (the secret is never one of them). */
+function changedFields(before: SubscriptionView, after: SubscriptionView): Record<string, unknown> {
+  const changed: Record<string, { from: unknown; to: unknown }> = {};
+  for (const field of ["url", "events", "description"] as const)
+    if (JSON.stringify(before[field]) !== JSON.stringify(after[field]))
+      changed[field] = { from: before[field], to: after[field] };
+  return { changed: Object.keys(changed), ...changed };
+}
+
+export const updateWebhookSubscription: OperationHandler<"updateWebhookSubscription"> = async ({
+  body,
+  params,
+  principal,
+  requestId,
+  services,
+}) => {
+  const caller = principalOf({ principal });
+  const changes: SubscriptionChanges = {
+    ...(body.url === undefined ? {} : { url: subscriptionUrl(body.url, services) }),
+    ...(body.events === undefined ? {} : { events: subscriptionEvents(body.events) }),
+    ...(body.description === undefined ? {} : { description: body.description }),
+  };
+  try {
+    const subscription = await services.db.transaction(async (trx) => {
+      const changed = await changeSubscription(trx, {
+        tenantId: caller.tenantId,
+        subscriptionId: params.subscription_id,
+        changes,
+      });
+      if (!changed) return undefined;
+      await auditChange(
+        trx,
+        caller,
+        requestId,
+        "subscription_updated",
+        { type: "webhook_subscription", id: changed.after.id },
+        changedFields(changed.before, changed.after),
       );
-    throw new ApiError("WEBHOOK_SUBSCRIPTION_DUPLICATE_URL", "A webhook subscription with this URL already exists", {
-      details: { subscription_id: refusal.subscriptionId },
+      return changed.after;
     });
+    if (!subscription) throw notFound("Webhook subscription");
+    return { status: 200, body: subscription };
+  } catch (error) {
+    throw refusalAnswer(error);
   }
 };
 
