@@ -6,6 +6,8 @@ export type Subscription = components["schemas"]["WebhookSubscriptionResponse"];
 export type Delivery = components["schemas"]["WebhookDeliveryResponse"];
 export type EventKind = components["schemas"]["WebhookEventKind"];
 export type EventSelector = components["schemas"]["WebhookEventSelector"];
+/** An endpoint as its form holds it: the URL, the events and the description (null for none). */
+export type EndpointInput = Required<components["schemas"]["WebhookSubscriptionUpdateRequest"]>;
 
 /** A refused or failed call: the HTTP status (0 when the network failed) and the service's error code. */
 export class ApiFailure extends Error {
@@ -57,8 +59,11 @@ export function portalApi(token: () => string, baseUrl = window.location.origin)
   const delivery = (id: string) => ({ params: { path: { delivery_id: id } } });
   return {
     listSubscriptions: () => settle(client.GET("/v1/webhooks/subscriptions")),
-    createSubscription: (url: string, events: EventSelector[]) =>
-      settle(client.POST("/v1/webhooks/subscriptions", { body: { url, events } })),
+    createSubscription: (endpoint: EndpointInput) =>
+      settle(client.POST("/v1/webhooks/subscriptions", { body: endpoint })),
+    /** Changes the endpoint in place (its status and secret stay as they are). */
+    updateSubscription: (id: string, endpoint: EndpointInput) =>
+      settle(client.PATCH("/v1/webhooks/subscriptions/{subscription_id}", { ...subscription(id), body: endpoint })),
     deleteSubscription: (id: string) =>
       settle(client.DELETE("/v1/webhooks/subscriptions/{subscription_id}", subscription(id))),
     /** Disables by hand; a blank reason is sent as none. */

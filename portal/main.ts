@@ -7,7 +7,9 @@ import {
   type DeliveredEventKind,
   type Delivery,
   type DeliveryFilters,
+  type EndpointInput,
   type EventKind,
+  type EventSelector,
   type PortalApi,
   type Subscription,
 } from "./api.ts";
@@ -267,54 +269,138 @@ class Portal {
 
   // ---- subscriptions -------------------------------------------------------------------------------
 
-  private createForm(): HTMLElement {
+  /**
+   * The fields of an endpoint, for adding one and for editing one: its URL, its events ("all events" and
+   * single kinds exclude each other: choosing one clears the other) and its description. `read` answers what
+   * they hold, or undefined (and says why) when no event is chosen; a blank description is none.
+   */
+  private endpointFields(
+    prefix: string,
+    current?: Subscription,
+  ): { fields: HTMLElement[]; read(): EndpointInput | undefined; focus(): void } {
     const url = h("input", {
-      id: "new-url",
+      id: `${prefix}-url`,
       name: "url",
       type: "url",
       required: true,
       placeholder: "https://hooks.example.com/review",
       autocomplete: "off",
+      value: current?.url,
     });
+    const chosen = new Set<string>(current?.events ?? ["*"]);
     const boxes = ["*", ...EVENT_KINDS].map((kind) =>
       h(
         "label",
         { class: "check" },
-        h("input", { type: "checkbox", name: "events", value: kind, checked: kind === "*" }),
+        h("input", { type: "checkbox", name: "events", value: kind, checked: chosen.has(kind) }),
         kind === "*" ? "all events (*)" : kind,
       ),
     );
-    // "All events" and single kinds exclude each other: choosing one clears the other.
-    const all = boxes[0]?.querySelector("input");
-    for (const label of boxes) {
-      const box = label.querySelector("input");
-      box?.addEventListener("change", () => {
+    const inputs = boxes.map((label) => label.querySelector("input")).filter((box) => box !== null);
+    const [all] = inputs;
+    for (const box of inputs)
+      box.addEventListener("change", () => {
         if (!box.checked) return;
-        for (const other of boxes.map((candidate) => candidate.querySelector("input")))
-          if (other && other !== box && (box === all || other === all)) other.checked = false;
+        for (const other of inputs) if (other !== box && (box === all || other === all)) other.checked = false;
       });
-    }
+    const description = h("input", {
+      id: `${prefix}-description`,
+      name: "description",
+      type: "text",
+      maxlength: 500,
+      autocomplete: "off",
+      placeholder: "e.g. claims intake for the review team",
+      value: current?.description ?? undefined,
+    });
+    return {
+      fields: [
+        h("label", { for: url.id }, "Endpoint URL (https)"),
+        url,
+        h("fieldset", {}, h("legend", {}, "Events"), boxes),
+        h("label", { for: description.id }, "Description (optional)"),
+        description,
+      ],
+      read: () => {
+        const events = inputs.filter((box) => box.checked).map((box) => box.value as EventSelector);
+        if (events.length === 0) {
+          this.say("Choose at least one event (or all events).", "error");
+          return undefined;
+        }
+        const text = description.value.trim();
+        return { url: url.value.trim(), events, description: text === "" ? null : text };
+      },
+      focus: () => url.focus(),
+    };
+  }
+
+  private createForm(): HTMLElement {
+    const endpoint = this.endpointFields("new");
     const submit = h("button", { type: "submit", class: "primary" }, "Add endpoint");
     const form = h(
       "form",
       { id: "create-form", class: "card", "aria-label": "Add an endpoint" },
-      h("label", { for: "new-url" }, "Endpoint URL (https)"),
-      url,
-      h("fieldset", {}, h("legend", {}, "Events"), boxes),
+      endpoint.fields,
       submit,
     );
     form.addEventListener("submit", (event) => {
       event.preventDefault();
-      const events = [...form.querySelectorAll<HTMLInputElement>("input[name=events]:checked")].map(
-        (box) => box.value as EventKind | "*",
-      );
-      if (events.length === 0) return this.say("Choose at least one event (or all events).", "error");
+      const input = endpoint.read();
+      if (!input) return;
       this.busyWhile(submit, async () => {
-        const created = await this.api.createSubscription(url.value.trim(), events);
+        const created = await this.api.createSubscription(input);
         form.reset();
         this.showSecret("Endpoint added.", created.secret);
         void this.loadSubscriptions();
       });
+    });
+    return form;
+  }
+
+  /** "Edit" opens the endpoint's fields under the card's buttons, as they are now; Escape or Cancel closes them. */
+  private editButton(subscription: Subscription, area: HTMLElement): HTMLButtonElement {
+    const button = h("button", { type: "button", "aria-expanded": "false", "aria-controls": area.id }, "Edit");
+    const close = () => {
+      replace(area);
+      button.setAttribute("aria-expanded", "false");
+      button.focus();
+    };
+    button.addEventListener("click", () => {
+      if (area.childElementCount > 0) return close();
+      const endpoint = this.endpointFields(`edit-${subscription.id}`, subscription);
+      replace(area, this.editForm(subscription, endpoint, close));
+      button.setAttribute("aria-expanded", "true");
+      endpoint.focus();
+    });
+    return button;
+  }
+
+  private editForm(
+    subscription: Subscription,
+    endpoint: ReturnType<Portal["endpointFields"]>,
+    close: () => void,
+  ): HTMLFormElement {
+    const submit = h("button", { type: "submit", class: "primary" }, "Save changes");
+    const form = h(
+      "form",
+      { class: "confirm edit", "aria-label": `Edit the endpoint ${subscription.url}` },
+      h(
+        "p",
+        {},
+        "Deliveries waiting for a retry go to the new URL; new events are matched against the new event list.",
+      ),
+      endpoint.fields,
+      h("div", { class: "actions" }, submit, h("button", { type: "button", onclick: () => close() }, "Cancel")),
+    );
+    form.addEventListener("keydown", (event) => {
+      if (event.key !== "Escape") return;
+      event.preventDefault();
+      close();
+    });
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const input = endpoint.read();
+      if (!input) return;
+      this.busyWhile(submit, () => this.update(subscription, input));
     });
     return form;
   }
@@ -358,6 +444,7 @@ class Portal {
   private subscriptionCard(subscription: Subscription): HTMLElement {
     const disabled = subscription.status === "disabled";
     const confirmArea = h("div", { id: `disable-${subscription.id}` });
+    const editArea = h("div", { id: `edit-${subscription.id}` });
     const actions = h(
       "div",
       { class: "actions" },
@@ -365,6 +452,7 @@ class Portal {
         ? this.action("Re-enable", () => this.enable(subscription), { primary: true })
         : this.action("Send test event", () => this.sendTest(subscription)),
       disabled ? null : this.disableButton(subscription, confirmArea),
+      this.editButton(subscription, editArea),
       this.action("Rotate secret", () => this.rotate(subscription)),
       this.action("Show deliveries", async () => this.filterBySubscription(subscription.id)),
       this.action("Delete", () => this.remove(subscription), { danger: true }),
@@ -377,6 +465,7 @@ class Portal {
         "aria-label": `Endpoint ${subscription.url}${disabled ? " (disabled)" : ""}`,
       },
       h("p", { class: "url" }, h("code", {}, subscription.url)),
+      subscription.description ? h("p", { class: "description" }, subscription.description) : null,
       h(
         "p",
         { class: "meta" },
@@ -399,6 +488,7 @@ class Portal {
         : null,
       actions,
       confirmArea,
+      editArea,
     );
   }
 
@@ -552,6 +642,13 @@ class Portal {
     await this.loadSubscriptions();
     this.focusAction(subscription.id, "Re-enable");
     this.say("Endpoint disabled: nothing is sent to it until you re-enable it.");
+  }
+
+  private async update(subscription: Subscription, input: EndpointInput): Promise<void> {
+    await this.api.updateSubscription(subscription.id, input);
+    await this.loadSubscriptions();
+    this.focusAction(subscription.id, "Edit");
+    this.say("Endpoint saved.");
   }
 
   private async rotate(subscription: Subscription): Promise<void> {

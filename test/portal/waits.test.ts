@@ -8,7 +8,11 @@ import t from "tap";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const read = (file: string) => fs.readFileSync(path.join(ROOT, file), "utf8");
-const BROWSER_TESTS = ["test/portal/browser.test.ts", "test/contract/reference-page.test.ts"];
+const BROWSER_TESTS = [
+  "test/portal/browser.test.ts",
+  "test/portal/edit-endpoint.test.ts",
+  "test/contract/reference-page.test.ts",
+];
 
 /** What waits on the clock: sleeps, and timeouts or deadlines written as numbers in place. */
 const CLOCK_WAITS: [string, RegExp][] = [

@@ -23,6 +23,7 @@ const PORTAL_OPERATIONS = [
   "refreshWebhookPortalSession",
   "rotateWebhookSecret",
   "sendWebhookTestEvent",
+  "updateWebhookSubscription",
 ].sort();
 
 const text: string[] = [];

@@ -1,0 +1,101 @@
+// Editing an endpoint on the /portal page in a real headless Chromium: a teammate with a portal link sees
+// each endpoint's description in the list, opens Edit, changes the URL, the events and the description,
+// saves, and the card shows what was saved (updateWebhookSubscription with the portal credential); a URL
+// the service refuses is said in words and changes nothing; a cleared description disappears.
+import t from "tap";
+import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "../helpers/server.ts";
+import { BROWSER_FILE_TIMEOUT_MS, launchBrowser, screenshot } from "../helpers/browser.ts";
+
+// Every wait below is on a condition, with the generous deadline of test/helpers/browser.ts.
+t.setTimeout(BROWSER_FILE_TIMEOUT_MS);
+
+const SHOTS = "portal";
+
+async function portalLink(server: TestServer, who: TestTenant): Promise<string> {
+  const res = await server.request("/v1/webhooks/portal-sessions", { method: "POST", token: who.token });
+  if (res.status !== 201) throw new Error(`portal session answered ${res.status}`);
+  const { url } = (await res.json()) as { url: string };
+  // PUBLIC_BASE_URL is not the test server's address; keep the link's path and fragment.
+  return `${server.baseUrl}/portal${new URL(url).hash}`;
+}
+
+t.test("a teammate edits an endpoint's URL, events and description and sees them on its card", async (t) => {
+  const server = await startTestServer(t);
+  const tenant = await createTestTenant(server.services);
+  const created = await server.request("/v1/webhooks/subscriptions", {
+    method: "POST",
+    token: tenant.token,
+    json: {
+      url: "https://hooks.example.com/claims",
+      events: ["intake.submitted"],
+      description: "Claims intake for the review team",
+    },
+  });
+  t.equal(created.status, 201);
+  const { id } = (await created.json()) as { id: string };
+  const browser = await launchBrowser(t);
+  const page = await browser.context.newPage();
+  await page.goto(await portalLink(server, tenant));
+
+  const card = page.locator(`li[data-subscription-id="${id}"]`);
+  await card.locator(".description", { hasText: "Claims intake for the review team" }).waitFor();
+  t.pass("the list shows the endpoint's description");
+
+  await card.getByRole("button", { name: "Edit" }).click();
+  const form = card.getByRole("form", { name: "Edit the endpoint https://hooks.example.com/claims" });
+  const url = form.getByLabel("Endpoint URL (https)");
+  t.equal(await url.inputValue(), "https://hooks.example.com/claims", "the form holds the endpoint as it is");
+  t.equal(await form.getByLabel("Description (optional)").inputValue(), "Claims intake for the review team");
+  t.ok(await form.getByRole("checkbox", { name: "intake.submitted", exact: true }).isChecked());
+  t.notOk(await form.getByRole("checkbox", { name: "all events (*)" }).isChecked());
+  t.equal(await page.evaluate(() => document.activeElement?.id), `edit-${id}-url`, "the URL field has the focus");
+
+  // A URL the service refuses: said in words, nothing changes.
+  await url.fill("http://hooks.example.com/claims-v2");
+  await form.getByRole("button", { name: "Save changes" }).click();
+  const refusal = page.getByRole("alert").filter({ hasText: "The service refused it" });
+  await refusal.waitFor();
+  t.match(await refusal.innerText(), /scheme must be https/, "the rule is named");
+  t.equal(
+    await card.locator(".url").innerText(),
+    "https://hooks.example.com/claims",
+    "the card still shows the saved URL",
+  );
+
+  await url.fill("https://hooks.example.com/claims-v2");
+  await form.getByRole("checkbox", { name: "intake.batch_submitted", exact: true }).check();
+  await form.getByRole("checkbox", { name: "intake.submitted", exact: true }).uncheck();
+  await form.getByLabel("Description (optional)").fill("Batch claims, moved to v2");
+  await screenshot(page, SHOTS, "edit-endpoint-form");
+  await form.getByRole("button", { name: "Save changes" }).click();
+  await page.getByText("Endpoint saved.").waitFor();
+
+  const saved = page.locator(`li[data-subscription-id="${id}"]`);
+  await saved.locator(".url", { hasText: "https://hooks.example.com/claims-v2" }).waitFor();
+  t.equal(await saved.locator(".url").innerText(), "https://hooks.example.com/claims-v2", "the new URL is shown");
+  t.equal(await saved.locator(".description").innerText(), "Batch claims, moved to v2", "the new description");
+  t.match(await saved.locator(".meta").first().innerText(), /intake\.batch_submitted/, "the new events");
+  t.notMatch(await saved.locator(".meta").first().innerText(), /intake\.submitted/, "not the removed kind");
+  t.equal(await saved.getByRole("form").count(), 0, "the form is closed");
+  await screenshot(page, SHOTS, "edit-endpoint-saved");
+
+  const stored = await server.request(`/v1/webhooks/subscriptions/${id}`, { token: tenant.token });
+  t.match(await stored.json(), {
+    url: "https://hooks.example.com/claims-v2",
+    events: ["intake.batch_submitted"],
+    description: "Batch claims, moved to v2",
+    status: "active",
+  });
+  const [audit] = await server.services
+    .db("integrator.audit_actions")
+    .where({ tenant_id: tenant.tenantId, action: "webhooks.subscription_updated" });
+  t.equal(audit?.actor, `portal:${tenant.subject}`, "changed with the portal credential");
+
+  // A cleared description is none: the card shows none.
+  await saved.getByRole("button", { name: "Edit" }).click();
+  await saved.getByLabel("Description (optional)").fill("");
+  await saved.getByRole("button", { name: "Save changes" }).click();
+  await page.locator(`li[data-subscription-id="${id}"] .description`).waitFor({ state: "detached" });
+  const cleared = await server.request(`/v1/webhooks/subscriptions/${id}`, { token: tenant.token });
+  t.equal(((await cleared.json()) as { description: string | null }).description, null, "stored as none");
+});
