@@ -358,7 +358,37 @@ class Portal {
 
   /** "Edit" opens the endpoint's fields under the card's buttons, as they are now; Escape or Cancel closes them. */
   private editButton(subscription: Subscription, area: HTMLElement): HTMLButtonElement {
-    const button = h("button", { type: "button", "aria-expanded": "false", "aria-controls": area.id }, "Edit");
+    return this.formButton("Edit", "", area, (close) => {
+      const endpoint = this.endpointFields(`edit-${subscription.id}`, subscription);
+      const submit = h("button", { type: "submit", class: "primary" }, "Save changes");
+      const form = this.cardForm({
+        label: `Edit the endpoint ${subscription.url}`,
+        tone: "edit",
+        text: "Deliveries waiting for a retry go to the new URL; new events are matched against the new event list.",
+        fields: endpoint.fields,
+        submit,
+        close,
+        onSubmit: () => {
+          const input = endpoint.read();
+          if (input) this.busyWhile(submit, () => this.update(subscription, input));
+        },
+      });
+      return { form, focus: () => endpoint.focus() };
+    });
+  }
+
+  /** A card button that opens the form `open` makes in `area`, and closes it when pressed again. */
+  private formButton(
+    label: string,
+    tone: "" | "danger",
+    area: HTMLElement,
+    open: (close: () => void) => { form: HTMLFormElement; focus(): void },
+  ): HTMLButtonElement {
+    const button = h(
+      "button",
+      { type: "button", class: tone, "aria-expanded": "false", "aria-controls": area.id },
+      label,
+    );
     const close = () => {
       replace(area);
       button.setAttribute("aria-expanded", "false");
@@ -366,41 +396,44 @@ class Portal {
     };
     button.addEventListener("click", () => {
       if (area.childElementCount > 0) return close();
-      const endpoint = this.endpointFields(`edit-${subscription.id}`, subscription);
-      replace(area, this.editForm(subscription, endpoint, close));
+      const opened = open(close);
+      replace(area, opened.form);
       button.setAttribute("aria-expanded", "true");
-      endpoint.focus();
+      opened.focus();
     });
     return button;
   }
 
-  private editForm(
-    subscription: Subscription,
-    endpoint: ReturnType<Portal["endpointFields"]>,
-    close: () => void,
-  ): HTMLFormElement {
-    const submit = h("button", { type: "submit", class: "primary" }, "Save changes");
+  /** A form under a card's buttons: what it does, its fields, its submit button and Cancel; Escape closes it. */
+  private cardForm(options: {
+    label: string;
+    tone: "edit" | "danger";
+    text: string;
+    fields: (HTMLElement | null)[];
+    submit: HTMLButtonElement;
+    close: () => void;
+    onSubmit: () => void;
+  }): HTMLFormElement {
     const form = h(
       "form",
-      { class: "confirm edit", "aria-label": `Edit the endpoint ${subscription.url}` },
+      { class: options.tone === "edit" ? "confirm edit" : "confirm", "aria-label": options.label },
+      h("p", {}, options.text),
+      options.fields,
       h(
-        "p",
-        {},
-        "Deliveries waiting for a retry go to the new URL; new events are matched against the new event list.",
+        "div",
+        { class: "actions" },
+        options.submit,
+        h("button", { type: "button", onclick: () => options.close() }, "Cancel"),
       ),
-      endpoint.fields,
-      h("div", { class: "actions" }, submit, h("button", { type: "button", onclick: () => close() }, "Cancel")),
     );
     form.addEventListener("keydown", (event) => {
       if (event.key !== "Escape") return;
       event.preventDefault();
-      close();
+      options.close();
     });
     form.addEventListener("submit", (event) => {
       event.preventDefault();
-      const input = endpoint.read();
-      if (!input) return;
-      this.busyWhile(submit, () => this.update(subscription, input));
+      options.onSubmit();
     });
     return form;
   }
@@ -537,58 +570,28 @@ class Portal {
 
   /** "Disable" opens a confirmation with an optional reason under the card's buttons; Escape or Cancel closes it. */
   private disableButton(subscription: Subscription, area: HTMLElement): HTMLButtonElement {
-    const button = h(
-      "button",
-      { type: "button", class: "danger", "aria-expanded": "false", "aria-controls": area.id },
-      "Disable",
-    );
-    const close = () => {
-      replace(area);
-      button.setAttribute("aria-expanded", "false");
-      button.focus();
-    };
-    button.addEventListener("click", () => {
-      if (area.childElementCount > 0) return close();
-      replace(area, this.disableConfirm(subscription, close));
-      button.setAttribute("aria-expanded", "true");
-      area.querySelector("input")?.focus();
+    return this.formButton("Disable", "danger", area, (close) => {
+      const fieldId = `disable-reason-${subscription.id}`;
+      const reason = h("input", {
+        id: fieldId,
+        name: "reason",
+        type: "text",
+        maxlength: 200,
+        autocomplete: "off",
+        placeholder: "e.g. the receiver moves until 18:00 UTC",
+      });
+      const submit = h("button", { type: "submit", class: "danger" }, "Disable endpoint");
+      const form = this.cardForm({
+        label: `Disable the endpoint ${subscription.url}`,
+        tone: "danger",
+        text: "Disable this endpoint? Nothing is sent to it until you re-enable it; events meanwhile are recorded as failed deliveries that you can resend.",
+        fields: [h("label", { for: fieldId }, "Reason (optional, shown on the endpoint)"), reason],
+        submit,
+        close,
+        onSubmit: () => this.busyWhile(submit, () => this.disable(subscription, reason.value)),
+      });
+      return { form, focus: () => reason.focus() };
     });
-    return button;
-  }
-
-  private disableConfirm(subscription: Subscription, close: () => void): HTMLFormElement {
-    const fieldId = `disable-reason-${subscription.id}`;
-    const reason = h("input", {
-      id: fieldId,
-      name: "reason",
-      type: "text",
-      maxlength: 200,
-      autocomplete: "off",
-      placeholder: "e.g. the receiver moves until 18:00 UTC",
-    });
-    const submit = h("button", { type: "submit", class: "danger" }, "Disable endpoint");
-    const form = h(
-      "form",
-      { class: "confirm", "aria-label": `Disable the endpoint ${subscription.url}` },
-      h(
-        "p",
-        {},
-        "Disable this endpoint? Nothing is sent to it until you re-enable it; events meanwhile are recorded as failed deliveries that you can resend.",
-      ),
-      h("label", { for: fieldId }, "Reason (optional, shown on the endpoint)"),
-      reason,
-      h("div", { class: "actions" }, submit, h("button", { type: "button", onclick: () => close() }, "Cancel")),
-    );
-    form.addEventListener("keydown", (event) => {
-      if (event.key !== "Escape") return;
-      event.preventDefault();
-      close();
-    });
-    form.addEventListener("submit", (event) => {
-      event.preventDefault();
-      this.busyWhile(submit, () => this.disable(subscription, reason.value));
-    });
-    return form;
   }
 
   /** Moves the keyboard focus to a button of an endpoint's card (after the list was drawn again). */

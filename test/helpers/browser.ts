@@ -9,6 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import type { Test } from "tap";
+import type { TestServer, TestTenant } from "./server.ts";
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
@@ -97,4 +98,12 @@ export async function screenshot(
   fs.mkdirSync(path.dirname(file), { recursive: true });
   await page.screenshot({ path: file, fullPage: options.fullPage ?? true });
   return file;
+}
+
+/** A portal link for `who` that opens the test server's /portal page (its path and fragment, not PUBLIC_BASE_URL). */
+export async function portalLink(server: TestServer, who: TestTenant): Promise<string> {
+  const res = await server.request("/v1/webhooks/portal-sessions", { method: "POST", token: who.token });
+  if (res.status !== 201) throw new Error(`portal session answered ${res.status}`);
+  const { url } = (await res.json()) as { url: string };
+  return `${server.baseUrl}/portal${new URL(url).hash}`;
 }

@@ -7,11 +7,12 @@ import t from "tap";
 import type { Page } from "playwright-core";
 import { decodeJwt } from "jose";
 import { startWebhookRig, testCa } from "../helpers/webhooks.ts";
-import { createTestTenant, type TestServer, type TestTenant } from "../helpers/server.ts";
+import { createTestTenant } from "../helpers/server.ts";
 import {
   BROWSER_DEADLINE_SECONDS,
   BROWSER_FILE_TIMEOUT_MS,
   launchBrowser,
+  portalLink,
   screenshot,
   type BrowserSession,
 } from "../helpers/browser.ts";
@@ -23,14 +24,6 @@ const until = { seconds: BROWSER_DEADLINE_SECONDS };
 
 const SHOTS = "portal";
 let broken = false;
-
-async function portalLink(server: TestServer, who: TestTenant): Promise<string> {
-  const res = await server.request("/v1/webhooks/portal-sessions", { method: "POST", token: who.token });
-  if (res.status !== 201) throw new Error(`portal session answered ${res.status}`);
-  const { url } = (await res.json()) as { url: string };
-  // PUBLIC_BASE_URL is not the test server's address; keep the link's path and fragment.
-  return `${server.baseUrl}/portal${new URL(url).hash}`;
-}
 
 /** Clicks Refresh until the newest delivery shown has the wanted status. */
 async function newestDeliveryBecomes(page: Page, status: string): Promise<string> {

@@ -3,21 +3,13 @@
 // saves, and the card shows what was saved (updateWebhookSubscription with the portal credential); a URL
 // the service refuses is said in words and changes nothing; a cleared description disappears.
 import t from "tap";
-import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "../helpers/server.ts";
-import { BROWSER_FILE_TIMEOUT_MS, launchBrowser, screenshot } from "../helpers/browser.ts";
+import { createTestTenant, startTestServer } from "../helpers/server.ts";
+import { BROWSER_FILE_TIMEOUT_MS, launchBrowser, portalLink, screenshot } from "../helpers/browser.ts";
 
 // Every wait below is on a condition, with the generous deadline of test/helpers/browser.ts.
 t.setTimeout(BROWSER_FILE_TIMEOUT_MS);
 
 const SHOTS = "portal";
-
-async function portalLink(server: TestServer, who: TestTenant): Promise<string> {
-  const res = await server.request("/v1/webhooks/portal-sessions", { method: "POST", token: who.token });
-  if (res.status !== 201) throw new Error(`portal session answered ${res.status}`);
-  const { url } = (await res.json()) as { url: string };
-  // PUBLIC_BASE_URL is not the test server's address; keep the link's path and fragment.
-  return `${server.baseUrl}/portal${new URL(url).hash}`;
-}
 
 t.test("a teammate edits an endpoint's URL, events and description and sees them on its card", async (t) => {
   const server = await startTestServer(t);
