@@ -180,4 +180,11 @@ t.test("the distribution plan creates reference tables first, then the tenant ta
       .every((statement) => statement.endsWith(", 'tenant_id', colocate_with => 'integrator.intake_submissions');")),
     "every other tenant table co-located with the first",
   );
+  const operating = fs.readFileSync(path.join(ROOT, "docs/operating.md"), "utf8");
+  const listed = operating.match(/^ {3}select create_(reference|distributed)_table\(.*$/gm) ?? [];
+  t.same(
+    listed.map((line) => line.trim()),
+    statements,
+    "docs/operating.md lists these statements, in this order",
+  );
 });
