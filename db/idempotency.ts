@@ -3,6 +3,7 @@
 // db/functions/claim_idempotency_key.sql); the rules live in http/idempotency.ts.
 import type { Knex } from "knex";
 import { runPrepared } from "./prepared.ts";
+import { tenantIds } from "./principals.ts";
 
 export interface IdempotencyRecordKey {
   tenant_id: string;
@@ -60,14 +61,32 @@ export type KeyedOutcome =
   | { outcome: "written" | "remembered"; fingerprint: string; status_code: number; response_body: string }
   | { outcome: "in_progress"; fingerprint: null; status_code: null; response_body: null };
 
-/** Deletes expired keys in bounded batches; returns how many went. Run by the purge job. */
+/**
+ * Deletes every tenant's expired keys, tenant by tenant in bounded batches (each statement names its
+ * tenant and reads the index idempotency_keys_expires_at, led by tenant_id); returns how many went. Run by
+ * the purge job. Keys another transaction holds are skipped; the next run takes them.
+ */
 export async function purgeExpiredKeys(db: Knex, batchSize = 5000): Promise<number> {
+  let total = 0;
+  for (const tenantId of await tenantIds(db)) total += await purgeExpiredKeysOfTenant(db, tenantId, batchSize);
+  return total;
+}
+
+/** Deletes the tenant's expired keys in batches of at most `batchSize`; returns how many went. */
+export async function purgeExpiredKeysOfTenant(db: Knex, tenantId: string, batchSize = 5000): Promise<number> {
   let total = 0;
   for (;;) {
     const { rowCount } = await db.raw<{ rowCount: number }>(
-      `delete from integrator.idempotency_keys where ctid in (
-         select ctid from integrator.idempotency_keys where expires_at <= now() limit ?)`,
-      [batchSize],
+      `with doomed as (
+         select subject, route, idempotency_key from integrator.idempotency_keys
+          where tenant_id = ? and expires_at <= now()
+          limit ?
+          for update skip locked
+       )
+       delete from integrator.idempotency_keys k using doomed
+        where k.tenant_id = ? and k.subject = doomed.subject and k.route = doomed.route
+          and k.idempotency_key = doomed.idempotency_key`,
+      [tenantId, batchSize, tenantId],
     );
     total += rowCount;
     if (rowCount < batchSize) return total;

@@ -210,12 +210,9 @@ export async function listSubmissions(
   return { submissions: shown.map(({ created_at_key: _key, ...row }) => toSubmission(row)), next };
 }
 
-/** An item by id alone, for operator commands, locked for the update that follows. */
-export async function lockItem(db: Knex, itemId: string): Promise<(ItemRow & { tenant_id: string }) | undefined> {
-  return db("integrator.intake_items")
-    .where({ id: itemId })
-    .forUpdate()
-    .first([...ITEM_COLUMNS, "tenant_id"]);
+/** The tenant's item, for operator commands, locked for the update that follows (its primary key). */
+export async function lockItem(db: Knex, tenantId: string, itemId: string): Promise<ItemRow | undefined> {
+  return db("integrator.intake_items").where({ tenant_id: tenantId, id: itemId }).forUpdate().first(ITEM_COLUMNS);
 }
 
 export async function updateItem(

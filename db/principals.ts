@@ -34,6 +34,15 @@ export async function tenantName(db: Knex, tenantId: string): Promise<string | u
   return row?.name;
 }
 
+/**
+ * Every tenant's id, in order: what a purge across tenants iterates, so that each of its statements names
+ * one tenant (tenants is a reference table under Citus; see docs/operating.md, Distributing with Citus).
+ */
+export async function tenantIds(db: Knex): Promise<string[]> {
+  const rows = (await db("integrator.tenants").orderBy("id").select("id")) as { id: string }[];
+  return rows.map((row) => row.id);
+}
+
 export async function countTenants(db: Knex): Promise<number> {
   const row = (await db("integrator.tenants").count<{ count: number }[]>("* as count"))[0];
   return Number(row?.count ?? 0);

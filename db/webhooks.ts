@@ -716,12 +716,6 @@ export async function failWithoutAttempt(
 
 // ---------------------------------------------------------------- retention
 
-/** Tenants that have (or had) deliveries: those with a counter row. */
-export async function tenantsWithDeliveries(db: Knex): Promise<string[]> {
-  const rows = await db("integrator.webhook_delivery_counts").distinct<{ tenant_id: string }[]>("tenant_id");
-  return rows.map((row) => row.tenant_id);
-}
-
 /**
  * Deletes at most `batchSize` of the tenant's final deliveries created more than `retentionDays` ago
  * (their attempts go with them; the count trigger lowers the tenant's total) in one short statement. Rows
@@ -736,7 +730,7 @@ export async function purgeDeliveriesBatch(
 ): Promise<number> {
   const result = await db.raw<{ rows: { purged: number }[] }>(
     `with doomed as (
-       select tenant_id, id from integrator.webhook_deliveries
+       select id from integrator.webhook_deliveries
         where tenant_id = ? and created_at < now() - make_interval(days => ?) and status <> 'pending'
         order by created_at, id
         limit ?
@@ -744,11 +738,11 @@ export async function purgeDeliveriesBatch(
      ),
      deleted as (
        delete from integrator.webhook_deliveries d using doomed
-        where d.tenant_id = doomed.tenant_id and d.id = doomed.id
+        where d.tenant_id = ? and d.id = doomed.id
        returning d.id
      )
      select count(*)::int as purged from deleted`,
-    [tenantId, retentionDays, batchSize],
+    [tenantId, retentionDays, batchSize, tenantId],
   );
   return result.rows[0]?.purged ?? 0;
 }
@@ -766,7 +760,7 @@ export async function purgeEventsBatch(
 ): Promise<number> {
   const result = await db.raw<{ rows: { purged: number }[] }>(
     `with doomed as (
-       select e.tenant_id, e.id from integrator.webhook_events e
+       select e.id from integrator.webhook_events e
         where e.tenant_id = ? and e.created_at < now() - make_interval(days => ?)
           and not exists (select 1 from integrator.webhook_deliveries d
                            where d.tenant_id = e.tenant_id and d.event_id = e.id)
@@ -776,11 +770,11 @@ export async function purgeEventsBatch(
      ),
      deleted as (
        delete from integrator.webhook_events e using doomed
-        where e.tenant_id = doomed.tenant_id and e.id = doomed.id
+        where e.tenant_id = ? and e.id = doomed.id
        returning e.id
      )
      select count(*)::int as purged from deleted`,
-    [tenantId, retentionDays, batchSize],
+    [tenantId, retentionDays, batchSize, tenantId],
   );
   return result.rows[0]?.purged ?? 0;
 }

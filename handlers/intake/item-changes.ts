@@ -33,19 +33,21 @@ export interface ItemChange {
   submission: SubmissionRow;
 }
 
+/** An item is addressed with its tenant (the primary key is (tenant_id, id)): another tenant's item does not exist. */
 async function changeItem(
   services: Services,
+  tenantId: string,
   itemId: string,
   decide: (item: ItemRow) => Partial<Pick<ItemRow, "document_id" | "status" | "error_message">>,
 ): Promise<ItemChange> {
   if (!isUuid(itemId)) throw new ChangeRefused("item_id", `item_id ${itemId} is not an item id`);
   return services.db.transaction(async (trx) => {
-    const current = await lockItem(trx, itemId.toLowerCase());
-    if (!current) throw new ChangeRefused("item_id", `item ${itemId} does not exist`);
-    const item = await updateItem(trx, current.tenant_id, current.id, decide(current));
-    const totals = aggregate(await itemStatuses(trx, current.tenant_id, current.submission_id));
-    const submission = await updateSubmissionTotals(trx, current.tenant_id, current.submission_id, totals);
-    await emitDocumentEvents(trx, current.tenant_id, item, current.status);
+    const current = await lockItem(trx, tenantId, itemId.toLowerCase());
+    if (!current) throw new ChangeRefused("item_id", `item ${itemId} does not exist in tenant ${tenantId}`);
+    const item = await updateItem(trx, tenantId, current.id, decide(current));
+    const totals = aggregate(await itemStatuses(trx, tenantId, current.submission_id));
+    const submission = await updateSubmissionTotals(trx, tenantId, current.submission_id, totals);
+    await emitDocumentEvents(trx, tenantId, item, current.status);
     return { item, previousStatus: current.status, submission };
   });
 }
@@ -71,9 +73,14 @@ async function emitDocumentEvents(
 }
 
 /** Links an accepted item to its document; a pending item becomes uploaded. */
-export function linkItem(services: Services, itemId: string, documentId: string): Promise<ItemChange> {
+export function linkItem(
+  services: Services,
+  tenantId: string,
+  itemId: string,
+  documentId: string,
+): Promise<ItemChange> {
   if (!isUuid(documentId)) throw new ChangeRefused("document_id", "document_id must be a document UUID");
-  return changeItem(services, itemId, (item) => {
+  return changeItem(services, tenantId, itemId, (item) => {
     if (item.status === "rejected")
       throw new ChangeRefused("item_id", "a rejected item cannot be linked to a document");
     return {
@@ -85,6 +92,7 @@ export function linkItem(services: Services, itemId: string, documentId: string)
 
 export function setItemStatus(
   services: Services,
+  tenantId: string,
   itemId: string,
   status: string,
   errorMessage: string | undefined,
@@ -98,7 +106,7 @@ export function setItemStatus(
     );
   }
   const next = status as ItemStatus;
-  return changeItem(services, itemId, (item) => {
+  return changeItem(services, tenantId, itemId, (item) => {
     if (!ITEM_TRANSITIONS[item.status].includes(next))
       throw new ChangeRefused("status", `an item cannot move from ${item.status} to ${next}`);
     return {

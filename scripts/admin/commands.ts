@@ -184,17 +184,24 @@ export const adminCommands: Record<string, AdminCommand> = {
     flags: ["tenant", "action"],
     run: async (services, flags) => listAudit(services.db, await requiredTenant(services, flags), flags.action),
   },
+  // An item is addressed with its tenant (the submission's tenant_id), as every key of a tenant's rows is.
   "item:link": {
-    usage: "--item ID --document-id D",
-    flags: ["item", "document-id"],
-    run: (services, flags) =>
-      itemChange(() => linkItem(services, required(flags, "item"), required(flags, "document-id"))),
+    usage: "--tenant T --item ID --document-id D",
+    flags: ["tenant", "item", "document-id"],
+    run: async (services, flags) => {
+      const tenantId = await requiredTenant(services, flags);
+      return itemChange(() => linkItem(services, tenantId, required(flags, "item"), required(flags, "document-id")));
+    },
   },
   "item:status": {
-    usage: "--item ID --status S [--error MSG]",
-    flags: ["item", "status", "error"],
-    run: (services, flags) =>
-      itemChange(() => setItemStatus(services, required(flags, "item"), required(flags, "status"), flags.error)),
+    usage: "--tenant T --item ID --status S [--error MSG]",
+    flags: ["tenant", "item", "status", "error"],
+    run: async (services, flags) => {
+      const tenantId = await requiredTenant(services, flags);
+      return itemChange(() =>
+        setItemStatus(services, tenantId, required(flags, "item"), required(flags, "status"), flags.error),
+      );
+    },
   },
   "partner:create": {
     usage: "--key K --name N --launch-url URL [--context-keys a,b]",

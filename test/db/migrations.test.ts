@@ -49,7 +49,7 @@ t.test("every migration rolls back and applies again, and the write path works a
 });
 
 t.test(
-  "an intake item is indexed by its id once: the primary key (id) and its position in its submission",
+  "an intake item is indexed by its id once: the tenant-led primary key (tenant_id, id) and its position in its submission",
   async (t) => {
     const db = createDatabase(await createTestDatabase(t), 2, "integrator-test");
     t.teardown(() => db.destroy());
@@ -58,8 +58,55 @@ t.test(
     );
     t.same(
       rows.map((row) => row.indexdef.replace(/^.* USING /, "")),
-      ["btree (id)", 'btree (tenant_id, submission_id, "position")'],
-      "two unique indexes, each item checked and stored twice, not three times (migration 0020)",
+      ["btree (tenant_id, id)", 'btree (tenant_id, submission_id, "position")'],
+      "two unique indexes, each item checked and stored twice, not three times (0020), both led by tenant_id (0031)",
     );
+  },
+);
+
+t.test(
+  "0031 keys intake items by (tenant_id, id), taking over an index built beforehand, and its down puts (id) back",
+  async (t) => {
+    const db = createDatabase(await createTestDatabase(t), 2, "integrator-test");
+    t.teardown(() => db.destroy());
+    const tenant = await createTenant(db, "items keyed by tenant");
+    const { rows: written } = await db.raw<{ rows: { id: string }[] }>(
+      `select id from integrator.submit_intake(?, gen_random_uuid(), 'batch', null, null, null, 'received', 2, 0, 't', 'r',
+         jsonb_build_array(
+           jsonb_build_object('id', gen_random_uuid(), 'position', 0, 'filename', 'a.pdf', 'file_size', 1,
+                              'mime_type', 'application/pdf', 'status', 'pending'),
+           jsonb_build_object('id', gen_random_uuid(), 'position', 1, 'filename', 'b.pdf', 'file_size', 1,
+                              'mime_type', 'application/pdf', 'status', 'pending')),
+         'intake.batch_submitted', 't', '{}'::jsonb)`,
+      [tenant.id],
+    );
+    t.equal(written.length, 1);
+    const primaryKey = async () =>
+      (
+        await db.raw<{ rows: { definition: string }[] }>(
+          "select pg_get_constraintdef(oid) as definition from pg_constraint where conname = 'intake_items_pkey'",
+        )
+      ).rows.map((row) => row.definition);
+    const indexes = async () =>
+      (
+        await db.raw<{ rows: { indexname: string }[] }>(
+          "select indexname from pg_indexes where schemaname = 'integrator' and tablename = 'intake_items' order by 1",
+        )
+      ).rows.map((row) => row.indexname);
+    while ((await pendingMigrations(db))[0] !== "0031_intake_items_keyed_by_tenant") await db.migrate.down(config);
+    t.same(await primaryKey(), ["PRIMARY KEY (id)"], "rolled back: the key of 0020");
+    // What docs/operating.md tells the operator of a large table to run before upgrading.
+    await db.raw(
+      "create unique index concurrently intake_items_tenant_id_id on integrator.intake_items (tenant_id, id)",
+    );
+    await migrate(db);
+    t.same(await primaryKey(), ["PRIMARY KEY (tenant_id, id)"]);
+    t.same(
+      await indexes(),
+      ["intake_items_pkey", "intake_items_submission_position"],
+      "the index built beforehand is the key",
+    );
+    const items = await db("integrator.intake_items").where({ tenant_id: tenant.id }).count<{ count: string }[]>();
+    t.equal(Number(items[0]?.count), 2, "the items are kept");
   },
 );

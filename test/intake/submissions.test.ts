@@ -265,19 +265,24 @@ t.test("intake", async (t) => {
     const [first, second] = (await poll()).items as [Item, Item, Item];
     const documentId = "0190bbbb-0000-7000-8000-000000000001";
 
-    await run(server.services, "item:link", { item: first.id, "document-id": documentId });
+    await run(server.services, "item:link", { tenant: tenant.tenantId, item: first.id, "document-id": documentId });
     let state = await poll();
     t.match(state.items[0], { status: "uploaded", document_id: documentId });
     t.equal(state.submission.status, "processing");
 
-    await run(server.services, "item:status", { item: first.id, status: "processing" });
-    await run(server.services, "item:status", { item: first.id, status: "completed" });
-    await run(server.services, "item:status", { item: second.id, status: "failed", error: "OCR failed" });
+    await run(server.services, "item:status", { tenant: tenant.tenantId, item: first.id, status: "processing" });
+    await run(server.services, "item:status", { tenant: tenant.tenantId, item: first.id, status: "completed" });
+    await run(server.services, "item:status", {
+      tenant: tenant.tenantId,
+      item: second.id,
+      status: "failed",
+      error: "OCR failed",
+    });
     state = await poll();
     t.match(state.items[1], { status: "failed", error_message: "OCR failed" });
     t.match(state.submission, { status: "completed_with_errors", accepted_count: 2, failed_count: 2 });
 
-    await run(server.services, "item:status", { item: second.id, status: "processing" });
+    await run(server.services, "item:status", { tenant: tenant.tenantId, item: second.id, status: "processing" });
     state = await poll();
     t.match(state.items[1], { status: "processing", error_message: null });
     t.equal(state.submission.status, "processing");
@@ -288,8 +293,16 @@ t.test("intake", async (t) => {
     const [item] = (
       await (await server.request(`/v1/intake/submissions/${created.id}`, { token: tenant.token })).json()
     ).items as Item[];
-    await run(server.services, "item:status", { item: (item as Item).id, status: "processing" });
-    const change = (await run(server.services, "item:status", { item: (item as Item).id, status: "completed" })) as {
+    await run(server.services, "item:status", {
+      tenant: tenant.tenantId,
+      item: (item as Item).id,
+      status: "processing",
+    });
+    const change = (await run(server.services, "item:status", {
+      tenant: tenant.tenantId,
+      item: (item as Item).id,
+      status: "completed",
+    })) as {
       submission: Submission;
       previous_status: string;
     };
@@ -304,27 +317,69 @@ t.test("intake", async (t) => {
     const [accepted, rejected] = (
       await (await server.request(`/v1/intake/submissions/${created.id}`, { token: tenant.token })).json()
     ).items as [Item, Item];
-    await t.rejects(run(server.services, "item:status", { item: accepted.id, status: "completed" }), {
-      name: "UsageError",
-      message: /cannot move from pending to completed/,
-    });
-    await t.rejects(run(server.services, "item:status", { item: accepted.id, status: "rejected" }), {
-      name: "UsageError",
-    });
-    await t.rejects(run(server.services, "item:status", { item: accepted.id, status: "bogus" }), {
-      name: "UsageError",
-    });
     await t.rejects(
-      run(server.services, "item:link", { item: rejected.id, "document-id": "0190bbbb-0000-7000-8000-000000000002" }),
+      run(server.services, "item:status", { tenant: tenant.tenantId, item: accepted.id, status: "completed" }),
+      {
+        name: "UsageError",
+        message: /cannot move from pending to completed/,
+      },
+    );
+    await t.rejects(
+      run(server.services, "item:status", { tenant: tenant.tenantId, item: accepted.id, status: "rejected" }),
+      {
+        name: "UsageError",
+      },
+    );
+    await t.rejects(
+      run(server.services, "item:status", { tenant: tenant.tenantId, item: accepted.id, status: "bogus" }),
+      {
+        name: "UsageError",
+      },
+    );
+    await t.rejects(
+      run(server.services, "item:link", {
+        tenant: tenant.tenantId,
+        item: rejected.id,
+        "document-id": "0190bbbb-0000-7000-8000-000000000002",
+      }),
       { name: "UsageError" },
     );
     await t.rejects(
       run(server.services, "item:link", {
+        tenant: tenant.tenantId,
         item: "0190bbbb-0000-7000-8000-00000000ffff",
         "document-id": "0190bbbb-0000-7000-8000-000000000002",
       }),
       { name: "UsageError", message: /does not exist/ },
     );
+  });
+
+  t.test("an item is addressed with its tenant: without it, or with another tenant, it is not found", async (t) => {
+    const created = (await (await post("/v1/intake/submit", pdf)).json()) as Submission;
+    const [item] = (
+      await (await server.request(`/v1/intake/submissions/${created.id}`, { token: tenant.token })).json()
+    ).items as [Item];
+    await t.rejects(run(server.services, "item:status", { item: item.id, status: "processing" }), {
+      name: "UsageError",
+      message: "--tenant is required",
+    });
+    const other = await createTestTenant(server.services);
+    await t.rejects(
+      run(server.services, "item:status", { tenant: other.tenantId, item: item.id, status: "processing" }),
+      { name: "UsageError", message: `item ${item.id} does not exist in tenant ${other.tenantId}` },
+    );
+    await t.rejects(
+      run(server.services, "item:link", {
+        tenant: other.tenantId,
+        item: item.id,
+        "document-id": "0190bbbb-0000-7000-8000-000000000003",
+      }),
+      { name: "UsageError", message: /does not exist in tenant/ },
+    );
+    const after = (await (
+      await server.request(`/v1/intake/submissions/${created.id}`, { token: tenant.token })
+    ).json()) as { items: Item[] };
+    t.match(after.items[0], { status: "pending", document_id: null }, "the item is unchanged");
   });
 
   t.test("npm run admin prints the audit list as JSON", async (t) => {

@@ -93,6 +93,7 @@ t.test("intake events reach a subscriber, signed, once per non-replayed submissi
   ).json();
   const documentId = "0190cccc-0000-7000-8000-000000000001";
   await (adminCommands["item:link"] as (typeof adminCommands)[string]).run(server.services, {
+    tenant: tenant.tenantId,
     item: detail.items[0].id,
     "document-id": documentId,
   });

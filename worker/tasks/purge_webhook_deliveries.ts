@@ -1,11 +1,13 @@
 // Scheduled (see worker/crontab.ts): purges final deliveries, with their attempts, created more than
 // WEBHOOK_RETENTION_DAYS ago, then the events of that age of which no delivery is left (an event goes
-// with the last of its deliveries). Tenant by tenant, WEBHOOK_PURGE_BATCH_SIZE rows per statement (each
+// with the last of its deliveries). Tenant by tenant (every tenant's id from integrator.tenants; each
+// statement names its tenant, as under Citus it must), WEBHOOK_PURGE_BATCH_SIZE rows per statement (each
 // its own short transaction, skipping rows others hold), lowering each tenant's exact delivery count in
 // the same statement. Stops early when the worker shuts down; the next run carries on.
 import type { Task } from "graphile-worker";
 import type { Services } from "../../server/services.ts";
-import { purgeDeliveriesBatch, purgeEventsBatch, tenantsWithDeliveries } from "../../db/webhooks.ts";
+import { purgeDeliveriesBatch, purgeEventsBatch } from "../../db/webhooks.ts";
+import { tenantIds } from "../../db/principals.ts";
 import { JOB } from "../../db/jobs.ts";
 
 export function purgeWebhookDeliveries(services: Services): Task<"purge_webhook_deliveries"> {
@@ -15,7 +17,7 @@ export function purgeWebhookDeliveries(services: Services): Task<"purge_webhook_
     let purged = 0;
     let purgedEvents = 0;
     let stopped = false;
-    tenants: for (const tenantId of await tenantsWithDeliveries(services.db)) {
+    tenants: for (const tenantId of await tenantIds(services.db)) {
       for (const [purge, count] of [
         [purgeDeliveriesBatch, (batch: number) => (purged += batch)],
         [purgeEventsBatch, (batch: number) => (purgedEvents += batch)],
