@@ -15,6 +15,12 @@ export interface DeliverWebhookPayload {
    * without it is sent as before.
    */
   attempts?: number;
+  /**
+   * Set on the job integrator.pace_delivery moved to the delivery's slot under its subscription's rate limit
+   * (db/functions/pace_delivery.sql): the slot is already this job's, it only waits for the last attempt
+   * to be 1/rate old.
+   */
+  paced?: boolean;
 }
 
 /**
@@ -78,7 +84,8 @@ export function isDeliverWebhookPayload(value: unknown): value is DeliverWebhook
   return (
     namesTenant(value) &&
     isUuidText(value.delivery_id) &&
-    (value.attempts === undefined || isAttemptCount(value.attempts))
+    (value.attempts === undefined || isAttemptCount(value.attempts)) &&
+    (value.paced === undefined || typeof value.paced === "boolean")
   );
 }
 

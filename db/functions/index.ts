@@ -34,6 +34,7 @@ export const FUNCTION_FILES: readonly string[] = [
   "record_routing_decision",
   "record_routing_decision_once",
   "delivery_to_send",
+  "pace_delivery",
   "record_delivery_attempt",
 ];
 

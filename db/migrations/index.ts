@@ -11,6 +11,7 @@ import * as emitEventOneAddJobs from "./0016_emit_event_one_add_jobs.ts";
 import * as canonicalWebhookUrls from "./0028_canonical_webhook_urls.ts";
 import * as signingKeyRevocation from "./0029_signing_key_revocation.ts";
 import * as webhookSubscriptionDescription from "./0030_webhook_subscription_description.ts";
+import * as webhookRateLimits from "./0035_webhook_rate_limits.ts";
 import * as foundation from "./0001_foundation.ts";
 import * as idempotencyExactBytes from "./0009_idempotency_exact_bytes.ts";
 import * as intake from "./0002_intake.ts";
@@ -65,6 +66,7 @@ const migrations: [string, Migration][] = [
   ["0028_canonical_webhook_urls", canonicalWebhookUrls],
   ["0029_signing_key_revocation", signingKeyRevocation],
   ["0030_webhook_subscription_description", webhookSubscriptionDescription],
+  ["0035_webhook_rate_limits", webhookRateLimits],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {
