@@ -17,10 +17,11 @@ export interface DeliverWebhookPayload {
   attempts?: number;
   /**
    * Set on the job integrator.pace_delivery moved to the delivery's slot under its subscription's rate limit
-   * (db/functions/pace_delivery.sql): the slot is already this job's, it only waits for the last attempt
-   * to be 1/rate old.
+   * (db/functions/pace_delivery.sql): the generation of the subscription's pacing the slot belongs to. While
+   * it is still the subscription's, the slot is this job's, which only waits for the last attempt to be
+   * 1/rate old; after a change of the limit the job takes a turn anew.
    */
-  paced?: boolean;
+  pacing_generation?: number;
 }
 
 /**
@@ -85,7 +86,7 @@ export function isDeliverWebhookPayload(value: unknown): value is DeliverWebhook
     namesTenant(value) &&
     isUuidText(value.delivery_id) &&
     (value.attempts === undefined || isAttemptCount(value.attempts)) &&
-    (value.paced === undefined || typeof value.paced === "boolean")
+    (value.pacing_generation === undefined || isAttemptCount(value.pacing_generation))
   );
 }
 

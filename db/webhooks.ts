@@ -280,6 +280,9 @@ export async function changeSubscription(
       .first(SUBSCRIPTION_COLUMNS)) as SubscriptionRow | undefined;
     if (!current) return undefined;
     if (url !== undefined) await refuseDuplicateUrl(trx, input.tenantId, url, current.id);
+    // A new limit (or none) applies to the deliveries already waiting for their turn under the old one.
+    if (rate_limit_per_second !== undefined && rate_limit_per_second !== current.rate_limit_per_second)
+      await trx.raw("select integrator.reset_delivery_pacing(?::uuid, ?::uuid)", [input.tenantId, current.id]);
     const changed = await updateSubscription(trx, input.tenantId, current.id, {
       ...(url === undefined ? {} : { url }),
       ...(events === undefined ? {} : { events }),
@@ -646,18 +649,26 @@ export async function findDeliveryToSend(
  * The rate limit of the delivery's subscription, kept (integrator.pace_delivery,
  * db/functions/pace_delivery.sql): undefined when the attempt may start now; otherwise the delivery's job was
  * moved to its slot (the delivery's next_attempt_at says when) and this is the number of milliseconds until
- * then. `holdsSlot`: the job running is one that pace_delivery moved (its payload says `paced`).
+ * then. `pacingGeneration`: the running job is one that pace_delivery moved, holding a slot of this
+ * generation (its payload's pacing_generation); undefined for any other job.
  */
 export async function paceDelivery(
   db: Knex,
   delivery: { tenantId: string; subscriptionId: string; deliveryId: string; attempts: number; rate: number },
-  holdsSlot: boolean,
+  pacingGeneration: number | undefined,
 ): Promise<number | undefined> {
   const { rows } = await runPrepared<{ wait_seconds: number | null }>(
     db,
     "pace_delivery",
-    "select integrator.pace_delivery(?::uuid, ?::uuid, ?::uuid, ?::integer, ?::integer, ?::boolean) as wait_seconds",
-    [delivery.tenantId, delivery.subscriptionId, delivery.deliveryId, delivery.attempts, delivery.rate, holdsSlot],
+    "select integrator.pace_delivery(?::uuid, ?::uuid, ?::uuid, ?::integer, ?::integer, ?::integer) as wait_seconds",
+    [
+      delivery.tenantId,
+      delivery.subscriptionId,
+      delivery.deliveryId,
+      delivery.attempts,
+      delivery.rate,
+      pacingGeneration ?? null,
+    ],
   );
   const wait = rows[0]?.wait_seconds;
   return wait === null || wait === undefined ? undefined : Math.max(0, wait * 1000);

@@ -7,7 +7,7 @@
 // delivery_to_send gains the subscription's id and rate limit (its result type changes, so the old one, if
 // any, is dropped here and replaced by the new one, which its file then keeps); the down puts the old one
 // back.
-// pace_delivery is new: its file creates it, the down drops it.
+// pace_delivery and reset_delivery_pacing are new: their files create them, the down drops them.
 import type { Knex } from "knex";
 
 /** integrator.delivery_to_send before this migration (the down puts it back). */
@@ -72,6 +72,8 @@ export async function up(knex: Knex): Promise<void> {
       next_free_at timestamptz,
       -- When the last attempt was let go; null before the first.
       last_sent_at timestamptz,
+      -- Bumped when the subscription's limit changes: the slots handed out before no longer hold.
+      generation integer not null default 0,
       primary key (tenant_id, subscription_id),
       foreign key (tenant_id, subscription_id) references integrator.webhook_subscriptions (tenant_id, id)
         on delete cascade
@@ -84,7 +86,8 @@ export async function up(knex: Knex): Promise<void> {
 
 export async function down(knex: Knex): Promise<void> {
   await knex.raw(`
-    drop function if exists integrator.pace_delivery(uuid, uuid, uuid, integer, integer, boolean);
+    drop function if exists integrator.reset_delivery_pacing(uuid, uuid);
+    drop function if exists integrator.pace_delivery(uuid, uuid, uuid, integer, integer, integer);
     drop function if exists integrator.delivery_to_send(uuid, uuid);
     ${DELIVERY_TO_SEND_BEFORE}
     drop table if exists integrator.webhook_send_pacing;

@@ -58,10 +58,12 @@ function checkPaced(t: Test, arrivals: readonly ReceivedRequest[], rate: number)
 }
 
 t.test(
-  "a limited endpoint (2/s) given a burst of 12 events receives them at its rate; each delivered at its first attempt, none failed; a delivery that waits shows when it is due",
+  "a limited endpoint (2/s) given a burst of 12 events receives them at its rate; each delivered at its first attempt, none failed; a delivery that waits shows when it is due; the same events' deliveries to an unlimited endpoint are not held back",
   async (t) => {
     const rig = await startWebhookRig(t, ca, { worker: false, env: { WORKER_CONCURRENCY: "2" } });
     const subscriptionId = await subscribeLimited(rig, rig.tenant, "/limited", ["*"], 2);
+    // Each event goes to both: one deliver_webhooks job per event, whose limited delivery is paced alone.
+    await subscribeLimited(rig, rig.tenant, "/unlimited", ["*"], null);
     await emitScorecards(rig, rig.tenant.tenantId, 12);
     const worker = await startWorker(rig.server.services, rig.server.databaseUrl);
     t.teardown(() => worker.stop());
@@ -87,6 +89,14 @@ t.test(
       { seconds: 30 },
     );
     t.equal(arrivals.length, 12, "all 12 arrived");
+    const unlimited = rig.receiver.receivedAt("/unlimited");
+    t.equal(unlimited.length, 12, "the unlimited endpoint received the 12 too");
+    const limitedTimes = arrivals.map((request) => request.receivedAt).sort((x, y) => x - y);
+    const unlimitedLast = Math.max(...unlimited.map((request) => request.receivedAt));
+    t.ok(
+      unlimitedLast < (limitedTimes[2] ?? 0),
+      "the unlimited endpoint had all 12 before the limited one had its third",
+    );
     checkPaced(t, arrivals, 2);
     const first = Math.min(...arrivals.map((a) => a.receivedAt));
     const last = Math.max(...arrivals.map((a) => a.receivedAt));
@@ -182,5 +192,43 @@ t.test(
       { seconds: 10 },
     );
     checkPaced(t, more, 1);
+  },
+);
+
+t.test(
+  "a change of the limit applies to the deliveries already waiting: removing it sends the rest of a 1/s backlog at once, nothing failed",
+  async (t) => {
+    const rig = await startWebhookRig(t, ca, { worker: false });
+    const subscriptionId = await subscribeLimited(rig, rig.tenant, "/released", ["*"], 1);
+    await emitScorecards(rig, rig.tenant.tenantId, 12);
+    const worker = await startWorker(rig.server.services, rig.server.databaseUrl);
+    t.teardown(() => worker.stop());
+    await waitFor(
+      async () => rig.receiver.receivedAt("/released").length,
+      (count) => count >= 2,
+      { seconds: 20 },
+    );
+    const cleared = await rig.server.request(`/v1/webhooks/subscriptions/${subscriptionId}`, {
+      method: "PATCH",
+      token: rig.tenant.token,
+      json: { rate_limit_per_second: null },
+    });
+    t.equal(cleared.status, 200);
+    const clearedAt = performance.now();
+    const all = await waitFor(
+      async () => rig.receiver.receivedAt("/released"),
+      (received) => received.length >= 12,
+      { seconds: 20 },
+    );
+    t.equal(all.length, 12, "all arrived");
+    const lastMs = Math.max(...all.map((request) => request.receivedAt)) - clearedAt;
+    // At 1/s the ~10 still waiting would have taken about 10 s more.
+    t.ok(lastMs < 3000, `the last arrived ${Math.round(lastMs)} ms after the limit was removed (< 3000 ms)`);
+    t.equal(await rig.jobsDrained(10), 0);
+    const deliveries = (await rig.deliveries()).filter((delivery) => delivery.subscription_id === subscriptionId);
+    t.same(
+      deliveries.map((delivery) => [delivery.status, delivery.attempts]),
+      Array.from({ length: 12 }, () => ["delivered", 1]),
+    );
   },
 );

@@ -123,7 +123,7 @@ export function deliverWebhook(
           attempts: delivery.attempts,
           rate: delivery.rate_limit_per_second,
         },
-        payload.paced === true,
+        payload.pacing_generation,
       );
       if (waitMs !== undefined) {
         wakeUps?.after(waitMs);
