@@ -2,7 +2,7 @@
 // worker/pacing.ts): a limited endpoint receives a burst at its rate, retries counting too, with nothing
 // failed and no attempt spent on waiting, the wait shown as next_attempt_at; and while its backlog drains,
 // no worker slot waits for it: another endpoint of the same tenant, and another tenant, still start
-// within 2 s. A real worker (graphile-worker's own poll interval, 1 s), real PostgreSQL, a real HTTPS
+// within 2 s; two workers share one limit; and a change of the limit applies to what already waits. A real worker (graphile-worker's own poll interval, 1 s), real PostgreSQL, a real HTTPS
 // receiver on loopback; the receiver's arrival times are what is measured.
 import t from "tap";
 import type { Test } from "tap";
@@ -229,6 +229,32 @@ t.test(
     t.same(
       deliveries.map((delivery) => [delivery.status, delivery.attempts]),
       Array.from({ length: 12 }, () => ["delivered", 1]),
+    );
+  },
+);
+
+t.test(
+  "two workers on one database share the limit: a 2/s endpoint given 10 events still receives them at its rate",
+  async (t) => {
+    const rig = await startWebhookRig(t, ca, { worker: false });
+    const subscriptionId = await subscribeLimited(rig, rig.tenant, "/shared", ["*"], 2);
+    await emitScorecards(rig, rig.tenant.tenantId, 10);
+    const workers = await Promise.all([
+      startWorker(rig.server.services, rig.server.databaseUrl),
+      startWorker(rig.server.services, rig.server.databaseUrl),
+    ]);
+    t.teardown(() => Promise.all(workers.map((worker) => worker.stop())));
+    const arrivals = await waitFor(
+      async () => rig.receiver.receivedAt("/shared"),
+      (received) => received.length >= 10,
+      { seconds: 30 },
+    );
+    t.equal(arrivals.length, 10, "all 10 arrived");
+    checkPaced(t, arrivals, 2);
+    const deliveries = (await rig.deliveries()).filter((delivery) => delivery.subscription_id === subscriptionId);
+    t.same(
+      deliveries.map((delivery) => [delivery.status, delivery.attempts]),
+      Array.from({ length: 10 }, () => ["delivered", 1]),
     );
   },
 );
