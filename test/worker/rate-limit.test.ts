@@ -2,8 +2,9 @@
 // worker/pacing.ts): a limited endpoint receives a burst at its rate, retries counting too, with nothing
 // failed and no attempt spent on waiting, the wait shown as next_attempt_at; and while its backlog drains,
 // no worker slot waits for it: another endpoint of the same tenant, and another tenant, still start
-// within 2 s; two workers share one limit; and a change of the limit applies to what already waits. A real worker (graphile-worker's own poll interval, 1 s), real PostgreSQL, a real HTTPS
-// receiver on loopback; the receiver's arrival times are what is measured.
+// within 2 s; two workers share one limit; and a change of the limit applies to what already waits. A
+// real worker (graphile-worker's own poll interval, 1 s), real PostgreSQL, a real HTTPS receiver on
+// loopback; the receiver's arrival times are what is measured.
 import t from "tap";
 import type { Test } from "tap";
 import { emitEvent } from "../../db/events.ts";
