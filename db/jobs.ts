@@ -15,6 +15,13 @@ export interface DeliverWebhookPayload {
    * without it is sent as before.
    */
   attempts?: number;
+  /**
+   * Set on the job integrator.pace_delivery moved to the delivery's slot under its subscription's rate limit
+   * (db/functions/pace_delivery.sql): the generation of the subscription's pacing the slot belongs to. While
+   * it is still the subscription's, the slot is this job's, which only waits for the last attempt to be
+   * 1/rate old; after a change of the limit the job takes a turn anew.
+   */
+  pacing_generation?: number;
 }
 
 /**
@@ -78,7 +85,8 @@ export function isDeliverWebhookPayload(value: unknown): value is DeliverWebhook
   return (
     namesTenant(value) &&
     isUuidText(value.delivery_id) &&
-    (value.attempts === undefined || isAttemptCount(value.attempts))
+    (value.attempts === undefined || isAttemptCount(value.attempts)) &&
+    (value.pacing_generation === undefined || isAttemptCount(value.pacing_generation))
   );
 }
 

@@ -31,6 +31,7 @@ interface SubscriptionRow {
   url: string;
   events: EventSelector[];
   description: string | null;
+  rate_limit_per_second: number | null;
   is_active: boolean;
   created_by: string;
   created_at: Date;
@@ -64,6 +65,7 @@ const SUBSCRIPTION_COLUMNS = [
   "url",
   "events",
   "description",
+  "rate_limit_per_second",
   "is_active",
   "created_by",
   "created_at",
@@ -96,6 +98,7 @@ function subscriptionView(row: SubscriptionRow): SubscriptionView {
     url: row.url,
     events: row.events,
     description: row.description,
+    rate_limit_per_second: row.rate_limit_per_second,
     is_active: row.is_active,
     created_by: row.created_by,
     created_at: rfc3339(row.created_at),
@@ -173,6 +176,7 @@ export async function createSubscription(
     url: string;
     events: EventSelector[];
     description?: string | null;
+    rateLimitPerSecond?: number | null;
     secretSealed: string;
     createdBy: string;
     maxActive?: number;
@@ -193,6 +197,7 @@ export async function createSubscription(
         url: input.url,
         events: input.events,
         description: input.description ?? null,
+        rate_limit_per_second: input.rateLimitPerSecond ?? null,
         secret_encrypted: input.secretSealed,
         created_by: input.createdBy,
       })
@@ -244,11 +249,15 @@ async function updateSubscription(
   return row ? subscriptionView(row) : undefined;
 }
 
-/** What updateWebhookSubscription may change; an absent field is left as it is, a null description clears it. */
+/**
+ * What updateWebhookSubscription may change; an absent field is left as it is, a null description clears it
+ * and a null rate limit removes it.
+ */
 export interface SubscriptionChanges {
   url?: string;
   events?: EventSelector[];
   description?: string | null;
+  rate_limit_per_second?: number | null;
 }
 
 /**
@@ -262,7 +271,7 @@ export async function changeSubscription(
   input: { tenantId: string; subscriptionId: string; changes: SubscriptionChanges },
 ): Promise<{ before: SubscriptionView; after: SubscriptionView } | undefined> {
   if (!isUuid(input.subscriptionId)) return undefined;
-  const { url, events, description } = input.changes;
+  const { url, events, description, rate_limit_per_second } = input.changes;
   return db.transaction(async (trx) => {
     await lockTenantSubscriptions(trx, input.tenantId);
     const current = (await trx("integrator.webhook_subscriptions")
@@ -271,10 +280,14 @@ export async function changeSubscription(
       .first(SUBSCRIPTION_COLUMNS)) as SubscriptionRow | undefined;
     if (!current) return undefined;
     if (url !== undefined) await refuseDuplicateUrl(trx, input.tenantId, url, current.id);
+    // A new limit (or none) applies to the deliveries already waiting for their turn under the old one.
+    if (rate_limit_per_second !== undefined && rate_limit_per_second !== current.rate_limit_per_second)
+      await trx.raw("select integrator.reset_delivery_pacing(?::uuid, ?::uuid)", [input.tenantId, current.id]);
     const changed = await updateSubscription(trx, input.tenantId, current.id, {
       ...(url === undefined ? {} : { url }),
       ...(events === undefined ? {} : { events }),
       ...(description === undefined ? {} : { description }),
+      ...(rate_limit_per_second === undefined ? {} : { rate_limit_per_second }),
     });
     if (!changed) return undefined;
     return { before: subscriptionView(current), after: changed };
@@ -611,6 +624,9 @@ export interface DeliveryToSend {
   secret_encrypted: string;
   /** Every secret that signs now, sealed, newest first: the current one, and the previous one during a rotation's overlap window. */
   secrets_encrypted: string[];
+  subscription_id: string;
+  /** The subscription's rate limit: at most this many attempts a second (paceDelivery); null for none. */
+  rate_limit_per_second: number | null;
 }
 
 export async function findDeliveryToSend(
@@ -627,6 +643,35 @@ export async function findDeliveryToSend(
     [tenantId, deliveryId],
   );
   return rows[0];
+}
+
+/**
+ * The rate limit of the delivery's subscription, kept (integrator.pace_delivery,
+ * db/functions/pace_delivery.sql): undefined when the attempt may start now; otherwise the delivery's job was
+ * moved to its slot (the delivery's next_attempt_at says when) and this is the number of milliseconds until
+ * then. `pacingGeneration`: the running job is one that pace_delivery moved, holding a slot of this
+ * generation (its payload's pacing_generation); undefined for any other job.
+ */
+export async function paceDelivery(
+  db: Knex,
+  delivery: { tenantId: string; subscriptionId: string; deliveryId: string; attempts: number; rate: number },
+  pacingGeneration: number | undefined,
+): Promise<number | undefined> {
+  const { rows } = await runPrepared<{ wait_seconds: number | null }>(
+    db,
+    "pace_delivery",
+    "select integrator.pace_delivery(?::uuid, ?::uuid, ?::uuid, ?::integer, ?::integer, ?::integer) as wait_seconds",
+    [
+      delivery.tenantId,
+      delivery.subscriptionId,
+      delivery.deliveryId,
+      delivery.attempts,
+      delivery.rate,
+      pacingGeneration ?? null,
+    ],
+  );
+  const wait = rows[0]?.wait_seconds;
+  return wait === null || wait === undefined ? undefined : Math.max(0, wait * 1000);
 }
 
 /** When endpoint health disables a subscription (0 turns a rule off). */

@@ -153,8 +153,10 @@ export interface paths {
          *
          *     A `url` that breaks a URL rule (see `WebhookSubscriptionCreateRequest.url`) is a schema violation:
          *     422 with a `detail` entry at `["body", "url"]` of type `value_error` whose `msg` names the rule.
-         *     The optional `description` (`WebhookSubscriptionDescription`) says what the endpoint is for; the URL,
-         *     the events and the description can be changed later with `updateWebhookSubscription`.
+         *     The optional `description` (`WebhookSubscriptionDescription`) says what the endpoint is for; the
+         *     optional `rate_limit_per_second` (`WebhookSubscriptionRateLimit`) paces the deliveries to it, at most
+         *     that many attempts a second. The URL, the events, the description and the rate limit can be changed
+         *     later with `updateWebhookSubscription`.
          *
          *     **Limits.** A tenant holds at most `WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT` subscriptions that are not
          *     deleted (default 20; disabled ones count): one more is 409 `WEBHOOK_SUBSCRIPTION_LIMIT_REACHED` with
@@ -199,10 +201,11 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a subscription's URL, events or description
+         * Change a subscription's URL, events, description or rate limit
          * @description Changes the subscription in place, in the manner of a JSON merge patch (RFC 7396): a property that is
-         *     absent stays as it is, a property that is present replaces the stored value, and `description: null`
-         *     clears the description. At least one of `url`, `events` and `description` must be present: an empty
+         *     absent stays as it is, a property that is present replaces the stored value, `description: null`
+         *     clears the description and `rate_limit_per_second: null` removes the rate limit. At least one of `url`,
+         *     `events`, `description` and `rate_limit_per_second` must be present: an empty
          *     object is 422 (`value_error` at `["body"]`), and an unknown property is 422 `extra_forbidden`. The
          *     body may be sent as `application/json` or `application/merge-patch+json`; both mean the same.
          *
@@ -223,7 +226,8 @@ export interface paths {
          *     retrying delivery of a kind no longer subscribed is still sent. A new `url` applies at once to every
          *     attempt made after the change, including the retries of deliveries queued before it and resends
          *     (the worker reads the subscription's URL when it sends); an attempt already under way finishes
-         *     against the URL it started with.
+         *     against the URL it started with. A new `rate_limit_per_second` (or its removal) applies to the next
+         *     attempt the worker starts, deliveries already held back by the old limit included.
          *
          *     A deleted subscription, an unknown id, an id that is not a UUID, and a subscription of another tenant
          *     answer 404 `NOT_FOUND`. The change is audited as `webhooks.subscription_updated` with the fields that
@@ -1344,6 +1348,7 @@ export interface components {
             /** @description Event kinds to deliver, or `*` for all; duplicates are removed. */
             events: components["schemas"]["WebhookEventSelector"][];
             description?: components["schemas"]["WebhookSubscriptionDescription"];
+            rate_limit_per_second?: components["schemas"]["WebhookSubscriptionRateLimit"];
         };
         /**
          * @description What the endpoint is for, in the tenant's words, shown with it in the portal; null (or absent at
@@ -1355,8 +1360,24 @@ export interface components {
          */
         WebhookSubscriptionDescription: string | null;
         /**
+         * @description The most delivery attempts per second this subscription's endpoint receives; null (or absent at
+         *     creation) for no limit. The worker paces the subscription's attempts (first sends, retries, redeliveries
+         *     and test events alike) so that they start `1 / rate_limit_per_second` seconds apart (less at most a
+         *     quarter of that, and at most 25 ms, of leeway for timers), across every worker: a burst of events is
+         *     sent at this pace rather than at once. A change of the limit, or its removal, applies at once, also
+         *     to the deliveries already waiting.
+         *     A delivery held back by the limit stays `pending`, spends none of its attempts and is never failed for
+         *     it; its `next_attempt_at` says when it is due. The limit is per subscription, not per URL or host:
+         *     two subscriptions reaching the same receiver are paced each on its own. A whole number from 1 to 1000:
+         *     0, a negative number or more than 1000 is a 422 (`greater_than_equal` or `less_than_equal`), a fraction
+         *     or a string a 422 `int_type`.
+         * @example 10
+         */
+        WebhookSubscriptionRateLimit: number | null;
+        /**
          * @description The changes to a subscription (`updateWebhookSubscription`), merge-patch style: an absent property is
-         *     left as it is, `description: null` clears the description. At least one property; an unknown one is
+         *     left as it is, `description: null` clears the description and `rate_limit_per_second: null` the rate
+         *     limit. At least one property; an unknown one is
          *     422 `extra_forbidden`.
          */
         WebhookSubscriptionUpdateRequest: {
@@ -1369,6 +1390,7 @@ export interface components {
             /** @description The new event kinds, or `*` for all; duplicates are removed. Replaces the whole list. */
             events?: components["schemas"]["WebhookEventSelector"][];
             description?: components["schemas"]["WebhookSubscriptionDescription"];
+            rate_limit_per_second?: components["schemas"]["WebhookSubscriptionRateLimit"];
         };
         /** @description The optional body of `disableWebhookSubscription`. An unknown field is 422 `extra_forbidden`. */
         WebhookSubscriptionDisableRequest: {
@@ -1392,6 +1414,7 @@ export interface components {
             /** @description The subscribed event kinds, as given (without duplicates). */
             events: components["schemas"]["WebhookEventSelector"][];
             description: components["schemas"]["WebhookSubscriptionDescription"];
+            rate_limit_per_second: components["schemas"]["WebhookSubscriptionRateLimit"];
             is_active: boolean;
             /** @description The subject of the token that created it. */
             created_by: string;

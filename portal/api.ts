@@ -6,7 +6,7 @@ export type Subscription = components["schemas"]["WebhookSubscriptionResponse"];
 export type Delivery = components["schemas"]["WebhookDeliveryResponse"];
 export type EventKind = components["schemas"]["WebhookEventKind"];
 export type EventSelector = components["schemas"]["WebhookEventSelector"];
-/** An endpoint as its form holds it: the URL, the events and the description (null for none). */
+/** An endpoint as its form holds it: the URL, the events, the description and the rate limit (null for none). */
 export type EndpointInput = Required<components["schemas"]["WebhookSubscriptionUpdateRequest"]>;
 
 /** A refused or failed call: the HTTP status (0 when the network failed) and the service's error code. */

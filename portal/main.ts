@@ -271,8 +271,9 @@ class Portal {
 
   /**
    * The fields of an endpoint, for adding one and for editing one: its URL, its events ("all events" and
-   * single kinds exclude each other: choosing one clears the other) and its description. `read` answers what
-   * they hold, or undefined (and says why) when no event is chosen; a blank description is none.
+   * single kinds exclude each other: choosing one clears the other), its description and its rate limit.
+   * `read` answers what they hold, or undefined (and says why) when no event is chosen or the rate limit is
+   * not a whole number from 1 to 1000; a blank description is none, and so is a blank rate limit.
    */
   private endpointFields(
     prefix: string,
@@ -312,6 +313,18 @@ class Portal {
       placeholder: "e.g. claims intake for the review team",
       value: current?.description ?? undefined,
     });
+    const rateLimit = h("input", {
+      id: `${prefix}-rate-limit`,
+      name: "rate_limit_per_second",
+      type: "number",
+      min: 1,
+      max: 1000,
+      step: 1,
+      inputmode: "numeric",
+      autocomplete: "off",
+      placeholder: "no limit",
+      value: current?.rate_limit_per_second?.toString() ?? undefined,
+    });
     return {
       fields: [
         h("label", { for: url.id }, "Endpoint URL (https)"),
@@ -319,6 +332,8 @@ class Portal {
         h("fieldset", {}, h("legend", {}, "Events"), boxes),
         h("label", { for: description.id }, "Description (optional)"),
         description,
+        h("label", { for: rateLimit.id }, "Rate limit, deliveries per second (optional, 1–1000; blank for none)"),
+        rateLimit,
       ],
       read: () => {
         const events = inputs.filter((box) => box.checked).map((box) => box.value as EventSelector);
@@ -327,7 +342,21 @@ class Portal {
           return undefined;
         }
         const text = description.value.trim();
-        return { url: url.value.trim(), events, description: text === "" ? null : text };
+        const rate = rateLimit.value.trim();
+        const perSecond = rate === "" ? null : Number(rate);
+        if (perSecond !== null && !(Number.isInteger(perSecond) && perSecond >= 1 && perSecond <= 1000)) {
+          this.say(
+            "The rate limit is a whole number of deliveries per second from 1 to 1000, or blank for none.",
+            "error",
+          );
+          return undefined;
+        }
+        return {
+          url: url.value.trim(),
+          events,
+          description: text === "" ? null : text,
+          rate_limit_per_second: perSecond,
+        };
       },
       focus: () => url.focus(),
     };
@@ -508,6 +537,15 @@ class Portal {
         " · created ",
         time(subscription.created_at),
       ),
+      subscription.rate_limit_per_second === null
+        ? null
+        : h(
+            "p",
+            { class: "meta rate-limit" },
+            `Rate limit: at most ${subscription.rate_limit_per_second} ${
+              subscription.rate_limit_per_second === 1 ? "delivery" : "deliveries"
+            } a second`,
+          ),
       h("p", { class: "meta health", "data-health-for": subscription.id }, "Health: reading recent deliveries…"),
       disabled ? this.disabledNote(subscription) : null,
       subscription.previous_secret_expires_at

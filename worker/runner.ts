@@ -16,6 +16,7 @@ import {
 } from "../db/worker-heartbeats.ts";
 import { createWorkerPool } from "../db/database.ts";
 import { TenantSlots } from "./fairness.ts";
+import { WakeUps } from "./pacing.ts";
 import { taskList } from "./tasks/index.ts";
 import { crontab } from "./crontab.ts";
 import { errorMessage } from "../server/error-message.ts";
@@ -73,6 +74,9 @@ export async function startWorker(
   const slots = new TenantSlots(services.config.workerConcurrency);
   const runnerIds = new Set<string>();
   slots.events.on("pool:create", ({ workerPool }) => runnerIds.add(workerPool.id));
+  // Paced deliveries (a subscription's rate limit) fall due between polls: the pool is nudged then.
+  const wakeUps = new WakeUps();
+  wakeUps.attach(slots.events);
   const beat = () =>
     recordHeartbeat(services.db, workerId, [...runnerIds])
       .then(() => pruneHeartbeats(services.db))
@@ -98,7 +102,7 @@ export async function startWorker(
       // running are released back to the queue for another worker.
       gracefulShutdownAbortTimeout: services.config.shutdownTimeoutMs,
       pollInterval: options.pollInterval ?? 1000,
-      taskList: options.tasks ?? taskList(services),
+      taskList: options.tasks ?? taskList(services, { wakeUps }),
       // Completions that finish in the same tick are written in one statement (graphile-worker 0.17
       // batching). Its localQueue (batched fetching) is not used: it ignores forbiddenFlags, and a slot that
       // passes flags bypasses it, so the jobs it had locked waited unserved (worker/fairness.ts needs the
@@ -119,6 +123,7 @@ export async function startWorker(
       logger: graphileLogger(log),
     });
   } catch (error) {
+    wakeUps.stop();
     await pool.end().catch(() => undefined);
     throw error;
   }
@@ -155,6 +160,7 @@ export async function startWorker(
     async stop() {
       stopping = true;
       clearInterval(heartbeat);
+      wakeUps.stop();
       if (!runnerEnded) await runner.stop();
       // Our pool, ended once graphile-worker is done with it (db/database.ts createWorkerPool says why).
       await pool.end().catch(() => undefined);

@@ -34,6 +34,8 @@ export const FUNCTION_FILES: readonly string[] = [
   "record_routing_decision",
   "record_routing_decision_once",
   "delivery_to_send",
+  "pace_delivery",
+  "reset_delivery_pacing",
   "record_delivery_attempt",
 ];
 

@@ -120,6 +120,7 @@ export const createWebhookSubscription: OperationHandler<"createWebhookSubscript
         url,
         events: subscriptionEvents(body.events),
         description: body.description ?? null,
+        rateLimitPerSecond: body.rate_limit_per_second ?? null,
         secretSealed: services.secretBox.seal(secret),
         createdBy: caller.subject,
         maxActive: services.config.webhooks.maxSubscriptionsPerTenant,
@@ -134,6 +135,7 @@ export const createWebhookSubscription: OperationHandler<"createWebhookSubscript
           url: created.url,
           events: created.events,
           ...(created.description === null ? {} : { description: created.description }),
+          ...(created.rate_limit_per_second === null ? {} : { rate_limit_per_second: created.rate_limit_per_second }),
         },
       );
       return created;
@@ -147,7 +149,7 @@ export const createWebhookSubscription: OperationHandler<"createWebhookSubscript
 /** The fields a change altered, each with its previous and new value (the secret is never one of them). */
 function changedFields(before: SubscriptionView, after: SubscriptionView): Record<string, unknown> {
   const changed: Record<string, { from: unknown; to: unknown }> = {};
-  for (const field of ["url", "events", "description"] as const)
+  for (const field of ["url", "events", "description", "rate_limit_per_second"] as const)
     if (JSON.stringify(before[field]) !== JSON.stringify(after[field]))
       changed[field] = { from: before[field], to: after[field] };
   return { changed: Object.keys(changed), ...changed };
@@ -165,6 +167,7 @@ export const updateWebhookSubscription: OperationHandler<"updateWebhookSubscript
     ...(body.url === undefined ? {} : { url: subscriptionUrl(body.url, services) }),
     ...(body.events === undefined ? {} : { events: subscriptionEvents(body.events) }),
     ...(body.description === undefined ? {} : { description: body.description }),
+    ...(body.rate_limit_per_second === undefined ? {} : { rate_limit_per_second: body.rate_limit_per_second }),
   };
   try {
     const subscription = await services.db.transaction(async (trx) => {

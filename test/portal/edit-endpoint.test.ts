@@ -1,7 +1,8 @@
 // Editing an endpoint on the /portal page in a real headless Chromium: a teammate with a portal link sees
 // each endpoint's description in the list, opens Edit, changes the URL, the events and the description,
 // saves, and the card shows what was saved (updateWebhookSubscription with the portal credential); a URL
-// the service refuses is said in words and changes nothing; a cleared description disappears.
+// the service refuses is said in words and changes nothing; a cleared description disappears. A rate limit
+// set when adding, changed and removed shows, and then no longer shows, on the card.
 import t from "tap";
 import { createTestTenant, startTestServer } from "../helpers/server.ts";
 import { BROWSER_FILE_TIMEOUT_MS, launchBrowser, portalLink, screenshot } from "../helpers/browser.ts";
@@ -90,4 +91,50 @@ t.test("a teammate edits an endpoint's URL, events and description and sees them
   await page.locator(`li[data-subscription-id="${id}"] .description`).waitFor({ state: "detached" });
   const cleared = await server.request(`/v1/webhooks/subscriptions/${id}`, { token: tenant.token });
   t.equal(((await cleared.json()) as { description: string | null }).description, null, "stored as none");
+});
+
+t.test("a teammate adds an endpoint with a rate limit, changes it and removes it, and its card says so", async (t) => {
+  const server = await startTestServer(t);
+  const tenant = await createTestTenant(server.services);
+  const browser = await launchBrowser(t);
+  const page = await browser.context.newPage();
+  await page.goto(await portalLink(server, tenant));
+
+  const add = page.getByRole("form", { name: "Add an endpoint" });
+  await add.getByLabel("Endpoint URL (https)").fill("https://hooks.example.com/paced");
+  await add.getByLabel(/^Rate limit/).fill("5");
+  await add.getByRole("button", { name: "Add endpoint" }).click();
+  await page.getByText("Endpoint added.").waitFor();
+
+  const card = page.locator("li.subscription", { hasText: "https://hooks.example.com/paced" });
+  await card.locator(".rate-limit").waitFor();
+  t.equal(
+    await card.locator(".rate-limit").innerText(),
+    "Rate limit: at most 5 deliveries a second",
+    "the card shows it",
+  );
+  const id = await card.getAttribute("data-subscription-id");
+  const stored = async () =>
+    (
+      (await (await server.request(`/v1/webhooks/subscriptions/${id}`, { token: tenant.token })).json()) as {
+        rate_limit_per_second: number | null;
+      }
+    ).rate_limit_per_second;
+  t.equal(await stored(), 5, "stored");
+
+  await card.getByRole("button", { name: "Edit" }).click();
+  const rate = card.getByLabel(/^Rate limit/);
+  t.equal(await rate.inputValue(), "5", "the edit form holds the limit as it is");
+  await rate.fill("1");
+  await card.getByRole("button", { name: "Save changes" }).click();
+  await card.locator(".rate-limit", { hasText: "at most 1 delivery a second" }).waitFor();
+  t.equal(await stored(), 1, "changed");
+  await screenshot(page, SHOTS, "endpoint-rate-limit");
+
+  // Blank is no limit: the card says nothing of one.
+  await card.getByRole("button", { name: "Edit" }).click();
+  await card.getByLabel(/^Rate limit/).fill("");
+  await card.getByRole("button", { name: "Save changes" }).click();
+  await card.locator(".rate-limit").waitFor({ state: "detached" });
+  t.equal(await stored(), null, "removed");
 });

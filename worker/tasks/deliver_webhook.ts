@@ -5,6 +5,9 @@
 // next_attempt_at), and this job succeeds, so graphile-worker's own backoff never drives the schedule. A job whose delivery is
 // already final, or whose attempt another run already recorded (the job carries the attempt it is
 // for), does nothing.
+// A subscription with a rate limit has each attempt paced first (db/functions/pace_delivery.sql): when the
+// endpoint's budget is spent, the job is moved to the delivery's slot and this run returns at once, its
+// attempt unspent (worker/pacing.ts wakes the worker then); a slot never waits for the limit.
 import type { Task } from "graphile-worker";
 import { canonicalJson } from "../../server/canonical-json.ts";
 import type { Services } from "../../server/services.ts";
@@ -21,8 +24,10 @@ import {
   failWithoutAttempt,
   findDeliveryToSend,
   MANUALLY_DISABLED_MESSAGE,
+  paceDelivery,
   recordAttempt,
 } from "../../db/webhooks.ts";
+import type { WakeUps } from "../pacing.ts";
 
 /** Seconds to wait before retry n (n ≥ 1): the n-th of the configured waits (server/config.ts retryWaits). */
 export function retryDelaySeconds(retry: number, waitsSeconds: readonly number[]): number {
@@ -60,6 +65,7 @@ export function deliveryHeaders(attempt: {
 export function deliverWebhook(
   services: Services,
   settings: SendSettings = sendSettings(services.config.webhooks),
+  wakeUps?: WakeUps,
 ): Task<"deliver_webhook"> {
   const { maxAttempts, retryWaitsSeconds, disableAfterFailedDeliveries, disableAfterFailingDays } =
     services.config.webhooks;
@@ -105,6 +111,24 @@ export function deliverWebhook(
         `No attempts left (MAX_DELIVERY_ATTEMPTS is ${maxAttempts})`,
       );
       return;
+    }
+
+    if (delivery.rate_limit_per_second !== null) {
+      const waitMs = await paceDelivery(
+        db,
+        {
+          tenantId: delivery.tenant_id,
+          subscriptionId: delivery.subscription_id,
+          deliveryId: delivery.id,
+          attempts: delivery.attempts,
+          rate: delivery.rate_limit_per_second,
+        },
+        payload.pacing_generation,
+      );
+      if (waitMs !== undefined) {
+        wakeUps?.after(waitMs);
+        return;
+      }
     }
 
     let secret: string;

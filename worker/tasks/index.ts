@@ -6,14 +6,19 @@ import type { Services } from "../../server/services.ts";
 import { deliverWebhook } from "./deliver_webhook.ts";
 import { deliverWebhooks } from "./deliver_webhooks.ts";
 import { TenantSends } from "../fairness.ts";
+import type { WakeUps } from "../pacing.ts";
 import { purgeIdempotencyKeys } from "./purge_idempotency_keys.ts";
 import { purgeWebhookDeliveries } from "./purge_webhook_deliveries.ts";
 
 export type Tasks = { [N in JobName]: Task<N> };
 
-/** `lockRenewalMs`: how often a running deliver_webhooks job renews its lock, at most (tests shorten it). */
-export function taskList(services: Services, options: { lockRenewalMs?: number } = {}): Tasks {
-  const deliverOne = deliverWebhook(services);
+/**
+ * `lockRenewalMs`: how often a running deliver_webhooks job renews its lock, at most (tests shorten it).
+ * `wakeUps`: wakes the worker when a delivery paced by its subscription's rate limit falls due (without
+ * it, the worker's poll finds it).
+ */
+export function taskList(services: Services, options: { lockRenewalMs?: number; wakeUps?: WakeUps } = {}): Tasks {
+  const deliverOne = deliverWebhook(services, undefined, options.wakeUps);
   return {
     deliver_webhook: deliverOne,
     deliver_webhooks: deliverWebhooks(
