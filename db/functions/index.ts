@@ -34,6 +34,7 @@ export const FUNCTION_FILES: readonly string[] = [
   "record_routing_decision",
   "record_routing_decision_once",
   "delivery_to_send",
+  "delivery_to_attempt",
   "record_delivery_attempt",
 ];
 
