@@ -8,21 +8,23 @@ import { deliverWebhooks } from "./deliver_webhooks.ts";
 import { TenantSends } from "../fairness.ts";
 import { purgeIdempotencyKeys } from "./purge_idempotency_keys.ts";
 import { purgeWebhookDeliveries } from "./purge_webhook_deliveries.ts";
+import { tracingIsOn } from "../../server/tracing.ts";
+import { traced } from "../job-spans.ts";
 
 export type Tasks = { [N in JobName]: Task<N> };
 
 /** `lockRenewalMs`: how often a running deliver_webhooks job renews its lock, at most (tests shorten it). */
 export function taskList(services: Services, options: { lockRenewalMs?: number } = {}): Tasks {
   const deliverOne = deliverWebhook(services);
+  // With tracing on, each job runs in a span of its own (worker/job-spans.ts).
+  const span = tracingIsOn() ? traced : <N extends JobName>(_name: N, task: Task<N>) => task;
   return {
-    deliver_webhook: deliverOne,
-    deliver_webhooks: deliverWebhooks(
-      services,
-      deliverOne,
-      new TenantSends(services.config.workerConcurrency),
-      options.lockRenewalMs,
+    deliver_webhook: span("deliver_webhook", deliverOne),
+    deliver_webhooks: span(
+      "deliver_webhooks",
+      deliverWebhooks(services, deliverOne, new TenantSends(services.config.workerConcurrency), options.lockRenewalMs),
     ),
-    purge_idempotency_keys: purgeIdempotencyKeys(services),
-    purge_webhook_deliveries: purgeWebhookDeliveries(services),
+    purge_idempotency_keys: span("purge_idempotency_keys", purgeIdempotencyKeys(services)),
+    purge_webhook_deliveries: span("purge_webhook_deliveries", purgeWebhookDeliveries(services)),
   };
 }
