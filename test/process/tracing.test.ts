@@ -102,7 +102,8 @@ t.test(
 
     const otlp = await startOtlpReceiver(t);
     const ca = testCa(t);
-    const receiver = await startReceiver(ca);
+    const PATH = "/traced?sig=kept-out";
+    const receiver = await startReceiver(ca, (_request, count) => ({ status: count === 1 ? 503 : 204 }));
     t.teardown(() => receiver.close());
     const env = {
       NODE_ENV: "test",
@@ -134,38 +135,53 @@ t.test(
     const subscribed = await fetch(`${base}/v1/webhooks/subscriptions`, {
       method: "POST",
       headers: authorized,
-      body: JSON.stringify({ url: receiver.url("/traced?sig=kept-out"), events: ["intake.submitted"] }),
+      body: JSON.stringify({ url: receiver.url(PATH), events: ["intake.submitted"] }),
     });
     t.equal(subscribed.status, 201, "a subscription");
     const subscription = (await subscribed.json()) as { id: string; secret: string };
 
-    const submitted = await fetch(`${base}/v1/intake/submit`, {
-      method: "POST",
-      headers: authorized,
-      body: JSON.stringify({ filename: "traced.pdf", file_size: 1234, mime_type: "application/pdf" }),
-    });
-    t.equal(submitted.status, 201, "the submission");
-    const submission = (await submitted.json()) as { id: string };
-
-    await waitFor(
-      async () => receiver.receivedAt("/traced?sig=kept-out").length,
-      (count) => count > 0,
-      { seconds: 30 },
-    );
-    const [delivery] = await db<{ id: string }>("integrator.webhook_deliveries")
-      .where({ tenant_id: tenant.id, subscription_id: subscription.id })
-      .select("id");
-    t.ok(delivery, "the delivery");
-    const deliveryId = delivery?.id ?? "";
-
-    // Spans come in batches as they end; wait for the last one of the chain, the recorded outcome.
+    const submit = async (headers: Record<string, string> = {}) => {
+      const submitted = await fetch(`${base}/v1/intake/submit`, {
+        method: "POST",
+        headers: { ...authorized, ...headers },
+        body: JSON.stringify({ filename: "traced.pdf", file_size: 1234, mime_type: "application/pdf" }),
+      });
+      t.equal(submitted.status, 201, "a submission");
+      return (await submitted.json()) as { id: string };
+    };
+    // Spans come in batches as they end; the last of a delivery's is its recorded outcome.
     const isOutcome = (span: ExportedSpan) =>
       span.service === "integrator-worker" && String(span.values["db.query.text"]).includes("record_delivery_attempt");
-    await waitFor(
-      async () => otlp.spans.filter(isOutcome).length,
-      (count) => count > 0,
-      { seconds: 30 },
-    );
+    const sentAndRecorded = async (requests: number) => {
+      await waitFor(
+        async () => receiver.receivedAt(PATH).length,
+        (count) => count >= requests,
+        { seconds: 30 },
+      );
+      await waitFor(
+        async () => otlp.spans.filter(isOutcome).length,
+        (count) => count >= requests,
+        { seconds: 30 },
+      );
+    };
+    // The first submission's delivery fails once (503) and is retried at once (WEBHOOK_RETRY_SCHEDULE=0s);
+    // the second is sent with an Idempotency-Key (the keyed statement).
+    const submission = await submit();
+    await sentAndRecorded(2);
+    const keyed = await submit({ "Idempotency-Key": "traced-keyed-submit" });
+    await sentAndRecorded(3);
+    const deliveryOf = async (submissionId: string) => {
+      const rows: { id: string }[] = await db("integrator.webhook_deliveries")
+        .where({ tenant_id: tenant.id, subscription_id: subscription.id })
+        .whereRaw("payload->'data'->>'submission_id' = ?", [submissionId])
+        .select("id");
+      const [delivery] = rows;
+      t.ok(delivery, "the submission's delivery");
+      return delivery?.id ?? "";
+    };
+    const deliveryId = await deliveryOf(submission.id);
+    const keyedDeliveryId = await deliveryOf(keyed.id);
+
     const spans = otlp.spans;
     const byId = new Map(spans.map((span) => [span.spanId, span]));
     const ancestors = (span: ExportedSpan): ExportedSpan[] => {
@@ -174,17 +190,24 @@ t.test(
         chain.push(parent);
       return chain;
     };
-    const one = (what: string, test: (span: ExportedSpan) => boolean): ExportedSpan => {
-      const found = spans.filter(test);
+    const all = (test: (span: ExportedSpan) => boolean, among = spans) => among.filter(test);
+    const one = (what: string, test: (span: ExportedSpan) => boolean, among = spans): ExportedSpan => {
+      const found = all(test, among);
       t.equal(found.length, 1, `one ${what} span`);
       if (!found[0])
-        throw new Error(`no ${what} span among ${spans.map((span) => `${span.service} ${span.name}`).join(", ")}`);
+        throw new Error(`no ${what} span among ${among.map((span) => `${span.service} ${span.name}`).join(", ")}`);
       return found[0];
     };
+    const isStatement = (name: string) => (span: ExportedSpan) =>
+      span.kind === KIND.client && String(span.values["db.query.text"]).includes(`integrator.${name}(`);
 
+    // The unkeyed submission's trace.
+    const statement = one("emitting statement", isStatement("record_submission"));
+    const trace = all((span) => span.traceId === statement.traceId);
     const server = one(
       "server",
       (span) => span.kind === KIND.server && span.values["http.route"] === "/v1/intake/submit",
+      trace,
     );
     t.equal(server.service, "integrator-api", "the API's spans name their role's service");
     t.equal(server.name, "POST /v1/intake/submit", "the server span is named by method and route");
@@ -198,52 +221,74 @@ t.test(
       },
       "the server span's attributes",
     );
-    const emit = one("emitting", (span) => span.kind === KIND.producer);
+    const emit = one("emitting", (span) => span.kind === KIND.producer, trace);
     t.equal(emit.name, "emit intake.submitted");
     t.ok(ancestors(emit).includes(server), "the emitting span is inside the request's server span");
     t.equal(emit.values["integrator.tenant_id"], tenant.id);
-    const statement = one(
-      "emitting statement",
-      (span) => span.kind === KIND.client && String(span.values["db.query.text"]).includes("record_submission"),
-    );
     t.equal(statement.parentSpanId, emit.spanId, "the statement's pg span is the emitting span's child");
     t.notMatch(String(statement.values["db.query.text"]), submission.id, "the SQL text carries no bound values");
 
-    const job = one("job", (span) => span.kind === KIND.consumer && span.name === "process deliver_webhook");
+    const jobs = all((span) => span.kind === KIND.consumer && span.name === "process deliver_webhook", trace);
+    t.equal(jobs.length, 2, "two jobs in the trace: the first attempt's and the retry's");
+    const job = one("first job", (span) => span.parentSpanId === emit.spanId, jobs);
     t.equal(job.service, "integrator-worker", "the worker's spans name their role's service");
-    t.equal(job.traceId, server.traceId, "the job continues the request's trace");
-    t.equal(job.parentSpanId, emit.spanId, "the job span is the emitting span's child, through the job's payload");
     t.match(job.values, { "integrator.tenant_id": tenant.id, "integrator.delivery_id": deliveryId });
 
-    const handled = one("delivery", (span) => span.name === "deliver webhook");
-    t.equal(handled.parentSpanId, job.spanId, "the delivery's span is the job's child");
-    t.match(handled.values, {
-      "integrator.tenant_id": tenant.id,
-      "integrator.delivery_id": deliveryId,
-      "integrator.subscription_id": subscription.id,
-      "integrator.attempt": 1,
-    });
-    const attempt = one("attempt", (span) => span.kind === KIND.client && span.name === "POST");
-    t.equal(attempt.parentSpanId, handled.spanId, "the attempt's HTTPS request is the delivery span's child");
-    t.match(attempt.values, {
-      "http.request.method": "POST",
-      "http.response.status_code": 204,
-      "server.address": "hooks.test.example",
-      "server.port": receiver.port,
-      "integrator.subscription_id": subscription.id,
-      "integrator.delivery_id": deliveryId,
-    });
-    const outcome = one("outcome", isOutcome);
-    t.equal(outcome.parentSpanId, handled.spanId, "the recorded outcome is the delivery span's child");
-    t.ok(
-      BigInt(outcome.startTimeUnixNano) >= BigInt(attempt.endTimeUnixNano),
-      "the outcome is recorded after the attempt",
+    const attemptSpans = (handled: ExportedSpan, number: number, status: number) => {
+      t.match(
+        handled.values,
+        {
+          "integrator.tenant_id": tenant.id,
+          "integrator.delivery_id": deliveryId,
+          "integrator.subscription_id": subscription.id,
+          "integrator.attempt": number,
+        },
+        `attempt ${number}: the delivery span's ids`,
+      );
+      const attempt = one(
+        "attempt",
+        (span) => span.kind === KIND.client && span.parentSpanId === handled.spanId && span.name === "POST",
+      );
+      t.match(
+        attempt.values,
+        {
+          "http.request.method": "POST",
+          "http.response.status_code": status,
+          "server.address": "hooks.test.example",
+          "server.port": receiver.port,
+          "integrator.subscription_id": subscription.id,
+          "integrator.delivery_id": deliveryId,
+          "integrator.attempt": number,
+        },
+        `attempt ${number}: the HTTPS request is the delivery span's child`,
+      );
+      const outcome = one("outcome", (span) => isOutcome(span) && span.parentSpanId === handled.spanId);
+      t.ok(
+        BigInt(outcome.startTimeUnixNano) >= BigInt(attempt.endTimeUnixNano),
+        `attempt ${number}: its outcome is recorded after it, as the delivery span's child`,
+      );
+      return [attempt, outcome];
+    };
+    const first = one("first delivery", (span) => span.name === "deliver webhook" && span.parentSpanId === job.spanId);
+    const [failedAttempt] = attemptSpans(first, 1, 503);
+    t.equal(failedAttempt?.values["error.type"], "http_status", "a failed attempt's span names its class");
+    const retry = one("retry job", (span) => span.parentSpanId === first.spanId, jobs);
+    t.ok(retry, "the retry's job is a child of the first attempt's delivery span (the recorded outcome queued it)");
+    const second = one(
+      "second delivery",
+      (span) => span.name === "deliver webhook" && span.parentSpanId === retry.spanId,
     );
-    t.same(
-      new Set([server, emit, statement, job, handled, attempt, outcome].map((span) => span.traceId)).size,
-      1,
-      "all in one trace",
-    );
+    attemptSpans(second, 2, 204);
+
+    // The keyed submission: its statement (record_submission_once) emits too, and its job continues its trace.
+    const keyedStatement = one("keyed emitting statement", isStatement("record_submission_once"));
+    const keyedTrace = all((span) => span.traceId === keyedStatement.traceId);
+    t.not(keyedStatement.traceId, statement.traceId, "another request, another trace");
+    const keyedEmit = one("keyed emitting", (span) => span.kind === KIND.producer, keyedTrace);
+    t.equal(keyedStatement.parentSpanId, keyedEmit.spanId, "the keyed statement is its emitting span's child");
+    const keyedJob = one("keyed job", (span) => span.kind === KIND.consumer, keyedTrace);
+    t.equal(keyedJob.parentSpanId, keyedEmit.spanId, "its job is the emitting span's child");
+    t.equal(keyedJob.values["integrator.delivery_id"], keyedDeliveryId);
 
     // Nothing exported names a secret: not the bearer token, the webhook secret, the password, the
     // subscription URL's query or the payload.
@@ -256,9 +301,9 @@ t.test(
       ["traced.pdf", "the submission's payload"],
     ] as const)
       t.notOk(exported.includes(secret), `no span holds ${what}`);
-    const signature = String(receiver.receivedAt("/traced?sig=kept-out")[0]?.headers["webhook-signature"] ?? "");
+    const signature = String(receiver.receivedAt(PATH)[0]?.headers["webhook-signature"] ?? "");
     t.ok(signature.length > 10 && !exported.includes(signature.split(",")[1] ?? signature), "nor the signature");
-    t.notOk(receiver.receivedAt("/traced?sig=kept-out")[0]?.headers.traceparent, "receivers get no traceparent header");
+    t.notOk(receiver.receivedAt(PATH)[0]?.headers.traceparent, "receivers get no traceparent header");
 
     api.child.kill("SIGTERM");
     worker.child.kill("SIGTERM");
