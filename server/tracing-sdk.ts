@@ -30,12 +30,15 @@ import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from "@opentelemetry/semantic
 import { createAddHookMessageChannel } from "import-in-the-middle";
 import { register as registerSyncHooks, supportsSyncHooks } from "import-in-the-middle/register-hooks.mjs";
 import type { TracingSettings } from "./config.ts";
+import type { Logger } from "./logger.ts";
 import { useTracing } from "./tracing.ts";
 
 /** The packages whose ES-module imports are hooked: what the three instrumentations patch. */
 const INSTRUMENTED_MODULES = ["pg", "pg-pool", "express", "http", "https"];
 
 export interface RunningTracing {
+  /** The SDK's own warnings and errors (a collector that cannot be reached, spans dropped) become log lines. */
+  logTo(logger: Logger): void;
   /** Sends what is left and stops; bounded by `timeoutMs`. */
   shutdown(timeoutMs: number): Promise<void>;
 }
@@ -129,6 +132,20 @@ export async function startTracing(
     requestOf: (context) => getRPCMetadata(context),
   });
   return {
+    logTo: (logger) => {
+      const log = logger.child({ component: "tracing" });
+      const ignore = () => undefined;
+      api.diag.setLogger(
+        {
+          error: (detail) => log.warn({ detail }, "the OpenTelemetry SDK reported a problem; spans may be lost"),
+          warn: (detail) => log.warn({ detail }, "the OpenTelemetry SDK reported a problem; spans may be lost"),
+          info: ignore,
+          debug: ignore,
+          verbose: ignore,
+        },
+        api.DiagLogLevel.WARN,
+      );
+    },
     shutdown: async (timeoutMs) => {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
