@@ -7,7 +7,6 @@
 // server, the pool and, when this process started it, the embedded PostgreSQL are closed.
 import http from "node:http";
 import type net from "node:net";
-import fs from "node:fs";
 import {
   createDatabase,
   migrate,
@@ -34,10 +33,9 @@ import type { ProcessState, Services } from "../server/services.ts";
 import { checkHealth } from "../handlers/probes/health-checks.ts";
 import { TimeoutError, withTimeout } from "../server/timeouts.ts";
 import { errorMessage } from "../server/error-message.ts";
+import { VERSION } from "../server/version.ts";
 
-export const VERSION: string = (
-  JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }
-).version;
+export { VERSION } from "../server/version.ts";
 
 export interface DatabaseHandle {
   url: string;

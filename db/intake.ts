@@ -6,6 +6,7 @@ import { rfc3339 } from "./timestamps.ts";
 import { runPrepared } from "./prepared.ts";
 import { KEYED_WRITE_PARAMETERS, keyedWriteArguments, type KeyedOutcome, type KeyedWrite } from "./idempotency.ts";
 import { newestFirstPage, pageOf, type Keyset, type KeysetPageRequest } from "./keyset.ts";
+import { traceContextBindings, WITH_TRACE_CONTEXT, type TraceContext } from "./trace-context.ts";
 
 // Rows are read in exactly the shapes the contract answers with.
 export type ItemStatus = components["schemas"]["IntakeItemStatus"];
@@ -100,27 +101,34 @@ function recordSubmissionArguments(
 const RECORD_SUBMISSION_PARAMETERS = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::timestamptz, ?::jsonb, ?, ?, ?::jsonb";
 const RECORD_SUBMISSION = `select integrator.record_submission(${RECORD_SUBMISSION_PARAMETERS})`;
 const RECORD_SUBMISSION_ONCE = `select * from integrator.record_submission_once(${KEYED_WRITE_PARAMETERS}, ?, ${RECORD_SUBMISSION_PARAMETERS})`;
+// The same statements handing a trace context to the event's jobs (db/trace-context.ts). The keyed one's
+// row is taken apart from a stored composite, so the function runs once.
+const RECORD_SUBMISSION_TRACED = `${WITH_TRACE_CONTEXT} select integrator.record_submission(${RECORD_SUBMISSION_PARAMETERS}) from trace_context`;
+const RECORD_SUBMISSION_ONCE_TRACED = `${WITH_TRACE_CONTEXT}, written as materialized (select integrator.record_submission_once(${KEYED_WRITE_PARAMETERS}, ?, ${RECORD_SUBMISSION_PARAMETERS}) as outcome_row from trace_context) select (outcome_row).* from written`;
 
 /**
  * Writes the submission, its items and its audit action, and fans the submission's event (kind
  * `audit.action`: intake.submitted or intake.batch_submitted) out to the tenant's matching webhook
  * subscriptions through integrator.emit_event, in ONE statement (integrator.record_submission,
- * db/functions/record_submission.sql): one round trip, atomic even outside a transaction.
+ * db/functions/record_submission.sql): one round trip, atomic even outside a transaction. With `trace`, the
+ * event's jobs carry it.
  */
 export async function insertSubmissionWithEvent(
   db: Knex,
   submission: NewSubmission,
   items: NewItem[],
   audit: SubmissionAudit,
+  trace?: TraceContext,
 ): Promise<SubmissionRow> {
   const createdAt = new Date();
   const id = uuidV7(createdAt.getTime());
-  await runPrepared(
-    db,
-    "record_submission",
-    RECORD_SUBMISSION,
-    recordSubmissionArguments(id, createdAt, submission, items, audit),
-  );
+  const parameters = recordSubmissionArguments(id, createdAt, submission, items, audit);
+  if (trace === undefined) await runPrepared(db, "record_submission", RECORD_SUBMISSION, parameters);
+  else
+    await runPrepared(db, "record_submission_traced", RECORD_SUBMISSION_TRACED, [
+      ...traceContextBindings(trace),
+      ...parameters,
+    ]);
   return newSubmissionRow(id, submission, items.length, rfc3339(createdAt));
 }
 
@@ -128,7 +136,8 @@ export async function insertSubmissionWithEvent(
  * The same write under an Idempotency-Key, in ONE statement (integrator.record_submission_once,
  * db/functions/record_submission_once.sql): the key's advisory lock, the look-up of its remembered response
  * and, when there is none, the write and the remembered response. `written` and `remembered` carry the
- * response body exactly as it is (and was) sent; `in_progress` says another call holds the key.
+ * response body exactly as it is (and was) sent; `in_progress` says another call holds the key. With `trace`,
+ * the event's jobs carry it.
  */
 export async function insertSubmissionOnce(
   db: Knex,
@@ -136,15 +145,23 @@ export async function insertSubmissionOnce(
   submission: NewSubmission,
   items: NewItem[],
   audit: SubmissionAudit,
+  trace?: TraceContext,
 ): Promise<KeyedOutcome> {
   const createdAt = new Date();
   const id = uuidV7(createdAt.getTime());
   const response = JSON.stringify(newSubmissionRow(id, submission, items.length, rfc3339(createdAt)));
-  const { rows } = await runPrepared<KeyedOutcome>(db, "record_submission_once", RECORD_SUBMISSION_ONCE, [
+  const parameters = [
     ...keyedWriteArguments(key),
     response,
     ...recordSubmissionArguments(id, createdAt, submission, items, audit),
-  ]);
+  ];
+  const { rows } =
+    trace === undefined
+      ? await runPrepared<KeyedOutcome>(db, "record_submission_once", RECORD_SUBMISSION_ONCE, parameters)
+      : await runPrepared<KeyedOutcome>(db, "record_submission_once_traced", RECORD_SUBMISSION_ONCE_TRACED, [
+          ...traceContextBindings(trace),
+          ...parameters,
+        ]);
   return rows[0] as KeyedOutcome;
 }
 

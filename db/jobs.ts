@@ -4,7 +4,16 @@
 import type {} from "graphile-worker";
 import { isUuid } from "./ids.ts";
 
-export interface DeliverWebhookPayload {
+/**
+ * The W3C trace context of the statement that queued a delivery job, when tracing was on
+ * (db/trace-context.ts): the worker's span of the job continues that trace.
+ */
+export interface CarriedTraceContext {
+  traceparent?: string;
+  tracestate?: string;
+}
+
+export interface DeliverWebhookPayload extends CarriedTraceContext {
   tenant_id: string;
   delivery_id: string;
   /**
@@ -28,7 +37,7 @@ export interface DeliverWebhookPayload {
  * An event's deliveries, sent by one job (integrator.queue_delivery_jobs queues it): each is sent as a
  * deliver_webhook job would send it, while it still has `attempts` attempts (0: none yet).
  */
-export interface DeliverWebhooksPayload {
+export interface DeliverWebhooksPayload extends CarriedTraceContext {
   tenant_id: string;
   delivery_ids: string[];
   attempts: number;

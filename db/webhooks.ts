@@ -7,6 +7,7 @@ import { eventIdOf, type EventSelector } from "./events.ts";
 import { isUuid } from "./ids.ts";
 import { rfc3339, rfc3339OrNull } from "./timestamps.ts";
 import { newestFirstPage, pageOf, type Keyset, type KeysetPageRequest } from "./keyset.ts";
+import { traceContextBindings, WITH_TRACE_CONTEXT, type TraceContext } from "./trace-context.ts";
 
 type Schemas = components["schemas"];
 /** A subscription as the API shows it; the secret is never read back. */
@@ -609,6 +610,7 @@ export async function findEventWithDeliveries(
 export interface DeliveryToSend {
   id: string;
   tenant_id: string;
+  subscription_id: string;
   /** The event's UUID: webhook-id is `evt_` and it. */
   event_id: string;
   event_type: DeliveredEventKind;
@@ -634,12 +636,12 @@ export async function findDeliveryToSend(
   tenantId: string,
   deliveryId: string,
 ): Promise<DeliveryToSend | undefined> {
-  // integrator.delivery_to_send (db/functions/delivery_to_send.sql): the delivery joined to its
+  // integrator.delivery_to_attempt (db/functions/delivery_to_attempt.sql): the delivery joined to its
   // subscription, planned once per connection.
   const { rows } = await runPrepared<DeliveryToSend>(
     db,
-    "delivery_to_send",
-    "select * from integrator.delivery_to_send(?::uuid, ?::uuid)",
+    "delivery_to_attempt",
+    "select * from integrator.delivery_to_attempt(?::uuid, ?::uuid)",
     [tenantId, deliveryId],
   );
   return rows[0];
@@ -703,15 +705,20 @@ export interface AttemptRecord {
   health: HealthRules;
 }
 
+const RECORD_DELIVERY_ATTEMPT = `select integrator.record_delivery_attempt(?::uuid, ?::uuid, ?, ?, ?::timestamptz, ?, ?, ?, ?, ?::timestamptz, ?, ?::float8,
+       ?, ?::jsonb, ?::jsonb, ?, ?) as recorded`;
+/** The same, handing a trace context to the retry's job (db/trace-context.ts). */
+const RECORD_DELIVERY_ATTEMPT_TRACED = `${WITH_TRACE_CONTEXT} ${RECORD_DELIVERY_ATTEMPT} from trace_context`;
+
 /**
  * Records one attempt's outcome (on the delivery and as a row of its attempt history), updates its
  * subscription's health (disabling it when a rule says so) and, for a failure with attempts left, queues
  * the next attempt's job — all in one statement, so all happen or none. False when the delivery had
  * moved on (final, or this attempt already recorded by another run), in which case nothing is written.
  * Health never enables a subscription: one already disabled (by hand or by a rule) keeps its time, reason
- * and disabled_by whatever the attempt's outcome.
+ * and disabled_by whatever the attempt's outcome. With `trace`, the retry's job carries it.
  */
-export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<boolean> {
+export async function recordAttempt(db: Knex, attempt: AttemptRecord, trace?: TraceContext): Promise<boolean> {
   const delivered = attempt.status === "delivered";
   const { disableAfterFailedDeliveries, disableAfterFailingDays } = attempt.health;
   // integrator.record_delivery_attempt (db/functions/record_delivery_attempt.sql) does all of it in one
@@ -719,10 +726,10 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord): Promise<b
   // and the running one simply completes, so graphile-worker's own backoff never drives the schedule.
   const { rows } = await runPrepared<{ recorded: boolean }>(
     db,
-    "record_delivery_attempt",
-    `select integrator.record_delivery_attempt(?::uuid, ?::uuid, ?, ?, ?::timestamptz, ?, ?, ?, ?, ?::timestamptz, ?, ?::float8,
-       ?, ?::jsonb, ?::jsonb, ?, ?) as recorded`,
+    trace === undefined ? "record_delivery_attempt" : "record_delivery_attempt_traced",
+    trace === undefined ? RECORD_DELIVERY_ATTEMPT : RECORD_DELIVERY_ATTEMPT_TRACED,
     [
+      ...(trace === undefined ? [] : traceContextBindings(trace)),
       attempt.tenantId,
       attempt.deliveryId,
       attempt.attemptsBefore,

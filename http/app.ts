@@ -17,8 +17,10 @@ import { portalPage } from "./portal-page.ts";
 import { createRateLimits } from "./rate-limit.ts";
 import { isProbe, operationOf, requestContext, requestIdOf, resolveOperations } from "./request-context.ts";
 import { requestMetrics } from "./request-metrics.ts";
+import { requestSpan } from "./request-span.ts";
 import { bodyParsing, requestValidation } from "./request-validation.ts";
 import { securityHeaders } from "./security-headers.ts";
+import { tracingIsOn } from "../server/tracing.ts";
 
 export { logUnexpectedError } from "./error-handler.ts";
 
@@ -69,6 +71,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
     );
   }
   app.use(requestMetrics());
+  if (tracingIsOn()) app.use(requestSpan());
   // Shed load before anything else costs time or a database connection.
   app.use(
     loadShedding(

@@ -16,7 +16,10 @@
 //                                               (pg_stat_statements, the service's segments only)
 //   npm run bench:intake -- --rows 1000000      flat cost: the same reads and writes on a database of
 //                                               10 000 rows against one of N rows, alternating
-import { execFile } from "node:child_process";
+//   npm run bench:intake -- --tracing           with OpenTelemetry tracing on, exporting to a local sink in
+//                                               another process (scripts/bench/tracing.ts; the floor, a bare
+//                                               express + pg endpoint, is traced too)
+import { execFile, spawn } from "node:child_process";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
@@ -38,6 +41,7 @@ import type { Scenario } from "./bench/load.ts";
 import { STATEMENT_SETTINGS, statementProfile, type StatementProfile } from "./bench/statements.ts";
 import { cpuProfiler } from "./bench/profile.ts";
 import { cpuMeter, cpuText, meanCpu, type CpuPerOperation } from "./bench/cpu.ts";
+import { tracingIsOn } from "../server/tracing.ts";
 
 const options = flags();
 const DURATION = numberFlag(options, "duration", 3);
@@ -48,6 +52,7 @@ const SMALL_ROWS = 10_000;
 const ONLY = options.get("only");
 const PROFILE = options.get("profile");
 const STATEMENTS = options.has("statements");
+const TRACING = options.has("tracing");
 const run = promisify(execFile);
 
 interface Figures {
@@ -475,6 +480,16 @@ async function flatCost(adminUrl: string, rows: number): Promise<string[]> {
   }
 }
 
+// Tracing has to start before express, pg and http are loaded: the run goes on in a process that starts it first.
+if (TRACING && !tracingIsOn()) {
+  const traced = spawn(
+    process.execPath,
+    ["--import", new URL("./bench/tracing.ts", import.meta.url).href, ...process.argv.slice(1)],
+    { stdio: "inherit" },
+  );
+  process.exit(await new Promise<number>((resolve) => traced.once("exit", (code) => resolve(code ?? 1))));
+}
+
 const before = uptime();
 const postgres = await throwawayPostgres("integrator-bench", STATEMENTS ? STATEMENT_SETTINGS : undefined);
 let lines: string[];
@@ -483,9 +498,13 @@ try {
 } finally {
   await postgres.stop();
 }
+const tracing = TRACING ? await (await import("./bench/tracing.ts")).sinkReceived() : undefined;
 process.stdout.write(
   [
     `Machine: ${machine()}; PostgreSQL embedded; request logs at info to /dev/null.`,
+    tracing
+      ? `Tracing on (sampler ${tracing.sampler}), exported over OTLP/HTTP (${tracing.protocol}) to a sink in another process, which received ${tracing.requests} exports, ${fixed(tracing.bytes / 2 ** 20, 1)} MiB.`
+      : "Tracing off.",
     `Load before: ${before}`,
     `Load after:  ${uptime()}`,
     "",

@@ -234,6 +234,47 @@ const logLevel: Parser<string> = (raw, name) => {
   return raw;
 };
 
+/** OTEL_TRACES_EXPORTER: otlp (the one exporter built in) or none. */
+const tracesExporter: Parser<"otlp" | "none"> = (raw, name) => {
+  const value = raw.trim().toLowerCase();
+  if (value !== "otlp" && value !== "none") throw new ConfigError(`${name} must be otlp or none, got "${raw}"`);
+  return value;
+};
+
+export type OtlpProtocol = "http/protobuf" | "http/json";
+
+/** OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL: OTLP over HTTP, protobuf or JSON (gRPC is not built in). */
+const otlpProtocol: Parser<OtlpProtocol> = (raw, name) => {
+  const value = raw.trim();
+  if (value !== "http/protobuf" && value !== "http/json")
+    throw new ConfigError(`${name} must be http/protobuf or http/json (grpc is not supported), got "${raw}"`);
+  return value;
+};
+
+export type TraceSampler =
+  | "always_on"
+  | "always_off"
+  | "traceidratio"
+  | "parentbased_always_on"
+  | "parentbased_always_off"
+  | "parentbased_traceidratio";
+
+const SAMPLERS: readonly TraceSampler[] = [
+  "always_on",
+  "always_off",
+  "traceidratio",
+  "parentbased_always_on",
+  "parentbased_always_off",
+  "parentbased_traceidratio",
+];
+
+const traceSampler: Parser<TraceSampler> = (raw, name) => {
+  const value = raw.trim().toLowerCase();
+  if (!(SAMPLERS as readonly string[]).includes(value))
+    throw new ConfigError(`${name} must be one of ${SAMPLERS.join(", ")}, got "${raw}"`);
+  return value as TraceSampler;
+};
+
 interface Setting<T> {
   parse: Parser<T>;
   /** The default as text, parsed like a given value; undefined means the setting is optional. */
@@ -582,6 +623,57 @@ export const SETTINGS = {
     "true",
     "Seed a demo tenant on the first start of an empty embedded database (never in production).",
   ),
+  OTEL_SDK_DISABLED: setting(boolean, "false", "true turns tracing off, whatever the other OTEL_ settings say."),
+  OTEL_TRACES_EXPORTER: setting(
+    tracesExporter,
+    undefined,
+    "otlp or none. otlp turns tracing on (to http://localhost:4318 unless an endpoint is set); none turns it off. Unset: tracing is on exactly when an OTLP endpoint below is set.",
+  ),
+  OTEL_EXPORTER_OTLP_ENDPOINT: setting(
+    url,
+    undefined,
+    "Base URL of an OTLP/HTTP collector (spans go to its /v1/traces); setting it turns tracing on (docs/operating.md, tracing). Read by the OpenTelemetry exporter, with OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT, _COMPRESSION and _CERTIFICATE.",
+  ),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: setting(
+    url,
+    undefined,
+    "Full URL spans are sent to (used as given, before OTEL_EXPORTER_OTLP_ENDPOINT); setting it turns tracing on.",
+  ),
+  OTEL_EXPORTER_OTLP_PROTOCOL: setting(
+    otlpProtocol,
+    "http/protobuf",
+    "http/protobuf or http/json (gRPC is not supported).",
+  ),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: setting(
+    otlpProtocol,
+    undefined,
+    "The protocol for spans, before OTEL_EXPORTER_OTLP_PROTOCOL.",
+  ),
+  OTEL_SERVICE_NAME: setting(
+    text,
+    undefined,
+    "service.name of the spans. Default by role: integrator-api (--role=api), integrator-worker (--role=worker), integrator (both in one process).",
+  ),
+  OTEL_TRACES_SAMPLER: setting(
+    traceSampler,
+    "parentbased_always_on",
+    "Which traces are recorded: always_on, always_off, traceidratio, or parentbased_ (follow the caller's traceparent decision, else) always_on, always_off or traceidratio.",
+  ),
+  OTEL_TRACES_SAMPLER_ARG: setting(
+    decimal(0, 1),
+    "1",
+    "The ratio of traces recorded by the traceidratio samplers, from 0 to 1.",
+  ),
+  OTEL_BSP_SCHEDULE_DELAY: setting(
+    integer(1, 600_000),
+    "5000",
+    "Milliseconds between two exports of finished spans (and at stop, what is left is sent).",
+  ),
+  OTEL_BSP_MAX_QUEUE_SIZE: setting(
+    integer(1, 1_000_000),
+    "2048",
+    "Finished spans kept waiting for export; beyond, new ones are dropped (the service never waits for the collector).",
+  ),
 } satisfies Record<string, Setting<unknown>>;
 
 type Settings = typeof SETTINGS;
@@ -670,6 +762,36 @@ export interface Config {
   corsAllowedOrigins: string[];
   seedDemo: boolean;
   portal: { sessionTtlMinutes: number; frameAncestors: string };
+  /** OpenTelemetry tracing (the OTEL_ settings); undefined when it is off, the default. */
+  tracing: TracingSettings | undefined;
+}
+
+export interface TracingSettings {
+  protocol: OtlpProtocol;
+  /** OTEL_SERVICE_NAME; undefined: the role's name. */
+  serviceName: string | undefined;
+  sampler: TraceSampler;
+  samplerRatio: number;
+  scheduleDelayMs: number;
+  maxQueueSize: number;
+}
+
+/**
+ * Tracing is on when OTEL_TRACES_EXPORTER=otlp or an OTLP endpoint is set, unless OTEL_SDK_DISABLED=true or
+ * OTEL_TRACES_EXPORTER=none. The exporter reads the endpoints (and headers, timeout, compression) itself.
+ */
+function tracingSettings(v: Parsed): TracingSettings | undefined {
+  if (v.OTEL_SDK_DISABLED || v.OTEL_TRACES_EXPORTER === "none") return undefined;
+  const endpoint = v.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? v.OTEL_EXPORTER_OTLP_ENDPOINT;
+  if (v.OTEL_TRACES_EXPORTER !== "otlp" && endpoint === undefined) return undefined;
+  return {
+    protocol: v.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? v.OTEL_EXPORTER_OTLP_PROTOCOL,
+    serviceName: v.OTEL_SERVICE_NAME,
+    sampler: v.OTEL_TRACES_SAMPLER,
+    samplerRatio: v.OTEL_TRACES_SAMPLER_ARG,
+    scheduleDelayMs: v.OTEL_BSP_SCHEDULE_DELAY,
+    maxQueueSize: v.OTEL_BSP_MAX_QUEUE_SIZE,
+  };
 }
 
 /** Parses and checks every setting; throws ConfigError naming the first bad variable. */
@@ -789,5 +911,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     corsAllowedOrigins: v.CORS_ALLOWED_ORIGINS,
     seedDemo: v.SEED_DEMO && !isProduction,
     portal: { sessionTtlMinutes: v.PORTAL_SESSION_TTL_MINUTES, frameAncestors: v.PORTAL_FRAME_ANCESTORS },
+    tracing: tracingSettings(v),
   };
 }

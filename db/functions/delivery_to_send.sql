@@ -1,14 +1,13 @@
 -- integrator.delivery_to_send: a delivery joined to its subscription, what the deliver_webhook task needs
 -- to send it (db/webhooks.ts findDeliveryToSend): its state, event and payload, the target, whether the
 -- subscription is active or disabled (and by whom), and every secret that signs now, sealed, newest first
--- (the current one, and the previous one during a rotation's overlap window), and the subscription with
--- its rate limit (null: none; the task then paces the attempt through integrator.pace_delivery). A function
--- so that PostgreSQL plans it once per connection, not on every attempt.
+-- (the current one, and the previous one during a rotation's overlap window). A function so that
+-- PostgreSQL plans it once per connection, not on every attempt.
 create or replace function integrator.delivery_to_send(p_tenant_id uuid, p_delivery_id uuid)
 returns table (
   id uuid, tenant_id uuid, event_id uuid, event_type text, payload jsonb, status text, attempts integer, url text,
   subscription_active boolean, subscription_disabled boolean, subscription_disabled_by text,
-  secret_encrypted text, secrets_encrypted text[], subscription_id uuid, rate_limit_per_second integer
+  secret_encrypted text, secrets_encrypted text[]
 )
 language plpgsql stable
 as $$
@@ -18,8 +17,7 @@ begin
          s.is_active, s.disabled_at is not null, s.disabled_by, s.secret_encrypted,
          array_remove(array[s.secret_encrypted,
                             case when s.previous_secret_expires_at > now() then s.previous_secret_encrypted end],
-                      null),
-         s.id, s.rate_limit_per_second
+                      null)
     from integrator.webhook_deliveries d
     join integrator.webhook_subscriptions s on s.tenant_id = d.tenant_id and s.id = d.subscription_id
    where d.tenant_id = p_tenant_id and d.id = p_delivery_id;

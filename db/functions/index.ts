@@ -36,6 +36,7 @@ export const FUNCTION_FILES: readonly string[] = [
   "delivery_to_send",
   "pace_delivery",
   "reset_delivery_pacing",
+  "delivery_to_attempt",
   "record_delivery_attempt",
 ];
 

@@ -15,12 +15,19 @@
 --   of its statements, made while the job table was small, seq-scans a grown backlog.
 -- - plpgsql: graphile-worker's schema is installed after ours (migrateAll), and a plpgsql body's
 --   statements are resolved when first run.
+-- - The trace context: when the calling statement set integrator.traceparent (and integrator.tracestate)
+--   for its transaction (db/trace-context.ts, with tracing on), the payload carries them as `traceparent`
+--   and `tracestate`, and the worker's span of the job continues that trace. Unset (or empty, as a setting
+--   once set reads in later transactions of the connection) they are left out: json_strip_nulls drops them.
 create or replace function integrator.queue_delivery_jobs(
   tenant_id uuid, delivery_ids uuid[], first_rank integer, run_at timestamptz default null, attempts integer default 0
 ) returns integer
 language plpgsql volatile
 set plan_cache_mode = force_custom_plan
 as $$
+declare
+  traceparent constant text := nullif(current_setting('integrator.traceparent', true), '');
+  tracestate constant text := nullif(current_setting('integrator.tracestate', true), '');
 begin
   if coalesce(cardinality(queue_delivery_jobs.delivery_ids), 0) = 0 then
     return 0;
@@ -31,8 +38,10 @@ begin
   if cardinality(queue_delivery_jobs.delivery_ids) = 1 then
     perform graphile_worker.add_job(
       'deliver_webhook',
-      json_build_object('tenant_id', queue_delivery_jobs.tenant_id, 'delivery_id', queue_delivery_jobs.delivery_ids[1],
-                        'attempts', queue_delivery_jobs.attempts),
+      json_strip_nulls(json_build_object('tenant_id', queue_delivery_jobs.tenant_id,
+                                         'delivery_id', queue_delivery_jobs.delivery_ids[1],
+                                         'attempts', queue_delivery_jobs.attempts,
+                                         'traceparent', traceparent, 'tracestate', tracestate)),
       run_at => queue_delivery_jobs.run_at,
       max_attempts => 10,
       priority => least(greatest(queue_delivery_jobs.first_rank, 0), 1000),
@@ -43,8 +52,10 @@ begin
   -- Several (an event's): one deliver_webhooks job for all of them.
   perform graphile_worker.add_job(
     'deliver_webhooks',
-    json_build_object('tenant_id', queue_delivery_jobs.tenant_id, 'delivery_ids', queue_delivery_jobs.delivery_ids,
-                      'attempts', queue_delivery_jobs.attempts),
+    json_strip_nulls(json_build_object('tenant_id', queue_delivery_jobs.tenant_id,
+                                       'delivery_ids', queue_delivery_jobs.delivery_ids,
+                                       'attempts', queue_delivery_jobs.attempts,
+                                       'traceparent', traceparent, 'tracestate', tracestate)),
     run_at => queue_delivery_jobs.run_at,
     max_attempts => 10,
     priority => least(greatest(queue_delivery_jobs.first_rank, 0), 1000),

@@ -13,7 +13,7 @@ import * as signingKeyRevocation from "./0029_signing_key_revocation.ts";
 import * as webhookSubscriptionDescription from "./0030_webhook_subscription_description.ts";
 import * as intakeItemsKeyedByTenant from "./0031_intake_items_keyed_by_tenant.ts";
 import * as idempotencyKeysExpireByTenant from "./0032_idempotency_keys_expire_by_tenant.ts";
-import * as webhookRateLimits from "./0035_webhook_rate_limits.ts";
+import * as webhookRateLimits from "./0033_webhook_rate_limits.ts";
 import * as foundation from "./0001_foundation.ts";
 import * as idempotencyExactBytes from "./0009_idempotency_exact_bytes.ts";
 import * as intake from "./0002_intake.ts";
@@ -70,7 +70,7 @@ const migrations: [string, Migration][] = [
   ["0030_webhook_subscription_description", webhookSubscriptionDescription],
   ["0031_intake_items_keyed_by_tenant", intakeItemsKeyedByTenant],
   ["0032_idempotency_keys_expire_by_tenant", idempotencyKeysExpireByTenant],
-  ["0035_webhook_rate_limits", webhookRateLimits],
+  ["0033_webhook_rate_limits", webhookRateLimits],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

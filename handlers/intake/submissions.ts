@@ -4,6 +4,7 @@ import type { Principal } from "../../server/auth/tokens.ts";
 import { ApiError, notFound } from "../../http/errors.ts";
 import { idempotent, type IdempotentOutcome } from "../../http/idempotency.ts";
 import type { Services } from "../../server/services.ts";
+import { currentTraceCarrier, inSpan } from "../../server/tracing.ts";
 import { RequestValidationError } from "../../http/validation.ts";
 import { isUuid } from "../../db/ids.ts";
 import {
@@ -85,6 +86,24 @@ export async function submitIntake(
     },
   };
 
+  // The statement that emits the event and queues its jobs, as a span of its own (with tracing on): the
+  // jobs carry its trace context, so the worker's spans of them are its children.
+  const emitting = <T>(write: (trace: ReturnType<typeof currentTraceCarrier>) => Promise<T>): Promise<T> =>
+    inSpan(
+      `emit ${audit.action}`,
+      {
+        kind: "producer",
+        attributes: {
+          "messaging.system": "graphile_worker",
+          "messaging.operation.type": "send",
+          "integrator.tenant_id": request.tenantId,
+          "integrator.event_type": audit.action,
+          "integrator.request_id": request.requestId,
+        },
+      },
+      () => write(currentTraceCarrier()),
+    );
+
   try {
     return await idempotent<SubmissionResponse>({
       services,
@@ -102,9 +121,9 @@ export async function submitIntake(
       // Without a key: the one statement in autocommit (durable commit), no transaction around it.
       write: async () => ({
         status: 201,
-        body: await insertSubmissionWithEvent(services.db, submission, items, audit),
+        body: await emitting((trace) => insertSubmissionWithEvent(services.db, submission, items, audit, trace)),
       }),
-      writeOnce: (key) => insertSubmissionOnce(services.db, key, submission, items, audit),
+      writeOnce: (key) => emitting((trace) => insertSubmissionOnce(services.db, key, submission, items, audit, trace)),
     });
   } catch (error) {
     // A tenant that is not registered here (e.g. named by a platform_admin or an external IdP token).

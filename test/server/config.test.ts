@@ -121,10 +121,51 @@ t.test("a bad value names the variable and what it expects", async (t) => {
       { WEBHOOK_RETRY_SCHEDULE: "1m", WEBHOOK_RETRY_BASE_SECONDS: "10" },
       /^Set WEBHOOK_RETRY_SCHEDULE or WEBHOOK_RETRY_BASE_SECONDS, not both/,
     ],
+    [
+      { OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" },
+      /^OTEL_EXPORTER_OTLP_ENDPOINT must be an absolute http\(s\) URL/,
+    ],
+    [
+      { OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" },
+      /^OTEL_EXPORTER_OTLP_PROTOCOL must be http\/protobuf or http\/json \(grpc/,
+    ],
+    [{ OTEL_TRACES_EXPORTER: "zipkin" }, /^OTEL_TRACES_EXPORTER must be otlp or none/],
+    [{ OTEL_TRACES_SAMPLER: "sometimes" }, /^OTEL_TRACES_SAMPLER must be one of always_on/],
+    [{ OTEL_TRACES_SAMPLER_ARG: "2" }, /^OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1/],
   ];
   for (const [env, message] of bad) {
     t.throws(() => loadConfig(env), { name: "ConfigError", message }, JSON.stringify(env));
   }
+});
+
+t.test("tracing is off unless an OTLP endpoint or OTEL_TRACES_EXPORTER=otlp turns it on", async (t) => {
+  t.equal(loadConfig({}).tracing, undefined, "off by default");
+  t.equal(loadConfig({ OTEL_SERVICE_NAME: "x", OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" }).tracing, undefined);
+  const endpoint = "http://collector.example:4318";
+  t.match(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }).tracing, {
+    protocol: "http/protobuf",
+    serviceName: undefined,
+    sampler: "parentbased_always_on",
+    samplerRatio: 1,
+    scheduleDelayMs: 5000,
+    maxQueueSize: 2048,
+  });
+  t.ok(loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${endpoint}/v1/traces` }).tracing, "the traces endpoint");
+  t.ok(loadConfig({ OTEL_TRACES_EXPORTER: "otlp" }).tracing, "OTEL_TRACES_EXPORTER=otlp alone");
+  t.equal(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_SDK_DISABLED: "true" }).tracing, undefined);
+  t.equal(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_TRACES_EXPORTER: "none" }).tracing, undefined);
+  t.match(
+    loadConfig({
+      OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf",
+      OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "http/json",
+      OTEL_SERVICE_NAME: "integrator-eu",
+      OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
+      OTEL_TRACES_SAMPLER_ARG: "0.25",
+    }).tracing,
+    { protocol: "http/json", serviceName: "integrator-eu", sampler: "parentbased_traceidratio", samplerRatio: 0.25 },
+    "the traces protocol before the general one; service name and sampler as given",
+  );
 });
 
 t.test("test-only delivery settings are refused in production", async (t) => {

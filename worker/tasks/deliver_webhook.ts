@@ -9,11 +9,12 @@
 // endpoint's budget is spent, the job is moved to the delivery's slot and this run returns at once, its
 // attempt unspent (worker/pacing.ts wakes the worker then); a slot never waits for the limit.
 import type { Task } from "graphile-worker";
+import { currentTraceCarrier, inSpan, type SpanAttributes, type SpanHandle } from "../../server/tracing.ts";
 import { canonicalJson } from "../../server/canonical-json.ts";
 import type { Services } from "../../server/services.ts";
 import { signatureHeaders } from "../signatures.ts";
 import { recordDeliveryOutcome } from "../../server/metrics.ts";
-import { isDeliverWebhookPayload } from "../../db/jobs.ts";
+import { isDeliverWebhookPayload, type DeliverWebhookPayload } from "../../db/jobs.ts";
 import { eventIdOf } from "../../db/events.ts";
 import { sendSettings, sendWebhook, type SendSettings } from "../sender.ts";
 
@@ -87,9 +88,29 @@ export function deliverWebhook(
       helpers.logger.error(`deliver_webhook job ${helpers.job.id} has a malformed payload; dropped`);
       return;
     }
+    // One span per delivery handled (a deliver_webhooks job handles several): its read, the attempt's
+    // request and the recorded outcome are its children.
+    await inSpan(
+      "deliver webhook",
+      { attributes: { "integrator.tenant_id": payload.tenant_id, "integrator.delivery_id": payload.delivery_id } },
+      (span) => deliver(payload, helpers, span),
+    );
+  };
+
+  async function deliver(
+    payload: DeliverWebhookPayload,
+    helpers: Parameters<Task<"deliver_webhook">>[1],
+    span: SpanHandle | undefined,
+  ): Promise<void> {
     const { db } = services;
     const delivery = await findDeliveryToSend(db, payload.tenant_id, payload.delivery_id);
     if (!delivery || delivery.status !== "pending") return;
+    span?.setAttributes({
+      "integrator.subscription_id": delivery.subscription_id,
+      "integrator.event_id": eventIdOf(delivery.event_id),
+      "integrator.event_type": delivery.event_type,
+      "integrator.attempt": delivery.attempts + 1,
+    });
     // Queued for an attempt another run already recorded (its worker died before completing this job):
     // the job that attempt queued carries the next one.
     if (payload.attempts !== undefined && payload.attempts !== delivery.attempts) return;
@@ -151,22 +172,39 @@ export function deliverWebhook(
     const secrets = [secret, ...openPreviousSecrets(delivery.secrets_encrypted.slice(1))];
     const body = canonicalJson(delivery.payload);
     const attemptedAt = new Date();
-    const outcome = await sendWebhook(
+    const outcome = await inSpan(
+      "POST",
       {
-        url: delivery.url,
-        body,
-        headers: deliveryHeaders({
-          userAgent,
-          eventType: delivery.event_type,
-          deliveryId: delivery.id,
-          eventId: eventIdOf(delivery.event_id),
-          secrets,
-          attemptedAt,
-          body,
+        kind: "client",
+        attributes: () => ({
+          ...attemptAttributes(delivery.url, delivery.attempts + 1),
+          "integrator.tenant_id": delivery.tenant_id,
+          "integrator.delivery_id": delivery.id,
+          "integrator.subscription_id": delivery.subscription_id,
         }),
       },
-      settings,
-      helpers.abortSignal,
+      async (attemptSpan) => {
+        const sent = await sendWebhook(
+          {
+            url: delivery.url,
+            body,
+            headers: deliveryHeaders({
+              userAgent,
+              eventType: delivery.event_type,
+              deliveryId: delivery.id,
+              eventId: eventIdOf(delivery.event_id),
+              secrets,
+              attemptedAt,
+              body,
+            }),
+          },
+          settings,
+          helpers.abortSignal,
+        );
+        attemptSpan?.setAttributes({ "http.response.status_code": sent.responseCode ?? undefined });
+        if (!sent.delivered) attemptSpan?.fail(sent.errorClass, sent.errorMessage);
+        return sent;
+      },
     );
     if (!outcome.delivered) {
       // The tenant sees the coarse class; the detail (addresses, error codes) stays in our logs.
@@ -195,16 +233,33 @@ export function deliverWebhook(
       response: outcome.response,
       health,
     };
+    // With tracing on, a retry's job continues this delivery's trace.
+    const trace = currentTraceCarrier();
     if (outcome.delivered) {
-      await recordAttempt(db, { ...common, status: "delivered", errorMessage: null });
+      await recordAttempt(db, { ...common, status: "delivered", errorMessage: null }, trace);
       recordDeliveryOutcome("delivered");
     } else if (attempt >= maxAttempts) {
-      await recordAttempt(db, { ...common, status: "failed", errorMessage: outcome.errorMessage });
+      await recordAttempt(db, { ...common, status: "failed", errorMessage: outcome.errorMessage }, trace);
       recordDeliveryOutcome("failed");
     } else {
       const retryAt = new Date(Date.now() + retryDelaySeconds(attempt, retryWaitsSeconds) * 1000);
-      await recordAttempt(db, { ...common, status: "pending", errorMessage: outcome.errorMessage, retryAt });
+      await recordAttempt(db, { ...common, status: "pending", errorMessage: outcome.errorMessage, retryAt }, trace);
       recordDeliveryOutcome("retrying");
     }
+  }
+}
+
+/**
+ * The attempt's span attributes: the receiver's host and port, never its URL's path or query (a
+ * receiver's URL can hold its secret, as Slack's do).
+ */
+function attemptAttributes(url: string, attempt: number): SpanAttributes {
+  const target = URL.parse(url);
+  return {
+    "http.request.method": "POST",
+    "url.scheme": target?.protocol.replace(/:$/, ""),
+    "server.address": target?.hostname,
+    "server.port": target ? Number(target.port || 443) : undefined,
+    "integrator.attempt": attempt,
   };
 }

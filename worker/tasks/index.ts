@@ -9,6 +9,8 @@ import { TenantSends } from "../fairness.ts";
 import type { WakeUps } from "../pacing.ts";
 import { purgeIdempotencyKeys } from "./purge_idempotency_keys.ts";
 import { purgeWebhookDeliveries } from "./purge_webhook_deliveries.ts";
+import { tracingIsOn } from "../../server/tracing.ts";
+import { traced } from "../job-spans.ts";
 
 export type Tasks = { [N in JobName]: Task<N> };
 
@@ -19,15 +21,15 @@ export type Tasks = { [N in JobName]: Task<N> };
  */
 export function taskList(services: Services, options: { lockRenewalMs?: number; wakeUps?: WakeUps } = {}): Tasks {
   const deliverOne = deliverWebhook(services, undefined, options.wakeUps);
+  // With tracing on, each job runs in a span of its own (worker/job-spans.ts).
+  const span = tracingIsOn() ? traced : <N extends JobName>(_name: N, task: Task<N>) => task;
   return {
-    deliver_webhook: deliverOne,
-    deliver_webhooks: deliverWebhooks(
-      services,
-      deliverOne,
-      new TenantSends(services.config.workerConcurrency),
-      options.lockRenewalMs,
+    deliver_webhook: span("deliver_webhook", deliverOne),
+    deliver_webhooks: span(
+      "deliver_webhooks",
+      deliverWebhooks(services, deliverOne, new TenantSends(services.config.workerConcurrency), options.lockRenewalMs),
     ),
-    purge_idempotency_keys: purgeIdempotencyKeys(services),
-    purge_webhook_deliveries: purgeWebhookDeliveries(services),
+    purge_idempotency_keys: span("purge_idempotency_keys", purgeIdempotencyKeys(services)),
+    purge_webhook_deliveries: span("purge_webhook_deliveries", purgeWebhookDeliveries(services)),
   };
 }
