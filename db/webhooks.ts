@@ -626,7 +626,6 @@ export interface DeliveryToSend {
   secret_encrypted: string;
   /** Every secret that signs now, sealed, newest first: the current one, and the previous one during a rotation's overlap window. */
   secrets_encrypted: string[];
-  subscription_id: string;
   /** The subscription's rate limit: at most this many attempts a second (paceDelivery); null for none. */
   rate_limit_per_second: number | null;
 }
