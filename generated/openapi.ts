@@ -2306,7 +2306,7 @@ export interface components {
                 "application/json": components["schemas"]["ReviewApiErrorEnvelope"];
             };
         };
-        /** @description `SERVICE_UNAVAILABLE`: a dependency is unavailable or the process is overloaded; retry after `Retry-After` seconds. */
+        /** @description `SERVICE_UNAVAILABLE`: a dependency is unavailable or the process is overloaded (`details.reason`: `event_loop_delay`, `db_pool_pending`, or `body_memory` when the request bodies it holds at once would pass its bound); retry after `Retry-After` seconds. */
         ServiceUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -83,7 +83,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
   // The portal page and the description are no operations of the document: served before validation.
   app.use(portalPage(config.portal.frameAncestors));
   if (config.serveApiDocs) app.use(apiDocsRouter({ redirectRoot: !config.isProduction }));
-  app.use(bodyParsing(config.callbacks.maxBodyBytes));
+  app.use(bodyParsing(config.callbacks.maxBodyBytes, config.bodyMemoryBytes));
   app.use(requestValidation(document, config.validateResponses));
   app.use(dispatch(handlers));
   app.use(errorHandler(logger, logError));

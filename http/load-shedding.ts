@@ -3,7 +3,8 @@
 // with a threshold from the settings (0 turns it off): the event-loop delay (every request already
 // waits that long before any of its code runs) and the number of callers waiting for a database
 // connection (each new request would wait behind all of them). Probes are never shed: an overloaded
-// instance must still be able to say how it is.
+// instance must still be able to say how it is. A third reason, body_memory, is checked where bodies are
+// read (http/body-memory.ts).
 import { monitorEventLoopDelay, performance, type ELDHistogram } from "node:perf_hooks";
 import type { NextFunction, Request, Response } from "express";
 import { ApiError } from "./errors.ts";
@@ -13,7 +14,7 @@ const SAMPLE_INTERVAL_MS = 500;
 const HISTOGRAM_RESOLUTION_MS = 10;
 const RETRY_AFTER_SECONDS = 1;
 
-export type ShedReason = "event_loop_delay" | "db_pool_pending";
+export type ShedReason = "event_loop_delay" | "db_pool_pending" | "body_memory";
 
 /**
  * The event loop's recent delay in milliseconds. Every SAMPLE_INTERVAL_MS the mean delay measured by
@@ -93,16 +94,19 @@ export function loadShedding(
     if (isProbe(res)) return next();
     const reason = overloadReason(options);
     if (!reason) return next();
-    recordShedRequest(reason);
-    next(
-      new ApiError(
-        "SERVICE_UNAVAILABLE",
-        "The service is overloaded; retry after the number of seconds in Retry-After",
-        {
-          headers: { "Retry-After": String(RETRY_AFTER_SECONDS) },
-          details: { reason },
-        },
-      ),
-    );
+    next(shed(reason));
   };
+}
+
+/** The 503 a shed request gets, counted by its reason. */
+export function shed(reason: ShedReason): ApiError {
+  recordShedRequest(reason);
+  return new ApiError(
+    "SERVICE_UNAVAILABLE",
+    "The service is overloaded; retry after the number of seconds in Retry-After",
+    {
+      headers: { "Retry-After": String(RETRY_AFTER_SECONDS) },
+      details: { reason },
+    },
+  );
 }

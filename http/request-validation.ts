@@ -1,4 +1,5 @@
-// Reading and checking the request against the document: the JSON (or form) body within its limit, then
+// Reading and checking the request against the document: the JSON (or form) body within its limit (and
+// within what bodies the process may hold at once: http/body-memory.ts), then
 // express-openapi-validator (every violation, not the first: the 422 lists them all, as FastAPI's does;
 // unknown query parameters and body fields refused where the document says so; responses too where
 // VALIDATE_RESPONSES is on), then what the schema allows but PostgreSQL cannot store
@@ -9,6 +10,7 @@ import express, { type NextFunction, type Request, type Response } from "express
 import * as OpenApiValidator from "express-openapi-validator";
 import type { OpenAPIV3_1 } from "openapi-types";
 import { operationOf, routeOf } from "./request-context.ts";
+import { bodyMemory } from "./body-memory.ts";
 import {
   integerTextIssues,
   RequestValidationError,
@@ -28,22 +30,25 @@ const JSON_TYPES = ["application/json", "application/*+json"];
  * JSON bodies up to BODY_LIMIT, except partner callbacks (open to anyone) up to `callbackMaxBytes`; a
  * declared length over the limit is refused before the body is read, a streamed one as soon as it passes it.
  */
-export function bodyParsing(callbackMaxBytes: number): Middleware[] {
+export function bodyParsing(callbackMaxBytes: number, bodyMemoryBytes: number): Middleware[] {
   // The text is kept (a reference, no copy) for what JSON.parse loses: integers beyond 2^53 (json-limits).
   const keepText = (_req: unknown, res: unknown, text: Buffer) => {
     (res as Response).locals.jsonText = text;
   };
   const general = express.json({ limit: BODY_LIMIT, strict: false, type: JSON_TYPES, verify: keepText });
   const callback = express.json({ limit: callbackMaxBytes, strict: false, type: JSON_TYPES, verify: keepText });
+  const isCallback = (res: Response) => operationOf(res)?.operationId === "receivePartnerCallback";
+  const limitOf = (res: Response) => (isCallback(res) ? callbackMaxBytes : BODY_LIMIT_BYTES);
   return [
     (req, res, next) => {
-      const isCallback = operationOf(res)?.operationId === "receivePartnerCallback";
-      const limit = isCallback ? callbackMaxBytes : BODY_LIMIT_BYTES;
       // body-parser reads a body it refuses to its end before it answers; a declared length over the
       // limit is refused before a byte is read (the error handler then closes the connection, not drains it).
+      const limit = limitOf(res);
       if (Number(req.headers["content-length"] ?? 0) > limit) return next(tooLarge(limit));
-      (isCallback ? callback : general)(req, res, next);
+      next();
     },
+    bodyMemory(bodyMemoryBytes, limitOf),
+    (req, res, next) => (isCallback(res) ? callback : general)(req, res, next),
     express.urlencoded({ limit: "64kb", extended: false, type: "application/x-www-form-urlencoded" }),
   ];
 }

@@ -3,6 +3,7 @@
 import { isIP } from "node:net";
 import path from "node:path";
 import { DEFAULT_WEBHOOK_PORTS, parsePortRanges, type PortRanges } from "./url-safety.ts";
+import { HEAP_SHARE_FOR_BODIES, heapLimitMb } from "./memory.ts";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -573,6 +574,11 @@ export const SETTINGS = {
     "50",
     "Requests waiting for a database connection above which new requests (probes excepted) are refused with 503; 0 turns this check off.",
   ),
+  LOAD_SHED_BODY_MEMORY_MB: setting(
+    integer(0, 1_000_000),
+    undefined,
+    `MiB of request bodies the API holds at once (declared lengths; a streamed body counts as its route's limit) from reading them until their answers are sent; a request whose body would pass it is refused with 503 before it is read, unless no body is held. Default: a ${HEAP_SHARE_FOR_BODIES}th of the V8 heap limit (docs/operating.md, Memory); 0 turns this check off.`,
+  ),
   METRICS_PORT: setting(
     integer(0, 65535),
     "0",
@@ -751,6 +757,8 @@ export interface Config {
     firstByteTimeoutMs: number;
   };
   loadShedding: { eventLoopDelayMs: number; dbPendingAcquires: number };
+  /** Bytes of request bodies the API holds at once (LOAD_SHED_BODY_MEMORY_MB); 0 = no bound. */
+  bodyMemoryBytes: number;
   metricsPort: number;
   metricsHost: string;
   shutdownTimeoutMs: number;
@@ -902,6 +910,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       eventLoopDelayMs: v.LOAD_SHED_EVENT_LOOP_DELAY_MS,
       dbPendingAcquires: v.LOAD_SHED_DB_PENDING_ACQUIRES,
     },
+    bodyMemoryBytes:
+      v.LOAD_SHED_BODY_MEMORY_MB === undefined
+        ? Math.floor((heapLimitMb() * 2 ** 20) / HEAP_SHARE_FOR_BODIES)
+        : v.LOAD_SHED_BODY_MEMORY_MB * 2 ** 20,
     metricsPort: v.METRICS_PORT,
     metricsHost: v.METRICS_HOST,
     shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS,

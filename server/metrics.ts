@@ -21,7 +21,7 @@ const requestDuration = new Histogram({
 
 const shedRequests = new Counter({
   name: "integrator_http_requests_shed_total",
-  help: "Requests refused with 503 because the process was overloaded, by reason (event_loop_delay, db_pool_pending).",
+  help: "Requests refused with 503 because the process was overloaded, by reason (event_loop_delay, db_pool_pending, body_memory).",
   labelNames: ["reason"] as const,
   registers: [processRegistry],
 });
@@ -51,7 +51,18 @@ const deliveryOutcomes = new Counter({
 });
 for (const outcome of ["delivered", "retrying", "failed"] as const) deliveryOutcomes.inc({ outcome }, 0);
 
-for (const reason of ["event_loop_delay", "db_pool_pending"] as const) shedRequests.inc({ reason }, 0);
+for (const reason of ["event_loop_delay", "db_pool_pending", "body_memory"] as const) shedRequests.inc({ reason }, 0);
+
+const bodyBytesHeld = new Gauge({
+  name: "integrator_http_body_bytes_held",
+  help: "Bytes of request bodies the API holds now (declared lengths, a streamed body at its route's limit), from reading them until their answers are sent; bounded by LOAD_SHED_BODY_MEMORY_MB.",
+  registers: [processRegistry],
+});
+
+/** For the body memory bound (http/body-memory.ts): the bytes it holds now. */
+export function recordBodyBytesHeld(bytes: number): void {
+  bodyBytesHeld.set(bytes);
+}
 export const RATE_LIMIT_SCOPES = [
   "principal",
   "forbidden",
@@ -70,7 +81,7 @@ export function observeRequest(operationId: string, method: string, status: numb
   requestDuration.observe({ operation_id: operationId, method, status: String(status) }, seconds);
 }
 
-export function recordShedRequest(reason: "event_loop_delay" | "db_pool_pending"): void {
+export function recordShedRequest(reason: "event_loop_delay" | "db_pool_pending" | "body_memory"): void {
   shedRequests.inc({ reason });
 }
 

@@ -233,3 +233,23 @@ t.test("the service refuses to start with a bad setting: exit code 1 and a messa
   t.match(stderr, /^Configuration error: PORT must be a whole number from 0 to 65535, got "eighty"$/m);
   t.equal(stdout, "", "nothing started, nothing logged");
 });
+
+t.test(
+  "LOAD_SHED_BODY_MEMORY_MB: by default a share of the heap limit; a given size; 0 for none; nothing else",
+  async (t) => {
+    const heapLimit = (await import("node:v8")).getHeapStatistics().heap_size_limit;
+    const { HEAP_SHARE_FOR_BODIES } = await import("../../server/memory.ts");
+    t.equal(
+      loadConfig({}).bodyMemoryBytes,
+      Math.floor((Math.round(heapLimit / 2 ** 20) * 2 ** 20) / HEAP_SHARE_FOR_BODIES),
+      "a share of this process's heap limit",
+    );
+    t.equal(loadConfig({ LOAD_SHED_BODY_MEMORY_MB: "64" }).bodyMemoryBytes, 64 * 2 ** 20);
+    t.equal(loadConfig({ LOAD_SHED_BODY_MEMORY_MB: "0" }).bodyMemoryBytes, 0);
+    for (const value of ["-1", "1.5", "lots"])
+      t.throws(
+        () => loadConfig({ LOAD_SHED_BODY_MEMORY_MB: value }),
+        /LOAD_SHED_BODY_MEMORY_MB must be a whole number/,
+      );
+  },
+);

@@ -1,0 +1,15 @@
+// The process's heap sizing as V8 applied it. `npm start` ships its sizing as NODE_OPTIONS (package.json's
+// config.node_options; the image sets the same in its environment): docs/operating.md, "Memory".
+import v8 from "node:v8";
+
+/** The most the V8 heap may hold (old space plus the young generation), in MiB, as the start log shows it. */
+export function heapLimitMb(): number {
+  return Math.round(v8.getHeapStatistics().heap_size_limit / 2 ** 20);
+}
+
+/**
+ * The share of the heap limit request bodies may take at once by default (LOAD_SHED_BODY_MEMORY_MB): a parsed
+ * JSON body holds several times its bytes on the heap until its answer is sent (measured in
+ * docs/operating.md, "Memory"), beside what the process keeps anyway.
+ */
+export const HEAP_SHARE_FOR_BODIES = 24;
