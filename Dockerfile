@@ -10,8 +10,11 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 FROM node:24-bookworm-slim AS runtime
+# The heap sizing npm start ships (package.json's config.node_options; docs/operating.md, "Memory"). To
+# size the heap for a bigger machine, set NODE_OPTIONS in the container's environment (it replaces this).
 ENV NODE_ENV=production \
-    PORT=8080
+    PORT=8080 \
+    NODE_OPTIONS="--max-semi-space-size=16 --max-old-space-size=128"
 WORKDIR /app
 COPY --from=dependencies --chown=root:root /app/node_modules ./node_modules
 COPY --chown=root:root package.json package-lock.json ./

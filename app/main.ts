@@ -12,6 +12,7 @@ import { errorMessage } from "../server/error-message.ts";
 import { VERSION } from "../server/version.ts";
 import type { Role, RunningService } from "./lifecycle.ts";
 import type { RunningTracing } from "../server/tracing-sdk.ts";
+import { heapLimitMb } from "../server/memory.ts";
 
 function parseRole(argv: string[]): Role {
   const flag = argv.find((arg) => arg.startsWith("--role="));
@@ -142,6 +143,7 @@ async function main(): Promise<void> {
         metrics_port: running.metricsPort,
         database: databaseKind,
         version: services.version,
+        heap_limit_mb: heapLimitMb(),
         ...(config.serveApiDocs ? { docs_url: `${base}/docs` } : {}),
         portal_url: `${base}/portal`,
       },
@@ -154,7 +156,13 @@ async function main(): Promise<void> {
     }
   } else {
     logger.info(
-      { role, metrics_port: running.metricsPort, database: databaseKind, version: services.version },
+      {
+        role,
+        metrics_port: running.metricsPort,
+        database: databaseKind,
+        version: services.version,
+        heap_limit_mb: heapLimitMb(),
+      },
       `Integrator worker ${services.version} running`,
     );
   }

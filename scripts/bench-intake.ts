@@ -19,10 +19,13 @@
 //   npm run bench:intake -- --tracing           with OpenTelemetry tracing on, exporting to a local sink in
 //                                               another process (scripts/bench/tracing.ts; the floor, a bare
 //                                               express + pg endpoint, is traced too)
-import { execFile, spawn } from "node:child_process";
-import path from "node:path";
+//   npm run bench:intake -- --memory            memory as shipped: the API in its own process with the
+//                                               heap sizing npm start ships, against V8's defaults,
+//                                               50 000 requests each (--requests N), resident set and
+//                                               requests/s (scripts/bench/memory.ts); --node-options="…"
+//                                               tries other sizing in place of the shipped one
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { promisify } from "node:util";
 import { pino } from "pino";
 import { createApp } from "../http/app.ts";
 import { buildServices, migrateAll } from "../app/lifecycle.ts";
@@ -34,7 +37,21 @@ import { createTenant } from "../db/principals.ts";
 import { entitleTenant, insertPartner } from "../db/partners.ts";
 import { handlers } from "../handlers/index.ts";
 import { throwawayPostgres, withDatabase } from "./throwaway-postgres.ts";
-import { fixed, flags, listFlag, log, machine, mean, median, met, numberFlag, uptime } from "./bench/common.ts";
+import {
+  fixed,
+  flags,
+  listFlag,
+  log,
+  machine,
+  mean,
+  median,
+  met,
+  numberFlag,
+  runLoad,
+  uptime,
+  type LoadFigures,
+} from "./bench/common.ts";
+import { memoryAsShipped } from "./bench/memory.ts";
 import { listen, startIntakeFloor, type Listening } from "./bench/floor.ts";
 import { seedTenantRows } from "./bench/seed.ts";
 import type { Scenario } from "./bench/load.ts";
@@ -53,27 +70,17 @@ const ONLY = options.get("only");
 const PROFILE = options.get("profile");
 const STATEMENTS = options.has("statements");
 const TRACING = options.has("tracing");
-const run = promisify(execFile);
+const MEMORY = options.has("memory");
 
-interface Figures {
-  requestsPerSecond: number;
-  p50: number;
-  p99: number;
-  total: number;
-  non2xx: number;
-  errors: number;
+interface Figures extends LoadFigures {
   /** CPU per request over the segment (scripts/bench/cpu.ts). */
   cpu?: CpuPerOperation;
 }
 
 async function load(scenario: Scenario, connections: number, duration: number): Promise<Figures> {
-  const loader = path.join(path.dirname(new URL(import.meta.url).pathname), "bench", "load.ts");
   // The throwaway PostgreSQL this run started (below): its processes' CPU time is counted too.
   const cpuPer = cpuMeter(postgres.databaseDir);
-  const { stdout } = await run(process.execPath, [loader, JSON.stringify({ connections, duration, ...scenario })], {
-    maxBuffer: 1 << 20,
-  });
-  const figures = JSON.parse(stdout) as Figures;
+  const figures = await runLoad({ ...scenario, connections, duration });
   return { ...figures, cpu: cpuPer(figures.total) };
 }
 
@@ -494,7 +501,15 @@ const before = uptime();
 const postgres = await throwawayPostgres("integrator-bench", STATEMENTS ? STATEMENT_SETTINGS : undefined);
 let lines: string[];
 try {
-  lines = ROWS === undefined ? await ratiosAgainstFloor(postgres.adminUrl) : await flatCost(postgres.adminUrl, ROWS);
+  if (MEMORY)
+    lines = await memoryAsShipped(await createDatabaseNamed(postgres.adminUrl, "integrator_bench_memory"), {
+      requests: numberFlag(options, "requests", 50_000),
+      rounds: numberFlag(options, "rounds", 4),
+      connections: CONNECTIONS.length === 1 ? (CONNECTIONS[0] as number) : 32,
+      nodeOptions: options.get("node-options"),
+    });
+  else if (ROWS === undefined) lines = await ratiosAgainstFloor(postgres.adminUrl);
+  else lines = await flatCost(postgres.adminUrl, ROWS);
 } finally {
   await postgres.stop();
 }

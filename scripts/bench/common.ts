@@ -1,9 +1,12 @@
 // Shared pieces of the benchmarks: command-line flags, the machine and its load, percentiles, and the
 // alternating-rounds bookkeeping that turns a noisy machine's figures into ratios against a floor
 // measured in the same run.
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import type { Load } from "./load.ts";
 
 /** `--name value` and `--name=value` flags; a bare `--name` is "true". */
 export function flags(argv: string[] = process.argv.slice(2)): Map<string, string> {
@@ -124,4 +127,26 @@ export async function until<T>(
     }
     await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 2));
   }
+}
+
+/** What the load generator reports for one load. */
+export interface LoadFigures {
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  total: number;
+  non2xx: number;
+  errors: number;
+  /** Answers by HTTP status. */
+  statusCodes: Record<string, number>;
+}
+
+/** Runs one load in the load generator's own process (scripts/bench/load.ts), so it shares no event loop. */
+export async function runLoad(load: Load): Promise<LoadFigures> {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [path.join(import.meta.dirname, "load.ts"), JSON.stringify(load)],
+    { maxBuffer: 1 << 20 },
+  );
+  return JSON.parse(stdout) as LoadFigures;
 }

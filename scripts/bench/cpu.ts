@@ -45,6 +45,12 @@ function processTicks(pid: number): { ticks: number; parent: number } | undefine
   }
 }
 
+/** CPU time (user + system) one process has used so far, ms; NaN when it is gone. */
+export function processCpuMs(pid: number): number {
+  const ticks = processTicks(pid)?.ticks;
+  return ticks === undefined ? Number.NaN : (ticks * 1000) / clockTicks();
+}
+
 function postgresTicks(databaseDir: string | undefined): number {
   if (databaseDir === undefined) return Number.NaN;
   let postmaster: number;

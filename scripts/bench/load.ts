@@ -1,6 +1,7 @@
 // Load generator for the benchmarks, run as a child process so it does not share the server's event
 // loop. Reads one scenario as JSON from argv[2], prints autocannon's figures as JSON on stdout.
 import { randomUUID } from "node:crypto";
+import fs from "node:fs";
 import autocannon, { type Request } from "autocannon";
 
 /** One kind of request a benchmark sends (scripts/bench-intake.ts builds them). */
@@ -11,19 +12,25 @@ export interface Scenario {
   body?: string;
   /** Send a fresh Idempotency-Key with every request. */
   uniqueIdempotencyKey?: boolean;
+  /** The body, read from this file (for bodies too large for a command line). */
+  bodyFile?: string;
 }
 
-const scenario = JSON.parse(process.argv[2] ?? "{}") as Scenario & { connections: number; duration: number };
+/** A scenario with its load: for `duration` seconds, or `amount` requests in all. */
+export type Load = Scenario & { connections: number } & ({ duration: number } | { amount: number });
+
+const scenario = JSON.parse(process.argv[2] ?? "{}") as Load;
 
 const result = await autocannon({
   url: scenario.url,
   connections: scenario.connections,
-  duration: scenario.duration,
+  ...("amount" in scenario ? { amount: scenario.amount } : { duration: scenario.duration }),
   requests: [
     {
       method: scenario.method,
       headers: scenario.headers,
       ...(scenario.body === undefined ? {} : { body: scenario.body }),
+      ...(scenario.bodyFile === undefined ? {} : { body: fs.readFileSync(scenario.bodyFile, "utf8") }),
       ...(scenario.uniqueIdempotencyKey
         ? {
             setupRequest: (request: Request): Request => ({
@@ -45,5 +52,8 @@ process.stdout.write(
     non2xx: result.non2xx,
     errors: result.errors,
     timeouts: result.timeouts,
+    statusCodes: Object.fromEntries(
+      Object.entries(result.statusCodeStats ?? {}).map(([code, { count }]) => [code, count]),
+    ),
   }),
 );

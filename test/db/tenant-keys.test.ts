@@ -97,9 +97,12 @@ t.test("with 0031 rolled back, the item keyed by its id alone (as 0020 made it) 
   while ((await pendingMigrations(db))[0] !== "0031_intake_items_keyed_by_tenant") await db.migrate.down(config);
   // Tables later migrations create are gone too; what is left to report is the key.
   const later = /: classified in db\/distribution\.ts but not in the database$/;
-  t.same((await catalogFindings(db)).filter((finding) => !later.test(finding)), [
-    "integrator.intake_items: primary key intake_items_pkey does not lead with tenant_id (CREATE UNIQUE INDEX intake_items_pkey ON integrator.intake_items USING btree (id))",
-  ]);
+  t.same(
+    (await catalogFindings(db)).filter((finding) => !later.test(finding)),
+    [
+      "integrator.intake_items: primary key intake_items_pkey does not lead with tenant_id (CREATE UNIQUE INDEX intake_items_pkey ON integrator.intake_items USING btree (id))",
+    ],
+  );
   await migrate(db);
   t.same(await catalogFindings(db), [], "migrated again, no finding");
 });

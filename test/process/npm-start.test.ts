@@ -1,6 +1,7 @@
 // A supervisor that runs `npm start` stops it with SIGTERM to the npm process: that must reach the
-// service, which then stops everything (its embedded PostgreSQL included) and exits 0, as npm does.
-import { spawn } from "node:child_process";
+// service, which then stops everything (its embedded PostgreSQL included) and exits 0, as npm does. And
+// npm start gives the service the shipped heap sizing, which the operator's NODE_OPTIONS can change.
+import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
@@ -10,6 +11,21 @@ import { freePort } from "../../scripts/throwaway-postgres.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const ROOT = path.join(import.meta.dirname, "..", "..");
+const SHIPPED = (
+  JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")) as { config: { node_options: string } }
+).config.node_options;
+/** An operator's own NODE_OPTIONS, given to npm start: it comes after the shipped sizing, so it wins. */
+const OPERATOR = "--max-old-space-size=300";
+
+/** The heap limit V8 gives these NODE_OPTIONS, MiB, as the start log reports it. */
+function heapLimitFor(nodeOptions: string): number {
+  const { stdout } = spawnSync(
+    process.execPath,
+    ["-e", "process.stdout.write(String(Math.round(require('v8').getHeapStatistics().heap_size_limit / 2 ** 20)))"],
+    { env: { PATH: process.env.PATH ?? "", NODE_OPTIONS: nodeOptions }, encoding: "utf8" },
+  );
+  return Number(stdout);
+}
 
 function refused(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -37,6 +53,7 @@ t.test("SIGTERM to the npm start process stops the service and its embedded Post
       LOG_LEVEL: "info",
       SEED_DEMO: "false",
       LOAD_SHED_EVENT_LOOP_DELAY_MS: "0",
+      NODE_OPTIONS: OPERATOR,
     },
     stdio: ["ignore", "pipe", "pipe"],
     // A process group of its own, so that a failed test can stop everything npm started by the group's id.
@@ -81,6 +98,15 @@ t.test("SIGTERM to the npm start process stops the service and its embedded Post
     /"msg":"Integrator API \S+ listening on http:\/\/localhost:(\d+); API reference http:\/\/localhost:\1\/docs; webhook portal http:\/\/localhost:\1\/portal /,
     "the start banner names the reference page and the portal",
   );
+  // The shipped heap sizing (package.json's config.node_options) reaches the service, with the operator's
+  // NODE_OPTIONS after it: the shipped young generation with the operator's old space.
+  const expected = heapLimitFor(`${SHIPPED} ${OPERATOR}`);
+  t.not(expected, heapLimitFor(OPERATOR), "the shipped sizing changes the heap limit (else this proves nothing)");
+  t.match(
+    out,
+    new RegExp(`"heap_limit_mb":${expected}[,}][^\n]*listening on`),
+    `the service's heap limit is ${expected} MiB`,
+  );
 
   npm.kill("SIGTERM");
   const { code, signal } = await exited;
@@ -90,4 +116,9 @@ t.test("SIGTERM to the npm start process stops the service and its embedded Post
   t.ok(await refused(Number(port)), "nothing listens on the API port any more");
   t.ok(await refused(pgPort), "nothing listens on the embedded PostgreSQL's port any more");
   t.notOk(fs.existsSync(path.join(dataDir, "pg", "postmaster.pid")), "PostgreSQL stopped cleanly");
+});
+
+t.test("the image ships the heap sizing npm start ships", async (t) => {
+  const dockerfile = fs.readFileSync(path.join(ROOT, "Dockerfile"), "utf8");
+  t.equal(/^\s*NODE_OPTIONS="([^"]*)"/m.exec(dockerfile)?.[1], SHIPPED, "the Dockerfile's NODE_OPTIONS");
 });

@@ -1,0 +1,344 @@
+// Memory as shipped (npm run bench:intake -- --memory): the API as `npm run start:api` runs it, a child
+// process given package.json's config.node_options as NODE_OPTIONS, against the same API on V8's default
+// heap sizing, both on one throwaway database. Each round sends each process the same mix of submits,
+// keyed submits, batches and list pages, kind by kind, the two back to back (which goes first alternates).
+// Reports each process's resident set after every round, its peak (the kernel's VmHWM) and, per kind of
+// request, its CPU per request and requests/s, each as the median over rounds of shipped ÷ defaults.
+// Linux only (/proc).
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { pino } from "pino";
+import { buildServices, migrateAll } from "../../app/lifecycle.ts";
+import { createDatabase } from "../../db/database.ts";
+import { createTenant } from "../../db/principals.ts";
+import { loadConfig } from "../../server/config.ts";
+import { createLogger } from "../../server/logger.ts";
+import { freePort } from "../throwaway-postgres.ts";
+import { fixed, log, mean, median, met, runLoad, until } from "./common.ts";
+import type { Scenario } from "./load.ts";
+import { processCpuMs } from "./cpu.ts";
+
+const ROOT = path.join(import.meta.dirname, "..", "..");
+const MAIN = path.join(ROOT, "app", "main.ts");
+const RSS_GOAL_MB = 200;
+/** The flood after the rounds: valid batches of about this many bytes each, from this many connections at once. */
+const FLOOD_BODY_BYTES = 600_000;
+const FLOOD_CONNECTIONS = 64;
+const FLOOD_SECONDS = 10;
+/**
+ * Shipped ÷ defaults CPU per request at or below this counts as no loss. CPU per request is the figure that
+ * counts on a shared machine: requests/s follow the CPU the process gets, which other work decides.
+ */
+const NO_LOSS = 1.05;
+
+/** The heap sizing `npm start` ships: package.json's config.node_options. */
+export function shippedNodeOptions(): string {
+  const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")) as {
+    config?: { node_options?: string };
+  };
+  const options = manifest.config?.node_options;
+  if (!options) throw new Error("package.json has no config.node_options");
+  return options;
+}
+
+interface MemoryOptions {
+  /** Requests each process answers over the whole run. */
+  requests: number;
+  rounds: number;
+  connections: number;
+  /** Compare these NODE_OPTIONS instead of the shipped ones. */
+  nodeOptions?: string;
+}
+
+interface Contender {
+  label: string;
+  nodeOptions: string;
+  child: ChildProcess;
+  url: string;
+  /** Requests/s of each segment, by kind of request. */
+  requestsPerSecond: Map<string, number[]>;
+  /** The process's CPU ms per request in each segment, by kind of request. */
+  cpuPerRequest: Map<string, number[]>;
+  rssAfterRound: number[];
+  sent: number;
+}
+
+/** A /proc/<pid>/status field in MiB. */
+function statusMb(pid: number, field: "VmRSS" | "VmHWM"): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+  const kib = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1];
+  if (kib === undefined) throw new Error(`no ${field} for process ${pid}`);
+  return Number(kib) / 1024;
+}
+
+async function startContender(label: string, nodeOptions: string, env: Record<string, string>): Promise<Contender> {
+  const port = await freePort();
+  // Logs at info, one line a request, as in production; into /dev/null.
+  const child = spawn(process.execPath, [MAIN, "--role=api"], {
+    env: { ...env, PORT: String(port), NODE_OPTIONS: nodeOptions },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const started = until(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`the ${label} API exited during start-up (${child.exitCode})`);
+      return fetch(`${url}/v1/health`).then(
+        (response) => response.ok,
+        () => false,
+      );
+    },
+    `the ${label} API to listen`,
+    { seconds: 60, intervalMs: 100 },
+  );
+  await started.catch((error: unknown) => {
+    child.kill("SIGKILL");
+    throw error;
+  });
+  return {
+    label,
+    nodeOptions,
+    child,
+    url,
+    requestsPerSecond: new Map(),
+    cpuPerRequest: new Map(),
+    rssAfterRound: [],
+    sent: 0,
+  };
+}
+
+/** One round's mix: the shares of a round's requests each kind takes. */
+function mix(url: string, auth: Record<string, string>): [string, Scenario, number][] {
+  const single = JSON.stringify({
+    filename: "contract.pdf",
+    file_size: 48213,
+    mime_type: "application/pdf",
+    external_reference: "bench-memory",
+    item_metadata: { matter: "A-1" },
+  });
+  const batch = JSON.stringify({
+    items: Array.from({ length: 100 }, (_, i) => ({
+      filename: `doc-${i}.pdf`,
+      file_size: 1000 + i,
+      mime_type: "application/pdf",
+    })),
+    external_reference: "bench-memory-batch",
+  });
+  return [
+    ["submit", { url: `${url}/v1/intake/submit`, method: "POST", headers: auth, body: single }, 0.45],
+    [
+      "keyed submit",
+      { url: `${url}/v1/intake/submit`, method: "POST", headers: auth, body: single, uniqueIdempotencyKey: true },
+      0.25,
+    ],
+    ["batch of 100", { url: `${url}/v1/intake/batch`, method: "POST", headers: auth, body: batch }, 0.05],
+    ["list page of 50", { url: `${url}/v1/intake/submissions?limit=50`, method: "GET", headers: auth }, 0.25],
+  ];
+}
+
+/** One kind of request, `count` of them, to one process: requests/s (the load's own clock) and the process's CPU ms per request. */
+async function segment(
+  contender: Contender,
+  scenario: Scenario,
+  count: number,
+  connections: number,
+): Promise<{ requestsPerSecond: number; cpuPerRequest: number }> {
+  const pid = contender.child.pid as number;
+  const cpuBefore = processCpuMs(pid);
+  const figures = await runLoad({ ...scenario, connections, amount: count });
+  if (figures.non2xx + figures.errors > 0)
+    throw new Error(`${contender.label}: ${figures.non2xx} non-2xx answers, ${figures.errors} errors`);
+  contender.sent += figures.total;
+  return {
+    requestsPerSecond: figures.requestsPerSecond,
+    cpuPerRequest: (processCpuMs(pid) - cpuBefore) / figures.total,
+  };
+}
+
+const append = (figures: Map<string, number[]>, kind: string, value: number) =>
+  figures.set(kind, [...(figures.get(kind) ?? []), value]);
+
+/** Per kind of request, the median over rounds of one process's figure ÷ the other's in the same round. */
+function ratios(mine: Map<string, number[]>, theirs: Map<string, number[]>): Map<string, number> {
+  return new Map(
+    [...mine].map(([kind, values]) => {
+      const other = theirs.get(kind) ?? [];
+      return [kind, median(values.map((value, index) => value / (other[index] ?? value)))] as const;
+    }),
+  );
+}
+
+/** A valid batch of 100 items of about `bytes` bytes in all (their metadata pads them), in a file. */
+function largeBatchFile(bytes: number): string {
+  const items = Array.from({ length: 100 }, (_, i) => ({
+    filename: `doc-${i}.pdf`,
+    file_size: 1000 + i,
+    mime_type: "application/pdf",
+    item_metadata: Object.fromEntries(
+      Array.from({ length: 40 }, (_, j) => [`key-${j}`, "v".repeat(bytes / 4000 - 12)]),
+    ),
+  }));
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "integrator-bench-")), "batch.json");
+  fs.writeFileSync(file, JSON.stringify({ items, external_reference: "bench-flood" }));
+  return file;
+}
+
+interface Flood {
+  survived: boolean;
+  statusCodes: Record<string, number>;
+  errors: number;
+  peakMb: number;
+  afterwards: number | string;
+}
+
+/**
+ * Large valid batches from many connections at once, as one tenant may send them: the process must stay up
+ * (bodies beyond what it may hold at once are shed with 503) and answer a submit afterwards.
+ */
+async function flood(contender: Contender, auth: Record<string, string>): Promise<Flood> {
+  const bodyFile = largeBatchFile(FLOOD_BODY_BYTES);
+  try {
+    const figures = await runLoad({
+      url: `${contender.url}/v1/intake/batch`,
+      method: "POST",
+      headers: auth,
+      bodyFile,
+      connections: FLOOD_CONNECTIONS,
+      duration: FLOOD_SECONDS,
+    });
+    const survived = contender.child.exitCode === null && contender.child.signalCode === null;
+    const afterwards = await fetch(`${contender.url}/v1/intake/submit`, {
+      method: "POST",
+      headers: auth,
+      body: JSON.stringify({ filename: "after.pdf", file_size: 1, mime_type: "application/pdf" }),
+    }).then(
+      (response) => response.status,
+      (error: unknown) => String(error),
+    );
+    return {
+      survived,
+      statusCodes: figures.statusCodes,
+      errors: figures.errors,
+      peakMb: survived ? statusMb(contender.child.pid as number, "VmHWM") : Number.NaN,
+      afterwards,
+    };
+  } finally {
+    fs.rmSync(path.dirname(bodyFile), { recursive: true, force: true });
+  }
+}
+
+export async function memoryAsShipped(databaseUrl: string, options: MemoryOptions): Promise<string[]> {
+  const shipped = options.nodeOptions ?? shippedNodeOptions();
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? "",
+    HOME: os.tmpdir(),
+    NODE_ENV: "production",
+    DATABASE_URL: databaseUrl,
+    ENCRYPTION_KEY: randomBytes(32).toString("hex"),
+    PUBLIC_BASE_URL: "https://integrator.bench.example",
+    LOG_LEVEL: "info",
+    // One principal sends every request: its rate limit is lifted, and nothing is shed.
+    RATE_LIMIT_PER_MINUTE: "1000000",
+    LOAD_SHED_EVENT_LOOP_DELAY_MS: "0",
+    LOAD_SHED_DB_PENDING_ACQUIRES: "0",
+  };
+  // The tenant and its token, made here with the same key and database the two processes use.
+  const config = loadConfig(env);
+  const db = createDatabase(databaseUrl, config.dbPoolMax);
+  let token: string;
+  try {
+    await migrateAll(db, databaseUrl);
+    const services = await buildServices(
+      config,
+      db,
+      createLogger({ level: "error", destination: pino.destination({ dest: "/dev/null", sync: true }) }),
+    );
+    const tenant = await createTenant(db, "Bench tenant");
+    ({ token } = await services.tokens.issue({
+      subject: "bench",
+      tenantId: tenant.id,
+      roles: ["client_admin"],
+      expiresInSeconds: 3600,
+    }));
+  } finally {
+    await db.destroy();
+  }
+  const auth = { Authorization: `Bearer ${token}`, "Content-Type": "application/json" };
+  const contenders = [
+    await startContender(options.nodeOptions === undefined ? "shipped" : "tried", shipped, env),
+    await startContender("V8 defaults", "", env),
+  ];
+  try {
+    const perRound = Math.ceil(options.requests / options.rounds);
+    // Warm-up (its memory counts, as a start's would): the JIT and the pools.
+    for (const contender of contenders)
+      await segment(contender, (mix(contender.url, auth)[0] as [string, Scenario, number])[1], 500, 8);
+    const [mine, defaults] = contenders as [Contender, Contender];
+    for (let index = 0; index < options.rounds; index++) {
+      // Kind by kind, the two back to back (which goes first alternates), so each pair meets the same load.
+      for (const [kind, , share] of mix("", auth)) {
+        const count = Math.max(options.connections, Math.round(perRound * share));
+        const order = index % 2 === 0 ? contenders : [...contenders].reverse();
+        for (const contender of order) {
+          const scenario = (mix(contender.url, auth).find(([name]) => name === kind) as [string, Scenario, number])[1];
+          const figures = await segment(contender, scenario, count, options.connections);
+          append(contender.requestsPerSecond, kind, figures.requestsPerSecond);
+          append(contender.cpuPerRequest, kind, figures.cpuPerRequest);
+        }
+      }
+      for (const contender of contenders)
+        contender.rssAfterRound.push(statusMb(contender.child.pid as number, "VmRSS"));
+      log(
+        `round ${index + 1}: ${contenders.map((c) => `${c.label} RSS ${fixed(c.rssAfterRound[index] ?? Number.NaN)} MiB`).join("; ")}`,
+      );
+    }
+    const speed = ratios(mine.requestsPerSecond, defaults.requestsPerSecond);
+    const cost = ratios(mine.cpuPerRequest, defaults.cpuPerRequest);
+    const costRatio = median([...cost.values()]);
+    // The peaks of the rounds, before the flood raises them.
+    const peaks = new Map(contenders.map((c) => [c, statusMb(c.child.pid as number, "VmHWM")]));
+    const peak = (c: Contender) => peaks.get(c) as number;
+    log(
+      `flood: ${FLOOD_CONNECTIONS} connections of ${FLOOD_BODY_BYTES}-byte batches for ${FLOOD_SECONDS} s to the ${mine.label} API`,
+    );
+    const flooded = await flood(mine, auth);
+    const codes = Object.entries(flooded.statusCodes)
+      .map(([code, count]) => `${count} × ${code}`)
+      .join(", ");
+    const rows = contenders.map(
+      (c) =>
+        `| ${c.label} | \`${c.nodeOptions || "(none)"}\` | ${c.sent} | ${c.rssAfterRound.map((mb) => fixed(mb)).join(" → ")} | ${fixed(peak(c))} |`,
+    );
+    return [
+      `Memory as shipped: the API as npm run start:api runs it (its own process, NODE_ENV=production, request logs at info to /dev/null) with the shipped heap sizing against V8's defaults, one throwaway database; ${options.rounds} rounds of ${perRound} requests each (45 % submits, 25 % keyed submits, 5 % batches of 100, 25 % list pages of 50), ${options.connections} connections, the two alternating.`,
+      "",
+      "| Process | NODE_OPTIONS | requests | RSS after each round, MiB | peak RSS (VmHWM), MiB |",
+      "|---|---|---:|---|---:|",
+      ...rows,
+      "",
+      `| Requests | ${mine.label} CPU ms per request | defaults CPU ms per request | ratio | ${mine.label} req/s | defaults req/s | ratio |`,
+      "|---|---:|---:|---:|---:|---:|---:|",
+      ...[...cost].map(
+        ([kind, value]) =>
+          `| ${kind} | ${fixed(mean(mine.cpuPerRequest.get(kind) ?? []), 3)} | ${fixed(mean(defaults.cpuPerRequest.get(kind) ?? []), 3)} | ${fixed(value, 2)} | ${fixed(mean(mine.requestsPerSecond.get(kind) ?? []))} | ${fixed(mean(defaults.requestsPerSecond.get(kind) ?? []))} | ${fixed(speed.get(kind) ?? Number.NaN, 2)} |`,
+      ),
+      "",
+      "CPU ms per request: the API process's own user + system time over a segment ÷ its requests (means over rounds); each ratio is the median over rounds of the pair measured back to back. Requests/s follow the CPU the process got, which the machine's other work decides; CPU per request does not.",
+      "",
+      "| Goal | Measured | |",
+      "|---|---:|---|",
+      `| ${mine.label} peak RSS ≤ ${RSS_GOAL_MB} MiB | ${fixed(peak(mine))} MiB | ${met(peak(mine) <= RSS_GOAL_MB)} |`,
+      `| no throughput loss: ${mine.label} ÷ defaults CPU per request ≤ ${NO_LOSS} (median of the kinds' ratios) | ${fixed(costRatio, 2)} | ${met(costRatio <= NO_LOSS)} |`,
+      `| ${mine.label} survives ${FLOOD_CONNECTIONS} connections of valid ${FLOOD_BODY_BYTES}-byte batches for ${FLOOD_SECONDS} s and then answers a submit 201 | ${flooded.survived ? "up" : "stopped"}: ${codes || "no answers"}, ${flooded.errors} errors or timeouts; peak RSS ${fixed(flooded.peakMb)} MiB; afterwards ${flooded.afterwards} | ${met(flooded.survived && flooded.afterwards === 201)} |`,
+    ];
+  } finally {
+    for (const contender of contenders) {
+      contender.child.kill("SIGTERM");
+      await new Promise((resolve) =>
+        contender.child.exitCode !== null ? resolve(undefined) : contender.child.once("exit", resolve),
+      );
+    }
+  }
+}
