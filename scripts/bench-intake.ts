@@ -52,6 +52,7 @@ import {
   type LoadFigures,
 } from "./bench/common.ts";
 import { memoryAsShipped } from "./bench/memory.ts";
+import { BATCH_BODY, SUBMIT_BODY } from "./bench/bodies.ts";
 import { listen, startIntakeFloor, type Listening } from "./bench/floor.ts";
 import { seedTenantRows } from "./bench/seed.ts";
 import type { Scenario } from "./bench/load.ts";
@@ -84,21 +85,8 @@ async function load(scenario: Scenario, connections: number, duration: number): 
   return { ...figures, cpu: cpuPer(figures.total) };
 }
 
-const single = JSON.stringify({
-  filename: "contract.pdf",
-  file_size: 48213,
-  mime_type: "application/pdf",
-  external_reference: "bench",
-  item_metadata: { matter: "A-1" },
-});
-const batch = JSON.stringify({
-  items: Array.from({ length: 100 }, (_, i) => ({
-    filename: `doc-${i}.pdf`,
-    file_size: 1000 + i,
-    mime_type: "application/pdf",
-  })),
-  external_reference: "bench-batch",
-});
+const single = SUBMIT_BODY;
+const batch = BATCH_BODY;
 
 const BENCH_PARTNER = "bench-partner";
 const partnerSwitch = JSON.stringify({ target_partner_key: BENCH_PARTNER, context_values: { member_id: "m-1" } });

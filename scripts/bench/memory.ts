@@ -20,6 +20,7 @@ import { freePort } from "../throwaway-postgres.ts";
 import { fixed, log, mean, median, met, runLoad, until } from "./common.ts";
 import type { Scenario } from "./load.ts";
 import { processCpuMs } from "./cpu.ts";
+import { BATCH_BODY, SUBMIT_BODY } from "./bodies.ts";
 
 const ROOT = path.join(import.meta.dirname, "..", "..");
 const MAIN = path.join(ROOT, "app", "main.ts");
@@ -111,21 +112,8 @@ async function startContender(label: string, nodeOptions: string, env: Record<st
 
 /** One round's mix: the shares of a round's requests each kind takes. */
 function mix(url: string, auth: Record<string, string>): [string, Scenario, number][] {
-  const single = JSON.stringify({
-    filename: "contract.pdf",
-    file_size: 48213,
-    mime_type: "application/pdf",
-    external_reference: "bench-memory",
-    item_metadata: { matter: "A-1" },
-  });
-  const batch = JSON.stringify({
-    items: Array.from({ length: 100 }, (_, i) => ({
-      filename: `doc-${i}.pdf`,
-      file_size: 1000 + i,
-      mime_type: "application/pdf",
-    })),
-    external_reference: "bench-memory-batch",
-  });
+  const single = SUBMIT_BODY;
+  const batch = BATCH_BODY;
   return [
     ["submit", { url: `${url}/v1/intake/submit`, method: "POST", headers: auth, body: single }, 0.45],
     [
