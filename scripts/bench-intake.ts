@@ -16,6 +16,8 @@
 //                                               (pg_stat_statements, the service's segments only)
 //   npm run bench:intake -- --rows 1000000      flat cost: the same reads and writes on a database of
 //                                               10 000 rows against one of N rows, alternating
+//   npm run bench:intake -- --db-connections    also the most connections the API's pool (integrator-api)
+//                                               held open and busy at once (scripts/bench/connections.ts)
 //   npm run bench:intake -- --tracing           with OpenTelemetry tracing on, exporting to a local sink in
 //                                               another process (scripts/bench/tracing.ts; the floor, a bare
 //                                               express + pg endpoint, is traced too)
@@ -60,6 +62,7 @@ import { STATEMENT_SETTINGS, statementProfile, type StatementProfile } from "./b
 import { cpuProfiler } from "./bench/profile.ts";
 import { cpuMeter, cpuText, meanCpu, type CpuPerOperation } from "./bench/cpu.ts";
 import { tracingIsOn } from "../server/tracing.ts";
+import { sampleConnections } from "./bench/connections.ts";
 
 const options = flags();
 const DURATION = numberFlag(options, "duration", 3);
@@ -72,6 +75,7 @@ const PROFILE = options.get("profile");
 const STATEMENTS = options.has("statements");
 const TRACING = options.has("tracing");
 const MEMORY = options.has("memory");
+const CONNECTION_PEAKS = options.has("db-connections");
 
 interface Figures extends LoadFigures {
   /** CPU per request over the segment (scripts/bench/cpu.ts). */
@@ -312,6 +316,9 @@ async function ratiosAgainstFloor(adminUrl: string): Promise<string[]> {
   const api = await startApi(await createDatabaseNamed(adminUrl, "integrator_bench"));
   const floor = await startIntakeFloor(withDatabase(adminUrl, "integrator_bench"), api.config.dbPoolMax);
   const statements = STATEMENTS ? await statementProfile(withDatabase(adminUrl, "integrator_bench")) : undefined;
+  const connections = CONNECTION_PEAKS
+    ? await sampleConnections(withDatabase(adminUrl, "integrator_bench"))
+    : undefined;
   try {
     await firstCall(api, "bench-replay");
     const scenarios: [string, Scenario][] = [
@@ -394,8 +401,16 @@ async function ratiosAgainstFloor(adminUrl: string): Promise<string[]> {
       "|---:|---|---|---:|---|",
       ...goals,
       ...(statements ? selected.flatMap(([name]) => ["", ...statements.table(name)]) : []),
+      ...(connections
+        ? [
+            "",
+            `The API's pool is integrator-api (DB_POOL_MAX ${api.config.dbPoolMax}), the floor's unnamed.`,
+            ...connections.table(),
+          ]
+        : []),
     ];
   } finally {
+    await connections?.close();
     await statements?.close();
     await floor.close();
     await api.close();

@@ -17,11 +17,14 @@
 //                                                (read it with scripts/bench/profile-summary.ts)
 //   npm run bench:webhooks -- --statements       also PostgreSQL's time per delivery, statement by
 //                                                statement (pg_stat_statements, the delivery segments only)
+//   npm run bench:webhooks -- --db-connections   also the most connections the worker's pools held open and
+//                                                busy at once (scripts/bench/connections.ts)
 import { randomBytes, randomUUID } from "node:crypto";
 import { newWebhookSecret } from "../server/signing.ts";
 import { cpuProfiler } from "./bench/profile.ts";
 import { STATEMENT_SETTINGS, statementProfile } from "./bench/statements.ts";
 import { cpuMeter, cpuText, meanCpu, type CpuPerOperation } from "./bench/cpu.ts";
+import { sampleConnections } from "./bench/connections.ts";
 import type { Knex } from "knex";
 import fs from "node:fs";
 import os from "node:os";
@@ -63,6 +66,7 @@ const JOBS = numberFlag(options, "jobs", 1000);
 const PACED_SECONDS = numberFlag(options, "paced-seconds", 5);
 const PROFILE = options.get("profile");
 const STATEMENTS = options.has("statements");
+const CONNECTION_PEAKS = options.has("db-connections");
 
 /** A delivery that failed (the benchmark's receiver accepts everything, so none should): its message. */
 async function failedDelivery(db: Knex): Promise<string | undefined> {
@@ -110,6 +114,8 @@ async function main(): Promise<void> {
     await migrateAll(db, postgres.url);
     const statements = STATEMENTS ? await statementProfile(postgres.url) : undefined;
     if (statements) stops.push(() => statements.close());
+    const connections = CONNECTION_PEAKS ? await sampleConnections(postgres.url) : undefined;
+    if (connections) stops.push(() => connections.close());
     const config = loadConfig({
       WORKER_CONCURRENCY: "5",
       ...process.env,
@@ -338,6 +344,13 @@ async function main(): Promise<void> {
       "Send-only: a job that sends one signed request of a delivery's size through a sender like the worker's (pooled HTTPS) to the same receiver and writes nothing of ours; its ratio to the no-op jobs is what deliveries could reach if reading the delivery and recording the attempt cost nothing.",
       "",
       ...rows.flatMap((row) => statements?.table(`fan-out ${row.fanOut}`).concat("") ?? []),
+      ...(connections
+        ? [
+            `graphile-worker's pool is integrator-worker (10 at most, one of them held for LISTEN); the services' pool, which reads and records deliveries, is integrator-bench here (DB_POOL_MAX ${config.dbPoolMax}; integrator-worker too in a worker process), shared with the emitting statements.`,
+            ...connections.table(),
+            "",
+          ]
+        : []),
     ];
     process.stdout.write(lines.join("\n"));
   } finally {
