@@ -263,9 +263,11 @@ t.test(
         `attempt ${number}: the HTTPS request is the delivery span's child`,
       );
       const outcome = one("outcome", (span) => isOutcome(span) && span.parentSpanId === handled.spanId);
+      // After the request began; the HTTP span itself may end a moment after the answer was read (its
+      // instrumentation closes it on the response's close), so the two may overlap by that moment.
       t.ok(
-        BigInt(outcome.startTimeUnixNano) >= BigInt(attempt.endTimeUnixNano),
-        `attempt ${number}: its outcome is recorded after it, as the delivery span's child`,
+        BigInt(outcome.startTimeUnixNano) >= BigInt(attempt.startTimeUnixNano),
+        `attempt ${number}: its outcome is recorded after it began, as the delivery span's child`,
       );
       return [attempt, outcome];
     };
