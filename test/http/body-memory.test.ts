@@ -70,13 +70,15 @@ t.test(
           submissions: unknown[];
         }
       ).submissions.length;
+    const sendSecond = () =>
+      server.request("/v1/intake/batch", {
+        method: "POST",
+        token,
+        body: second,
+        headers: { "Content-Type": "application/json" },
+      });
     const before = await submissions();
-    const refused = await server.request("/v1/intake/batch", {
-      method: "POST",
-      token,
-      body: second,
-      headers: { "Content-Type": "application/json" },
-    });
+    const refused = await sendSecond();
     t.equal(refused.status, 503, "the second large body is refused");
     t.equal(refused.headers.get("retry-after"), "1");
     const envelope = (await refused.json()) as { error: { code: string; details: unknown } };
@@ -105,12 +107,7 @@ t.test(
     const firstAnswer = await answer;
     t.equal(firstAnswer.status, 201, `the held body is served once it has arrived (${firstAnswer.body.slice(0, 200)})`);
     await waitFor(held, (bytes) => bytes === 0, { seconds: 30 });
-    const retried = await server.request("/v1/intake/batch", {
-      method: "POST",
-      token,
-      body: second,
-      headers: { "Content-Type": "application/json" },
-    });
+    const retried = await sendSecond();
     t.equal(retried.status, 201, "the refused body is served when retried");
   },
 );
