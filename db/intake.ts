@@ -3,10 +3,9 @@ import type { Knex } from "knex";
 import type { components } from "../generated/openapi.ts";
 import { uuidV7 } from "./ids.ts";
 import { rfc3339 } from "./timestamps.ts";
-import { runPrepared } from "./prepared.ts";
 import { KEYED_WRITE_PARAMETERS, keyedWriteArguments, type KeyedOutcome, type KeyedWrite } from "./idempotency.ts";
 import { newestFirstPage, pageOf, type Keyset, type KeysetPageRequest } from "./keyset.ts";
-import { traceContextBindings, WITH_TRACE_CONTEXT, type TraceContext } from "./trace-context.ts";
+import { runPreparedWithTrace, WITH_TRACE_CONTEXT, type TraceContext } from "./trace-context.ts";
 
 // Rows are read in exactly the shapes the contract answers with.
 export type ItemStatus = components["schemas"]["IntakeItemStatus"];
@@ -122,13 +121,13 @@ export async function insertSubmissionWithEvent(
 ): Promise<SubmissionRow> {
   const createdAt = new Date();
   const id = uuidV7(createdAt.getTime());
-  const parameters = recordSubmissionArguments(id, createdAt, submission, items, audit);
-  if (trace === undefined) await runPrepared(db, "record_submission", RECORD_SUBMISSION, parameters);
-  else
-    await runPrepared(db, "record_submission_traced", RECORD_SUBMISSION_TRACED, [
-      ...traceContextBindings(trace),
-      ...parameters,
-    ]);
+  await runPreparedWithTrace(
+    db,
+    trace,
+    "record_submission",
+    { sql: RECORD_SUBMISSION, tracedSql: RECORD_SUBMISSION_TRACED },
+    recordSubmissionArguments(id, createdAt, submission, items, audit),
+  );
   return newSubmissionRow(id, submission, items.length, rfc3339(createdAt));
 }
 
@@ -150,18 +149,13 @@ export async function insertSubmissionOnce(
   const createdAt = new Date();
   const id = uuidV7(createdAt.getTime());
   const response = JSON.stringify(newSubmissionRow(id, submission, items.length, rfc3339(createdAt)));
-  const parameters = [
-    ...keyedWriteArguments(key),
-    response,
-    ...recordSubmissionArguments(id, createdAt, submission, items, audit),
-  ];
-  const { rows } =
-    trace === undefined
-      ? await runPrepared<KeyedOutcome>(db, "record_submission_once", RECORD_SUBMISSION_ONCE, parameters)
-      : await runPrepared<KeyedOutcome>(db, "record_submission_once_traced", RECORD_SUBMISSION_ONCE_TRACED, [
-          ...traceContextBindings(trace),
-          ...parameters,
-        ]);
+  const { rows } = await runPreparedWithTrace<KeyedOutcome>(
+    db,
+    trace,
+    "record_submission_once",
+    { sql: RECORD_SUBMISSION_ONCE, tracedSql: RECORD_SUBMISSION_ONCE_TRACED },
+    [...keyedWriteArguments(key), response, ...recordSubmissionArguments(id, createdAt, submission, items, audit)],
+  );
   return rows[0] as KeyedOutcome;
 }
 

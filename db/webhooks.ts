@@ -7,7 +7,7 @@ import { eventIdOf, type EventSelector } from "./events.ts";
 import { isUuid } from "./ids.ts";
 import { rfc3339, rfc3339OrNull } from "./timestamps.ts";
 import { newestFirstPage, pageOf, type Keyset, type KeysetPageRequest } from "./keyset.ts";
-import { traceContextBindings, WITH_TRACE_CONTEXT, type TraceContext } from "./trace-context.ts";
+import { runPreparedWithTrace, WITH_TRACE_CONTEXT, type TraceContext } from "./trace-context.ts";
 
 type Schemas = components["schemas"];
 /** A subscription as the API shows it; the secret is never read back. */
@@ -723,12 +723,12 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord, trace?: Tr
   // integrator.record_delivery_attempt (db/functions/record_delivery_attempt.sql) does all of it in one
   // call, planned once per connection. The retry's job carries the attempt it is for (queue_delivery_jobs)
   // and the running one simply completes, so graphile-worker's own backoff never drives the schedule.
-  const { rows } = await runPrepared<{ recorded: boolean }>(
+  const { rows } = await runPreparedWithTrace<{ recorded: boolean }>(
     db,
-    trace === undefined ? "record_delivery_attempt" : "record_delivery_attempt_traced",
-    trace === undefined ? RECORD_DELIVERY_ATTEMPT : RECORD_DELIVERY_ATTEMPT_TRACED,
+    trace,
+    "record_delivery_attempt",
+    { sql: RECORD_DELIVERY_ATTEMPT, tracedSql: RECORD_DELIVERY_ATTEMPT_TRACED },
     [
-      ...(trace === undefined ? [] : traceContextBindings(trace)),
       attempt.tenantId,
       attempt.deliveryId,
       attempt.attemptsBefore,

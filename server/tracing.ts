@@ -8,12 +8,7 @@
 // never a secret, a token, a signature, a URL's path or query, or a payload.
 import type { Context, Span, Tracer, TextMapPropagator } from "@opentelemetry/api";
 import type * as OpenTelemetry from "@opentelemetry/api";
-
-/** The W3C trace context (https://www.w3.org/TR/trace-context/) as a job's payload carries it. */
-export interface TraceCarrier {
-  traceparent: string;
-  tracestate?: string;
-}
+import type { TraceContext } from "../db/trace-context.ts";
 
 export type SpanAttributes = Record<string, string | number | boolean | undefined>;
 
@@ -62,7 +57,7 @@ export async function inSpan<T>(
     kind?: SpanKindName;
     /** Or a function giving them, called only when tracing is on. */
     attributes?: SpanAttributes | (() => SpanAttributes);
-    parent?: TraceCarrier;
+    parent?: TraceContext;
   },
   work: (span: SpanHandle | undefined) => Promise<T>,
 ): Promise<T> {
@@ -106,7 +101,7 @@ export async function inSpan<T>(
 }
 
 /** The active trace context, to carry into the jobs a statement queues; undefined when tracing is off. */
-export function currentTraceCarrier(): TraceCarrier | undefined {
+export function currentTraceCarrier(): TraceContext | undefined {
   if (tracing === undefined) return undefined;
   const { api, propagator } = tracing;
   const carrier: Record<string, string> = {};
@@ -118,7 +113,7 @@ export function currentTraceCarrier(): TraceCarrier | undefined {
 }
 
 /** The trace context a job's payload carries (`traceparent`, `tracestate`), when it carries one. */
-export function carriedTraceContext(payload: unknown): TraceCarrier | undefined {
+export function carriedTraceContext(payload: unknown): TraceContext | undefined {
   const { traceparent, tracestate } = (payload ?? {}) as { traceparent?: unknown; tracestate?: unknown };
   if (typeof traceparent !== "string") return undefined;
   return typeof tracestate === "string" && tracestate !== "" ? { traceparent, tracestate } : { traceparent };
