@@ -129,7 +129,14 @@ async function main(): Promise<void> {
     stopAndExit(service, reason, true);
   });
   const { services, database, port } = running;
-  const databaseKind = database.embedded ? "embedded" : "DATABASE_URL";
+  // What both start lines say.
+  const started = {
+    role,
+    metrics_port: running.metricsPort,
+    database: database.embedded ? "embedded" : "DATABASE_URL",
+    version: services.version,
+    heap_limit_mb: heapLimitMb(),
+  };
   if (port !== undefined) {
     const base = `http://localhost:${port}`;
     const pages = [
@@ -138,12 +145,8 @@ async function main(): Promise<void> {
     ];
     logger.info(
       {
-        role,
+        ...started,
         port,
-        metrics_port: running.metricsPort,
-        database: databaseKind,
-        version: services.version,
-        heap_limit_mb: heapLimitMb(),
         ...(config.serveApiDocs ? { docs_url: `${base}/docs` } : {}),
         portal_url: `${base}/portal`,
       },
@@ -155,16 +158,7 @@ async function main(): Promise<void> {
       if (config.serveApiDocs) process.stdout.write(`The API reference: ${base}/docs\n`);
     }
   } else {
-    logger.info(
-      {
-        role,
-        metrics_port: running.metricsPort,
-        database: databaseKind,
-        version: services.version,
-        heap_limit_mb: heapLimitMb(),
-      },
-      `Integrator worker ${services.version} running`,
-    );
+    logger.info(started, `Integrator worker ${services.version} running`);
   }
   if (signalled) stopAndExit(running, signalled);
 }
