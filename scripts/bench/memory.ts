@@ -110,21 +110,40 @@ async function startContender(label: string, nodeOptions: string, env: Record<st
   };
 }
 
-/** One round's mix: the shares of a round's requests each kind takes. */
-function mix(url: string, auth: Record<string, string>): [string, Scenario, number][] {
-  const single = SUBMIT_BODY;
-  const batch = BATCH_BODY;
+/** One kind of request in a round's mix: its path on either process and the share of a round it takes. */
+interface Kind {
+  name: string;
+  path: string;
+  request: Omit<Scenario, "url">;
+  share: number;
+}
+
+/** A round's mix, the same for both processes. */
+function mix(auth: Record<string, string>): Kind[] {
+  const post = (body: string) => ({ method: "POST" as const, headers: auth, body });
   return [
-    ["submit", { url: `${url}/v1/intake/submit`, method: "POST", headers: auth, body: single }, 0.45],
-    [
-      "keyed submit",
-      { url: `${url}/v1/intake/submit`, method: "POST", headers: auth, body: single, uniqueIdempotencyKey: true },
-      0.25,
-    ],
-    ["batch of 100", { url: `${url}/v1/intake/batch`, method: "POST", headers: auth, body: batch }, 0.05],
-    ["list page of 50", { url: `${url}/v1/intake/submissions?limit=50`, method: "GET", headers: auth }, 0.25],
+    { name: "submit", path: "/v1/intake/submit", request: post(SUBMIT_BODY), share: 0.45 },
+    {
+      name: "keyed submit",
+      path: "/v1/intake/submit",
+      request: { ...post(SUBMIT_BODY), uniqueIdempotencyKey: true },
+      share: 0.25,
+    },
+    { name: "batch of 100", path: "/v1/intake/batch", request: post(BATCH_BODY), share: 0.05 },
+    {
+      name: "list page of 50",
+      path: "/v1/intake/submissions?limit=50",
+      request: { method: "GET", headers: auth },
+      share: 0.25,
+    },
   ];
 }
+
+/** A kind of request, sent to one of the processes. */
+const scenarioFor = (contender: Contender, kind: Kind): Scenario => ({
+  ...kind.request,
+  url: `${contender.url}${kind.path}`,
+});
 
 /** One kind of request, `count` of them, to one process: requests/s (the load's own clock) and the process's CPU ms per request. */
 async function segment(
@@ -261,19 +280,18 @@ export async function memoryAsShipped(databaseUrl: string, options: MemoryOption
   try {
     const perRound = Math.ceil(options.requests / options.rounds);
     // Warm-up (its memory counts, as a start's would): the JIT and the pools.
-    for (const contender of contenders)
-      await segment(contender, (mix(contender.url, auth)[0] as [string, Scenario, number])[1], 500, 8);
+    const kinds = mix(auth);
+    for (const contender of contenders) await segment(contender, scenarioFor(contender, kinds[0] as Kind), 500, 8);
     const [mine, defaults] = contenders as [Contender, Contender];
     for (let index = 0; index < options.rounds; index++) {
       // Kind by kind, the two back to back (which goes first alternates), so each pair meets the same load.
-      for (const [kind, , share] of mix("", auth)) {
-        const count = Math.max(options.connections, Math.round(perRound * share));
+      for (const kind of kinds) {
+        const count = Math.max(options.connections, Math.round(perRound * kind.share));
         const order = index % 2 === 0 ? contenders : [...contenders].reverse();
         for (const contender of order) {
-          const scenario = (mix(contender.url, auth).find(([name]) => name === kind) as [string, Scenario, number])[1];
-          const figures = await segment(contender, scenario, count, options.connections);
-          append(contender.requestsPerSecond, kind, figures.requestsPerSecond);
-          append(contender.cpuPerRequest, kind, figures.cpuPerRequest);
+          const figures = await segment(contender, scenarioFor(contender, kind), count, options.connections);
+          append(contender.requestsPerSecond, kind.name, figures.requestsPerSecond);
+          append(contender.cpuPerRequest, kind.name, figures.cpuPerRequest);
         }
       }
       for (const contender of contenders)
@@ -300,7 +318,7 @@ export async function memoryAsShipped(databaseUrl: string, options: MemoryOption
         `| ${c.label} | \`${c.nodeOptions || "(none)"}\` | ${c.sent} | ${c.rssAfterRound.map((mb) => fixed(mb)).join(" → ")} | ${fixed(peak(c))} |`,
     );
     return [
-      `Memory as shipped: the API as npm run start:api runs it (its own process, NODE_ENV=production, request logs at info to /dev/null) with the shipped heap sizing against V8's defaults, one throwaway database; ${options.rounds} rounds of ${perRound} requests each (45 % submits, 25 % keyed submits, 5 % batches of 100, 25 % list pages of 50), ${options.connections} connections, the two alternating.`,
+      `Memory as shipped: the API as npm run start:api runs it (its own process, NODE_ENV=production, request logs at info to /dev/null) with the shipped heap sizing against V8's defaults, one throwaway database; ${options.rounds} rounds of ${perRound} requests each (${kinds.map((kind) => `${kind.share * 100} % ${kind.name}`).join(", ")}), ${options.connections} connections, the two alternating.`,
       "",
       "| Process | NODE_OPTIONS | requests | RSS after each round, MiB | peak RSS (VmHWM), MiB |",
       "|---|---|---:|---|---:|",
