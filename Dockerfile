@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
-# The Integrator API image: Node 24 runs the TypeScript sources directly (type stripping), so there is
-# no build step; generated/ is committed. Production dependencies only, run as the unprivileged node user.
+# The Integrator API image: Node 24 runs the TypeScript sources, stripped of their types once at build
+# time (scripts/strip-types.ts; app/load-stripped.mjs loads them, which keeps Node's own stripper out of
+# the running process); generated/ is committed. Production dependencies only, run as the unprivileged node user.
 # Untested here (no container engine on the development machines); see docs/operating.md, "Containers".
 
 FROM node:24-bookworm-slim AS dependencies
@@ -28,6 +29,8 @@ COPY --chown=root:root db ./db
 COPY --chown=root:root worker ./worker
 COPY --chown=root:root scripts/admin.ts ./scripts/admin.ts
 COPY --chown=root:root scripts/admin ./scripts/admin
+COPY --chown=root:root scripts/strip-types.ts ./scripts/strip-types.ts
+RUN node --disable-warning=ExperimentalWarning scripts/strip-types.ts
 # The code is owned by root and read-only to the service; the service runs as node (uid 1000).
 USER node
 EXPOSE 8080 9464
@@ -36,4 +39,4 @@ EXPOSE 8080 9464
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/v1/readyz?scope=api').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # Exec form: node is the process that receives SIGTERM and shuts down gracefully.
-CMD ["node", "app/main.ts", "--role=api"]
+CMD ["node", "--import", "./app/load-stripped.mjs", "app/main.ts", "--role=api"]

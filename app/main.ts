@@ -12,7 +12,7 @@ import { errorMessage } from "../server/error-message.ts";
 import { VERSION } from "../server/version.ts";
 import type { Role, RunningService } from "./lifecycle.ts";
 import type { RunningTracing } from "../server/tracing-sdk.ts";
-import { heapLimitMb } from "../server/memory.ts";
+import { heapLimitMb, typeScriptSources } from "../server/memory.ts";
 
 function parseRole(argv: string[]): Role {
   const flag = argv.find((arg) => arg.startsWith("--role="));
@@ -130,12 +130,15 @@ async function main(): Promise<void> {
   });
   const { services, database, port } = running;
   // What both start lines say.
+  const sources = typeScriptSources();
   const started = {
     role,
     metrics_port: running.metricsPort,
     database: database.embedded ? "embedded" : "DATABASE_URL",
     version: services.version,
     heap_limit_mb: heapLimitMb(),
+    // Present when started with app/load-stripped.mjs, as npm start and the image do.
+    ...(sources ? { typescript_sources: sources } : {}),
   };
   if (port !== undefined) {
     const base = `http://localhost:${port}`;

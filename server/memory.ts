@@ -13,3 +13,16 @@ export function heapLimitMb(): number {
  * docs/operating.md, "Memory"), beside what the process keeps anyway.
  */
 export const HEAP_SHARE_FOR_BODIES = 24;
+
+/** How the process's TypeScript modules were loaded (app/load-stripped.mjs). */
+export interface TypeScriptSources {
+  /** From the JavaScript written ahead of time (scripts/strip-types.ts). */
+  prestripped: number;
+  /** Through Node's own type stripping, which keeps its stripper resident (about 28 MiB) once used. */
+  stripped_at_load: number;
+}
+
+/** What app/load-stripped.mjs counted, or undefined when the process was started without it. */
+export function typeScriptSources(): TypeScriptSources | undefined {
+  return (globalThis as Record<symbol, TypeScriptSources | undefined>)[Symbol.for("integrator.typescript-sources")];
+}

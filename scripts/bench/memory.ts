@@ -1,6 +1,7 @@
 // Memory as shipped (npm run bench:intake -- --memory): the API as `npm run start:api` runs it, a child
-// process given package.json's config.node_options as NODE_OPTIONS, against the same API on V8's default
-// heap sizing, both on one throwaway database. Each round sends each process the same mix of submits,
+// process loading the sources stripped ahead (app/load-stripped.mjs) and given package.json's
+// config.node_options as NODE_OPTIONS, against the same API on V8's default heap sizing, both on one
+// throwaway database. Each round sends each process the same mix of submits,
 // keyed submits, batches and list pages, kind by kind, the two back to back (which goes first alternates).
 // Reports each process's resident set after every round, its peak (the kernel's VmHWM) and, per kind of
 // request, its CPU per request and requests/s, each as the median over rounds of shipped ÷ defaults.
@@ -21,9 +22,12 @@ import { fixed, log, mean, median, met, runLoad, until } from "./common.ts";
 import type { Scenario } from "./load.ts";
 import { processCpuMs } from "./cpu.ts";
 import { BATCH_BODY, SUBMIT_BODY } from "./bodies.ts";
+import { stripServiceSources } from "../strip-types.ts";
 
 const ROOT = path.join(import.meta.dirname, "..", "..");
 const MAIN = path.join(ROOT, "app", "main.ts");
+/** As npm start loads the service: its sources stripped ahead (scripts/strip-types.ts, run first). */
+const LOADER = path.join(ROOT, "app", "load-stripped.mjs");
 const RSS_GOAL_MB = 200;
 /** The flood after the rounds: valid batches of about this many bytes each, from this many connections at once. */
 const FLOOD_BODY_BYTES = 600_000;
@@ -78,7 +82,7 @@ function statusMb(pid: number, field: "VmRSS" | "VmHWM"): number {
 async function startContender(label: string, nodeOptions: string, env: Record<string, string>): Promise<Contender> {
   const port = await freePort();
   // Logs at info, one line a request, as in production; into /dev/null.
-  const child = spawn(process.execPath, [MAIN, "--role=api"], {
+  const child = spawn(process.execPath, ["--import", LOADER, MAIN, "--role=api"], {
     env: { ...env, PORT: String(port), NODE_OPTIONS: nodeOptions },
     stdio: ["ignore", "ignore", "inherit"],
   });
@@ -238,6 +242,7 @@ async function flood(contender: Contender, auth: Record<string, string>): Promis
 
 export async function memoryAsShipped(databaseUrl: string, options: MemoryOptions): Promise<string[]> {
   const shipped = options.nodeOptions ?? shippedNodeOptions();
+  stripServiceSources();
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? "",
     HOME: os.tmpdir(),

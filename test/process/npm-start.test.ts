@@ -107,6 +107,12 @@ t.test("SIGTERM to the npm start process stops the service and its embedded Post
     new RegExp(`"heap_limit_mb":${expected}[,}][^\n]*listening on`),
     `the service's heap limit is ${expected} MiB`,
   );
+  // Every module of the service loaded from the JavaScript written before the start (scripts/strip-types.ts,
+  // app/load-stripped.mjs): Node's own type stripper never loaded.
+  const sources = /"typescript_sources":\{"prestripped":(\d+),"stripped_at_load":(\d+)\}[^\n]*listening on/.exec(out);
+  t.ok(sources, "the start line says how the TypeScript modules were loaded");
+  t.ok(Number(sources?.[1]) > 50, `the modules loaded from the JavaScript written ahead (${sources?.[1]})`);
+  t.equal(Number(sources?.[2]), 0, "none stripped at load");
 
   npm.kill("SIGTERM");
   const { code, signal } = await exited;
@@ -118,7 +124,13 @@ t.test("SIGTERM to the npm start process stops the service and its embedded Post
   t.notOk(fs.existsSync(path.join(dataDir, "pg", "postmaster.pid")), "PostgreSQL stopped cleanly");
 });
 
-t.test("the image ships the heap sizing npm start ships", async (t) => {
+t.test("the image ships the heap sizing and the sources stripped ahead, as npm start does", async (t) => {
   const dockerfile = fs.readFileSync(path.join(ROOT, "Dockerfile"), "utf8");
   t.equal(/^\s*NODE_OPTIONS="([^"]*)"/m.exec(dockerfile)?.[1], SHIPPED, "the Dockerfile's NODE_OPTIONS");
+  t.match(dockerfile, /^RUN node --disable-warning=ExperimentalWarning scripts\/strip-types\.ts$/m, "strips at build");
+  t.match(
+    dockerfile,
+    /^CMD \["node", "--import", "\.\/app\/load-stripped\.mjs", "app\/main\.ts", "--role=api"\]$/m,
+    "and loads what it stripped",
+  );
 });

@@ -1,0 +1,93 @@
+// Writes the JavaScript of the service's TypeScript sources ahead of time (app/stripped-sources.mjs says
+// where and under which name), for app/load-stripped.mjs to load: npm start, start:api and start:worker run
+// it before the service, and the container image at build time. It writes only the copies missing and
+// removes those no source has any more. Quiet when it succeeds; a source Node cannot strip stops it (the
+// service would not load it either); a folder it cannot write is a warning on stderr and exit 0 (the
+// service then strips at load, as without the copies).
+//
+// node --disable-warning=ExperimentalWarning scripts/strip-types.ts [root]
+import fs from "node:fs";
+import { stripTypeScriptTypes } from "node:module";
+import path from "node:path";
+import { errorMessage } from "../server/error-message.ts";
+import { SERVICE_SOURCES, strippedDir, strippedPath } from "../app/stripped-sources.mjs";
+
+const ROOT = path.join(import.meta.dirname, "..");
+const COPY_NAME = /^[0-9a-f]{64}\.js$/;
+
+/** Every .ts source (not .d.ts) under the service's folders of `root`. */
+function serviceSources(root: string): string[] {
+  const found: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const file = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(file);
+      else if (entry.name.endsWith(".ts") && !entry.name.endsWith(".d.ts")) found.push(file);
+    }
+  };
+  for (const folder of SERVICE_SOURCES) {
+    const dir = path.join(root, folder);
+    if (fs.existsSync(dir)) walk(dir);
+  }
+  return found;
+}
+
+/** A source Node cannot strip: the service could not load it either. */
+export class UnstrippableSource extends Error {}
+
+export interface StripReport {
+  sources: number;
+  written: number;
+  removed: number;
+}
+
+/** Brings the copies of `root` (this checkout unless given) in line with its sources. */
+export function stripServiceSources(root = ROOT): StripReport {
+  const dir = strippedDir(root);
+  fs.mkdirSync(dir, { recursive: true });
+  const wanted = new Set<string>();
+  let written = 0;
+  const sources = serviceSources(root);
+  for (const file of sources) {
+    const source = fs.readFileSync(file);
+    const target = strippedPath(source, dir);
+    wanted.add(path.basename(target));
+    if (fs.existsSync(target)) continue;
+    let javascript: string;
+    try {
+      javascript = stripTypeScriptTypes(source.toString("utf8"), { mode: "strip" });
+    } catch (error) {
+      throw new UnstrippableSource(`${path.relative(root, file)}: ${errorMessage(error)}`);
+    }
+    // Written whole, then renamed: a process loading at the same moment reads all of it or nothing.
+    const partial = `${target}.${process.pid}.partial`;
+    fs.writeFileSync(partial, javascript);
+    fs.renameSync(partial, target);
+    written++;
+  }
+  let removed = 0;
+  for (const name of fs.readdirSync(dir)) {
+    if (COPY_NAME.test(name) && !wanted.has(name)) {
+      fs.rmSync(path.join(dir, name), { force: true });
+      removed++;
+    }
+  }
+  return { sources: sources.length, written, removed };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const root = process.argv[2] ? path.resolve(process.argv[2]) : ROOT;
+  try {
+    stripServiceSources(root);
+  } catch (error) {
+    if (error instanceof UnstrippableSource) {
+      process.stderr.write(`strip-types: ${error.message}\n`);
+      process.exitCode = 1;
+    } else {
+      // The copies' folder (read-only, full, or not a folder): the service still starts.
+      process.stderr.write(
+        `strip-types: ${strippedDir(root)} cannot be written (${errorMessage(error)}); the service strips its sources as it loads them\n`,
+      );
+    }
+  }
+}
