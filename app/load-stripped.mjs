@@ -19,17 +19,13 @@ Object.defineProperty(globalThis, Symbol.for("integrator.typescript-sources"), {
 registerHooks({
   load(url, context, nextLoad) {
     if (url.startsWith("file:") && url.endsWith(".ts") && !url.includes("/node_modules/")) {
-      let javascript;
       try {
-        javascript = readFileSync(strippedPath(readFileSync(fileURLToPath(url))), "utf8");
-      } catch {
-        javascript = undefined;
-      }
-      if (javascript !== undefined) {
+        const source = readFileSync(strippedPath(readFileSync(fileURLToPath(url))), "utf8");
         loaded.prestripped++;
-        return { format: "module", source: javascript, shortCircuit: true };
+        return { format: "module", source, shortCircuit: true };
+      } catch {
+        loaded.stripped_at_load++;
       }
-      loaded.stripped_at_load++;
     }
     return nextLoad(url, context);
   },

@@ -17,38 +17,21 @@ const COPY_NAME = /^[0-9a-f]{64}\.js$/;
 
 /** Every .ts source (not .d.ts) under the service's folders of `root`. */
 function serviceSources(root: string): string[] {
-  const found: string[] = [];
-  const walk = (dir: string) => {
-    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-      const file = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(file);
-      else if (entry.name.endsWith(".ts") && !entry.name.endsWith(".d.ts")) found.push(file);
-    }
-  };
-  for (const folder of SERVICE_SOURCES) {
-    const dir = path.join(root, folder);
-    if (fs.existsSync(dir)) walk(dir);
-  }
-  return found;
+  return SERVICE_SOURCES.map((folder) => path.join(root, folder))
+    .filter((dir) => fs.existsSync(dir))
+    .flatMap((dir) => fs.readdirSync(dir, { recursive: true, encoding: "utf8" }).map((name) => path.join(dir, name)))
+    .filter((file) => file.endsWith(".ts") && !file.endsWith(".d.ts"));
 }
 
 /** A source Node cannot strip: the service could not load it either. */
-export class UnstrippableSource extends Error {}
-
-export interface StripReport {
-  sources: number;
-  written: number;
-  removed: number;
-}
+class UnstrippableSource extends Error {}
 
 /** Brings the copies of `root` (this checkout unless given) in line with its sources. */
-export function stripServiceSources(root = ROOT): StripReport {
+export function stripServiceSources(root = ROOT): void {
   const dir = strippedDir(root);
   fs.mkdirSync(dir, { recursive: true });
   const wanted = new Set<string>();
-  let written = 0;
-  const sources = serviceSources(root);
-  for (const file of sources) {
+  for (const file of serviceSources(root)) {
     const source = fs.readFileSync(file);
     const target = strippedPath(source, dir);
     wanted.add(path.basename(target));
@@ -63,16 +46,9 @@ export function stripServiceSources(root = ROOT): StripReport {
     const partial = `${target}.${process.pid}.partial`;
     fs.writeFileSync(partial, javascript);
     fs.renameSync(partial, target);
-    written++;
   }
-  let removed = 0;
-  for (const name of fs.readdirSync(dir)) {
-    if (COPY_NAME.test(name) && !wanted.has(name)) {
-      fs.rmSync(path.join(dir, name), { force: true });
-      removed++;
-    }
-  }
-  return { sources: sources.length, written, removed };
+  for (const name of fs.readdirSync(dir))
+    if (COPY_NAME.test(name) && !wanted.has(name)) fs.rmSync(path.join(dir, name), { force: true });
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
