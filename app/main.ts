@@ -12,7 +12,7 @@ import { errorMessage } from "../server/error-message.ts";
 import { VERSION } from "../server/version.ts";
 import type { Role, RunningService } from "./lifecycle.ts";
 import type { RunningTracing } from "../server/tracing-sdk.ts";
-import { heapLimitMb, typeScriptSources } from "../server/memory.ts";
+import { applyHeapGrowth, heapLimitMb, typeScriptSources } from "../server/memory.ts";
 
 function parseRole(argv: string[]): Role {
   const flag = argv.find((arg) => arg.startsWith("--role="));
@@ -41,6 +41,7 @@ async function main(): Promise<void> {
     }
     throw error;
   }
+  applyHeapGrowth(config.heapGrowingPercent);
   let tracing: RunningTracing | undefined;
   if (config.tracing) {
     const { startTracing } = await import("../server/tracing-sdk.ts");
@@ -137,6 +138,7 @@ async function main(): Promise<void> {
     database: database.embedded ? "embedded" : "DATABASE_URL",
     version: services.version,
     heap_limit_mb: heapLimitMb(),
+    heap_growing_percent: config.heapGrowingPercent,
     // Present when started with app/load-stripped.mjs, as npm start and the image do.
     ...(sources ? { typescript_sources: sources } : {}),
   };

@@ -25,7 +25,8 @@
 //                                               heap sizing npm start ships, against V8's defaults,
 //                                               50 000 requests each (--requests N), resident set and
 //                                               requests/s (scripts/bench/memory.ts); --node-options="…"
-//                                               tries other sizing in place of the shipped one
+//                                               and --heap-growing-percent N try other sizing in place of
+//                                               the shipped one
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { pino } from "pino";
@@ -510,6 +511,7 @@ try {
       rounds: numberFlag(options, "rounds", 4),
       connections: CONNECTIONS.length === 1 ? (CONNECTIONS[0] as number) : 32,
       nodeOptions: options.get("node-options"),
+      heapGrowingPercent: options.has("heap-growing-percent") ? numberFlag(options, "heap-growing-percent", 0) : undefined,
     });
   else if (ROWS === undefined) lines = await ratiosAgainstFloor(postgres.adminUrl);
   else lines = await flatCost(postgres.adminUrl, ROWS);

@@ -3,7 +3,7 @@
 import { isIP } from "node:net";
 import path from "node:path";
 import { DEFAULT_WEBHOOK_PORTS, parsePortRanges, type PortRanges } from "./url-safety.ts";
-import { HEAP_SHARE_FOR_BODIES, heapLimitMb } from "./memory.ts";
+import { HEAP_SHARE_FOR_BODIES, SHIPPED_HEAP_GROWING_PERCENT, heapLimitMb } from "./memory.ts";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -579,6 +579,11 @@ export const SETTINGS = {
     undefined,
     `MiB of request bodies the API holds at once (declared lengths; a streamed body counts as its route's limit) from reading them until their answers are sent; a request whose body would pass it is refused with 503 before it is read, unless no body is held. Default: a ${HEAP_SHARE_FOR_BODIES}th of the V8 heap limit (docs/operating.md, Memory); 0 turns this check off.`,
   ),
+  HEAP_GROWING_PERCENT: setting(
+    integer(0, 1000),
+    String(SHIPPED_HEAP_GROWING_PERCENT),
+    "How far V8 lets the old generation grow past what its last full collection kept before it collects it again, in percent, set at start (V8's --heap-growing-percent): 100 lets it double. 0 leaves V8's own factor, which shrinks with the old space's size (about 30 % at the shipped 128 MiB, so a small heap is collected often; docs/operating.md, Memory).",
+  ),
   METRICS_PORT: setting(
     integer(0, 65535),
     "0",
@@ -759,6 +764,8 @@ export interface Config {
   loadShedding: { eventLoopDelayMs: number; dbPendingAcquires: number };
   /** Bytes of request bodies the API holds at once (LOAD_SHED_BODY_MEMORY_MB); 0 = no bound. */
   bodyMemoryBytes: number;
+  /** V8's --heap-growing-percent, applied at start (HEAP_GROWING_PERCENT); 0 = V8's own factor. */
+  heapGrowingPercent: number;
   metricsPort: number;
   metricsHost: string;
   shutdownTimeoutMs: number;
@@ -914,6 +921,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       v.LOAD_SHED_BODY_MEMORY_MB === undefined
         ? Math.floor((heapLimitMb() * 2 ** 20) / HEAP_SHARE_FOR_BODIES)
         : v.LOAD_SHED_BODY_MEMORY_MB * 2 ** 20,
+    heapGrowingPercent: v.HEAP_GROWING_PERCENT,
     metricsPort: v.METRICS_PORT,
     metricsHost: v.METRICS_HOST,
     shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS,

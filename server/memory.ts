@@ -14,6 +14,22 @@ export function heapLimitMb(): number {
  */
 export const HEAP_SHARE_FOR_BODIES = 24;
 
+/**
+ * HEAP_GROWING_PERCENT's default: the old generation may double between full collections. V8's own factor
+ * at the shipped 128 MiB old space is about 1.3, which made full collections most of the shipped sizing's
+ * extra CPU per request (docs/performance.md, "Memory as shipped").
+ */
+export const SHIPPED_HEAP_GROWING_PERCENT = 100;
+
+/**
+ * Sets how far V8 lets the old generation grow past what its last full collection kept (V8's
+ * --heap-growing-percent; 0 = V8's own factor). NODE_OPTIONS does not accept that flag, so it is set here,
+ * at start, before the service's modules load; V8 reads it at every full collection.
+ */
+export function applyHeapGrowth(percent: number): void {
+  v8.setFlagsFromString(`--heap-growing-percent=${percent}`);
+}
+
 /** How the process's TypeScript modules were loaded (app/load-stripped.mjs). */
 export interface TypeScriptSources {
   /** From the JavaScript written ahead of time (scripts/strip-types.ts). */

@@ -1,6 +1,7 @@
 // Memory as shipped (npm run bench:intake -- --memory): the API as `npm run start:api` runs it, a child
 // process loading the sources stripped ahead (app/load-stripped.mjs) and given package.json's
-// config.node_options as NODE_OPTIONS, against the same API on V8's default heap sizing, both on one
+// config.node_options as NODE_OPTIONS and HEAP_GROWING_PERCENT at its default, against the same API on V8's
+// default heap sizing (no NODE_OPTIONS, HEAP_GROWING_PERCENT=0: V8's own growing factor), both on one
 // throwaway database. Each round sends each process the same mix of submits,
 // keyed submits, batches and list pages, kind by kind, the two back to back (which goes first alternates).
 // Reports each process's resident set after every round, its peak (the kernel's VmHWM) and, per kind of
@@ -23,6 +24,7 @@ import type { Scenario } from "./load.ts";
 import { processCpuMs } from "./cpu.ts";
 import { BATCH_BODY, SUBMIT_BODY } from "./bodies.ts";
 import { stripServiceSources } from "../strip-types.ts";
+import { SHIPPED_HEAP_GROWING_PERCENT } from "../../server/memory.ts";
 
 const ROOT = path.join(import.meta.dirname, "..", "..");
 const MAIN = path.join(ROOT, "app", "main.ts");
@@ -56,11 +58,22 @@ interface MemoryOptions {
   connections: number;
   /** Compare these NODE_OPTIONS instead of the shipped ones. */
   nodeOptions?: string;
+  /** Compare this HEAP_GROWING_PERCENT instead of the shipped one. */
+  heapGrowingPercent?: number;
 }
+
+/** How a process's heap is sized: its NODE_OPTIONS and its HEAP_GROWING_PERCENT setting. */
+interface Sizing {
+  nodeOptions: string;
+  heapGrowingPercent: number;
+}
+
+const sizingText = (sizing: Sizing) =>
+  `${sizing.nodeOptions ? `\`${sizing.nodeOptions}\`` : "no NODE_OPTIONS"}, HEAP_GROWING_PERCENT ${sizing.heapGrowingPercent}`;
 
 interface Contender {
   label: string;
-  nodeOptions: string;
+  sizing: Sizing;
   child: ChildProcess;
   url: string;
   /** Requests/s of each segment, by kind of request. */
@@ -79,11 +92,16 @@ function statusMb(pid: number, field: "VmRSS" | "VmHWM"): number {
   return Number(kib) / 1024;
 }
 
-async function startContender(label: string, nodeOptions: string, env: Record<string, string>): Promise<Contender> {
+async function startContender(label: string, sizing: Sizing, env: Record<string, string>): Promise<Contender> {
   const port = await freePort();
   // Logs at info, one line a request, as in production; into /dev/null.
   const child = spawn(process.execPath, ["--import", LOADER, MAIN, "--role=api"], {
-    env: { ...env, PORT: String(port), NODE_OPTIONS: nodeOptions },
+    env: {
+      ...env,
+      PORT: String(port),
+      NODE_OPTIONS: sizing.nodeOptions,
+      HEAP_GROWING_PERCENT: String(sizing.heapGrowingPercent),
+    },
     stdio: ["ignore", "ignore", "inherit"],
   });
   const url = `http://127.0.0.1:${port}`;
@@ -104,7 +122,7 @@ async function startContender(label: string, nodeOptions: string, env: Record<st
   });
   return {
     label,
-    nodeOptions,
+    sizing,
     child,
     url,
     requestsPerSecond: new Map(),
@@ -241,7 +259,11 @@ async function flood(contender: Contender, auth: Record<string, string>): Promis
 }
 
 export async function memoryAsShipped(databaseUrl: string, options: MemoryOptions): Promise<string[]> {
-  const shipped = options.nodeOptions ?? shippedNodeOptions();
+  const shipped: Sizing = {
+    nodeOptions: options.nodeOptions ?? shippedNodeOptions(),
+    heapGrowingPercent: options.heapGrowingPercent ?? SHIPPED_HEAP_GROWING_PERCENT,
+  };
+  const tried = options.nodeOptions !== undefined || options.heapGrowingPercent !== undefined;
   stripServiceSources();
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? "",
@@ -279,8 +301,8 @@ export async function memoryAsShipped(databaseUrl: string, options: MemoryOption
   }
   const auth = { Authorization: `Bearer ${token}`, "Content-Type": "application/json" };
   const contenders = [
-    await startContender(options.nodeOptions === undefined ? "shipped" : "tried", shipped, env),
-    await startContender("V8 defaults", "", env),
+    await startContender(tried ? "tried" : "shipped", shipped, env),
+    await startContender("V8 defaults", { nodeOptions: "", heapGrowingPercent: 0 }, env),
   ];
   try {
     const perRound = Math.ceil(options.requests / options.rounds);
@@ -320,12 +342,12 @@ export async function memoryAsShipped(databaseUrl: string, options: MemoryOption
       .join(", ");
     const rows = contenders.map(
       (c) =>
-        `| ${c.label} | \`${c.nodeOptions || "(none)"}\` | ${c.sent} | ${c.rssAfterRound.map((mb) => fixed(mb)).join(" → ")} | ${fixed(peak(c))} |`,
+        `| ${c.label} | ${sizingText(c.sizing)} | ${c.sent} | ${c.rssAfterRound.map((mb) => fixed(mb)).join(" → ")} | ${fixed(peak(c))} |`,
     );
     return [
       `Memory as shipped: the API as npm run start:api runs it (its own process, NODE_ENV=production, request logs at info to /dev/null) with the shipped heap sizing against V8's defaults, one throwaway database; ${options.rounds} rounds of ${perRound} requests each (${kinds.map((kind) => `${kind.share * 100} % ${kind.name}`).join(", ")}), ${options.connections} connections, the two alternating.`,
       "",
-      "| Process | NODE_OPTIONS | requests | RSS after each round, MiB | peak RSS (VmHWM), MiB |",
+      "| Process | sizing | requests | RSS after each round, MiB | peak RSS (VmHWM), MiB |",
       "|---|---|---:|---|---:|",
       ...rows,
       "",

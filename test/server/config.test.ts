@@ -253,3 +253,14 @@ t.test(
       );
   },
 );
+
+t.test("HEAP_GROWING_PERCENT: 100 by default; 0 for V8's own factor; up to 1000; nothing else", async (t) => {
+  t.equal(loadConfig({}).heapGrowingPercent, 100);
+  t.equal(loadConfig({ HEAP_GROWING_PERCENT: "0" }).heapGrowingPercent, 0);
+  t.equal(loadConfig({ HEAP_GROWING_PERCENT: "250" }).heapGrowingPercent, 250);
+  for (const value of ["-1", "1001", "1.5", "double"])
+    t.throws(
+      () => loadConfig({ HEAP_GROWING_PERCENT: value }),
+      /HEAP_GROWING_PERCENT must be a whole number from 0 to 1000/,
+    );
+});
