@@ -511,7 +511,9 @@ try {
       rounds: numberFlag(options, "rounds", 4),
       connections: CONNECTIONS.length === 1 ? (CONNECTIONS[0] as number) : 32,
       nodeOptions: options.get("node-options"),
-      heapGrowingPercent: options.has("heap-growing-percent") ? numberFlag(options, "heap-growing-percent", 0) : undefined,
+      heapGrowingPercent: options.has("heap-growing-percent")
+        ? numberFlag(options, "heap-growing-percent", 0, { zero: true })
+        : undefined,
     });
   else if (ROWS === undefined) lines = await ratiosAgainstFloor(postgres.adminUrl);
   else lines = await flatCost(postgres.adminUrl, ROWS);

@@ -23,11 +23,17 @@ export function flags(argv: string[] = process.argv.slice(2)): Map<string, strin
   return found;
 }
 
-export function numberFlag(all: Map<string, string>, name: string, fallback: number): number {
+export function numberFlag(
+  all: Map<string, string>,
+  name: string,
+  fallback: number,
+  { zero = false }: { zero?: boolean } = {},
+): number {
   const value = all.get(name);
   if (value === undefined) return fallback;
   const parsed = Number(value);
-  if (!Number.isFinite(parsed) || parsed <= 0) throw new Error(`--${name} must be a positive number, got ${value}`);
+  if (!Number.isFinite(parsed) || parsed < 0 || (parsed === 0 && !zero))
+    throw new Error(`--${name} must be a ${zero ? "non-negative" : "positive"} number, got ${value}`);
   return parsed;
 }
 
