@@ -108,7 +108,11 @@ t.test("SIGTERM to the npm start process stops the service and its embedded Post
     `the service's heap limit is ${expected} MiB`,
   );
   // HEAP_GROWING_PERCENT at its default, set in V8 at start (test/server/memory.test.ts shows its effect).
-  t.match(out, /"heap_growing_percent":100[,}][^\n]*listening on/, "the old generation may double between full collections");
+  t.match(
+    out,
+    /"heap_growing_percent":100[,}][^\n]*listening on/,
+    "the old generation may double between full collections",
+  );
   // Every module of the service loaded from the JavaScript written before the start (scripts/strip-types.ts,
   // app/load-stripped.mjs): Node's own type stripper never loaded.
   const sources = /"typescript_sources":\{"prestripped":(\d+),"stripped_at_load":(\d+)\}[^\n]*listening on/.exec(out);
