@@ -137,6 +137,7 @@ export async function until<T>(
 
 /** What the load generator reports for one load. */
 export interface LoadFigures {
+  /** Requests answered ÷ the load's wall-clock seconds. */
   requestsPerSecond: number;
   p50: number;
   p99: number;

@@ -51,6 +51,21 @@ export function processCpuMs(pid: number): number {
   return ticks === undefined ? Number.NaN : (ticks * 1000) / clockTicks();
 }
 
+/**
+ * CPU time (user + system) of a process's main thread so far, ms (NaN when it is gone): in Node, the
+ * event loop's thread, whose CPU per request bounds the requests/s one process can answer; the rest of
+ * processCpuMs is V8's helper threads (concurrent marking, parallel scavenges, compilation) and libuv's.
+ */
+export function mainThreadCpuMs(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicks();
+  } catch {
+    return Number.NaN;
+  }
+}
+
 function postgresTicks(databaseDir: string | undefined): number {
   if (databaseDir === undefined) return Number.NaN;
   let postmaster: number;

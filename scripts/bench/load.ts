@@ -45,7 +45,9 @@ const result = await autocannon({
 
 process.stdout.write(
   JSON.stringify({
-    requestsPerSecond: result.requests.average,
+    // Requests over the load's own wall-clock time: autocannon's requests.average is the mean of whole-second
+    // buckets, which a load of a few seconds (a fixed amount) quantises and its last part-second skews.
+    requestsPerSecond: result.duration > 0 ? result.requests.total / result.duration : Number.NaN,
     p50: result.latency.p50,
     p99: result.latency.p99,
     total: result.requests.total,

@@ -5,7 +5,8 @@
 // throwaway database. Each round sends each process the same mix of submits,
 // keyed submits, batches and list pages, kind by kind, the two back to back (which goes first alternates).
 // Reports each process's resident set after every round, its peak (the kernel's VmHWM) and, per kind of
-// request, its CPU per request and requests/s, each as the median over rounds of shipped ÷ defaults.
+// request, its CPU per request (the whole process's and its event loop thread's) and requests/s, each as
+// the median over rounds of shipped ÷ defaults.
 // Linux only (/proc).
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -21,7 +22,7 @@ import { createLogger } from "../../server/logger.ts";
 import { freePort } from "../throwaway-postgres.ts";
 import { fixed, log, mean, median, met, runLoad, until } from "./common.ts";
 import type { Scenario } from "./load.ts";
-import { processCpuMs } from "./cpu.ts";
+import { mainThreadCpuMs, processCpuMs } from "./cpu.ts";
 import { BATCH_BODY, SUBMIT_BODY } from "./bodies.ts";
 import { stripServiceSources } from "../strip-types.ts";
 import { SHIPPED_HEAP_GROWING_PERCENT } from "../../server/memory.ts";
@@ -80,6 +81,8 @@ interface Contender {
   requestsPerSecond: Map<string, number[]>;
   /** The process's CPU ms per request in each segment, by kind of request. */
   cpuPerRequest: Map<string, number[]>;
+  /** Its event loop thread's share of that (the rest is V8's and libuv's helper threads). */
+  loopCpuPerRequest: Map<string, number[]>;
   rssAfterRound: number[];
   sent: number;
 }
@@ -127,6 +130,7 @@ async function startContender(label: string, sizing: Sizing, env: Record<string,
     url,
     requestsPerSecond: new Map(),
     cpuPerRequest: new Map(),
+    loopCpuPerRequest: new Map(),
     rssAfterRound: [],
     sent: 0,
   };
@@ -167,15 +171,19 @@ const scenarioFor = (contender: Contender, kind: Kind): Scenario => ({
   url: `${contender.url}${kind.path}`,
 });
 
-/** One kind of request, `count` of them, to one process: requests/s (the load's own clock) and the process's CPU ms per request. */
+/**
+ * One kind of request, `count` of them, to one process: requests/s (the load's own clock), the process's
+ * CPU ms per request and its event loop thread's.
+ */
 async function segment(
   contender: Contender,
   scenario: Scenario,
   count: number,
   connections: number,
-): Promise<{ requestsPerSecond: number; cpuPerRequest: number }> {
+): Promise<{ requestsPerSecond: number; cpuPerRequest: number; loopCpuPerRequest: number }> {
   const pid = contender.child.pid as number;
   const cpuBefore = processCpuMs(pid);
+  const loopBefore = mainThreadCpuMs(pid);
   const figures = await runLoad({ ...scenario, connections, amount: count });
   if (figures.non2xx + figures.errors > 0)
     throw new Error(`${contender.label}: ${figures.non2xx} non-2xx answers, ${figures.errors} errors`);
@@ -183,6 +191,7 @@ async function segment(
   return {
     requestsPerSecond: figures.requestsPerSecond,
     cpuPerRequest: (processCpuMs(pid) - cpuBefore) / figures.total,
+    loopCpuPerRequest: (mainThreadCpuMs(pid) - loopBefore) / figures.total,
   };
 }
 
@@ -319,6 +328,7 @@ export async function memoryAsShipped(databaseUrl: string, options: MemoryOption
           const figures = await segment(contender, scenarioFor(contender, kind), count, options.connections);
           append(contender.requestsPerSecond, kind.name, figures.requestsPerSecond);
           append(contender.cpuPerRequest, kind.name, figures.cpuPerRequest);
+          append(contender.loopCpuPerRequest, kind.name, figures.loopCpuPerRequest);
         }
       }
       for (const contender of contenders)
@@ -330,6 +340,7 @@ export async function memoryAsShipped(databaseUrl: string, options: MemoryOption
     const speed = ratios(mine.requestsPerSecond, defaults.requestsPerSecond);
     const cost = ratios(mine.cpuPerRequest, defaults.cpuPerRequest);
     const costRatio = median([...cost.values()]);
+    const loopCost = ratios(mine.loopCpuPerRequest, defaults.loopCpuPerRequest);
     // The peaks of the rounds, before the flood raises them.
     const peaks = new Map(contenders.map((c) => [c, statusMb(c.child.pid as number, "VmHWM")]));
     const peak = (c: Contender) => peaks.get(c) as number;
@@ -351,14 +362,14 @@ export async function memoryAsShipped(databaseUrl: string, options: MemoryOption
       "|---|---|---:|---|---:|",
       ...rows,
       "",
-      `| Requests | ${mine.label} CPU ms per request | defaults CPU ms per request | ratio | ${mine.label} req/s | defaults req/s | ratio |`,
-      "|---|---:|---:|---:|---:|---:|---:|",
+      `| Requests | ${mine.label} CPU ms per request | defaults CPU ms per request | ratio | event loop thread: ${mine.label} ms | defaults ms | ratio | ${mine.label} req/s | defaults req/s | ratio |`,
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
       ...[...cost].map(
         ([kind, value]) =>
-          `| ${kind} | ${fixed(mean(mine.cpuPerRequest.get(kind) ?? []), 3)} | ${fixed(mean(defaults.cpuPerRequest.get(kind) ?? []), 3)} | ${fixed(value, 2)} | ${fixed(mean(mine.requestsPerSecond.get(kind) ?? []))} | ${fixed(mean(defaults.requestsPerSecond.get(kind) ?? []))} | ${fixed(speed.get(kind) ?? Number.NaN, 2)} |`,
+          `| ${kind} | ${fixed(mean(mine.cpuPerRequest.get(kind) ?? []), 3)} | ${fixed(mean(defaults.cpuPerRequest.get(kind) ?? []), 3)} | ${fixed(value, 2)} | ${fixed(mean(mine.loopCpuPerRequest.get(kind) ?? []), 3)} | ${fixed(mean(defaults.loopCpuPerRequest.get(kind) ?? []), 3)} | ${fixed(loopCost.get(kind) ?? Number.NaN, 2)} | ${fixed(mean(mine.requestsPerSecond.get(kind) ?? []))} | ${fixed(mean(defaults.requestsPerSecond.get(kind) ?? []))} | ${fixed(speed.get(kind) ?? Number.NaN, 2)} |`,
       ),
       "",
-      "CPU ms per request: the API process's own user + system time over a segment ÷ its requests (means over rounds); each ratio is the median over rounds of the pair measured back to back. Requests/s follow the CPU the process got, which the machine's other work decides; CPU per request does not.",
+      `CPU ms per request: the API process's own user + system time over a segment ÷ its requests (means over rounds); each ratio is the median over rounds of the pair measured back to back (median of the kinds: ${fixed(costRatio, 2)} for the process, ${fixed(median([...loopCost.values()]), 2)} for its event loop thread). The event loop thread's CPU per request bounds the requests/s one process can answer; the rest of the process's is V8's helper threads (concurrent marking, parallel scavenges, compilation) and libuv's, which take another CPU. Requests/s follow the CPU the process got, which the machine's other work decides, and with one load generator for ${options.connections} connections they may be the generator's own limit; CPU per request is neither.`,
       "",
       "| Goal | Measured | |",
       "|---|---:|---|",
