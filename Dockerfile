@@ -11,11 +11,13 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 FROM node:24-bookworm-slim AS runtime
-# The heap sizing npm start ships (package.json's config.node_options; docs/operating.md, "Memory"). To
-# size the heap for a bigger machine, set NODE_OPTIONS in the container's environment (it replaces this).
+# The heap sizing and allocator setting npm start ships (package.json's config.node_options and
+# config.glibc_tunables; docs/operating.md, "Memory"). To size the heap for a bigger machine, set
+# NODE_OPTIONS in the container's environment (it replaces this); GLIBC_TUNABLES likewise.
 ENV NODE_ENV=production \
     PORT=8080 \
-    NODE_OPTIONS="--max-semi-space-size=16 --max-old-space-size=128"
+    NODE_OPTIONS="--max-semi-space-size=16 --max-old-space-size=128" \
+    GLIBC_TUNABLES="glibc.malloc.mmap_threshold=32768"
 WORKDIR /app
 COPY --from=dependencies --chown=root:root /app/node_modules ./node_modules
 COPY --chown=root:root package.json package-lock.json ./

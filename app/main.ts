@@ -139,6 +139,7 @@ async function main(): Promise<void> {
     version: services.version,
     heap_limit_mb: heapLimitMb(),
     heap_growing_percent: config.heapGrowingPercent,
+    glibc_tunables: config.glibcTunables ?? null,
     // Present when started with app/load-stripped.mjs, as npm start and the image do.
     ...(sources ? { typescript_sources: sources } : {}),
   };

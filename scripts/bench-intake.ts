@@ -24,9 +24,9 @@
 //   npm run bench:intake -- --memory            memory as shipped: the API in its own process with the
 //                                               heap sizing npm start ships, against V8's defaults,
 //                                               50 000 requests each (--requests N), resident set and
-//                                               requests/s (scripts/bench/memory.ts); --node-options="…"
-//                                               and --heap-growing-percent N try other sizing in place of
-//                                               the shipped one
+//                                               requests/s (scripts/bench/memory.ts); --node-options="…",
+//                                               --heap-growing-percent N and --glibc-tunables="…" ("" for
+//                                               glibc's own) try other sizing in place of the shipped one
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { pino } from "pino";
@@ -511,6 +511,7 @@ try {
       rounds: numberFlag(options, "rounds", 4),
       connections: CONNECTIONS.length === 1 ? (CONNECTIONS[0] as number) : 32,
       nodeOptions: options.get("node-options"),
+      glibcTunables: options.get("glibc-tunables"),
       heapGrowingPercent: options.has("heap-growing-percent")
         ? numberFlag(options, "heap-growing-percent", 0, { zero: true })
         : undefined,

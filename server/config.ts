@@ -584,6 +584,11 @@ export const SETTINGS = {
     String(SHIPPED_HEAP_GROWING_PERCENT),
     "How far V8 lets the old generation grow past what its last full collection kept before it collects it again, in percent, set at start (V8's --heap-growing-percent): 100 lets it double. 0 leaves V8's own factor, which shrinks with the old space's size (about 30 % at the shipped 128 MiB, so a small heap is collected often; docs/operating.md, Memory).",
   ),
+  GLIBC_TUNABLES: setting(
+    text,
+    undefined,
+    "Read by the C library (glibc) as the process starts, not by the service, which only reports it in its start line (glibc_tunables). npm start, start:api, start:worker and the image set glibc.malloc.mmap_threshold=32768: blocks of 32 KiB and more, such as V8's compiler memory on its background threads, are mapped on their own and returned to the system when freed, where glibc's per-thread pools otherwise keep the peak (docs/operating.md, Memory). Settings given to npm start come after the shipped one, so theirs win.",
+  ),
   METRICS_PORT: setting(
     integer(0, 65535),
     "0",
@@ -766,6 +771,8 @@ export interface Config {
   bodyMemoryBytes: number;
   /** V8's --heap-growing-percent, applied at start (HEAP_GROWING_PERCENT); 0 = V8's own factor. */
   heapGrowingPercent: number;
+  /** The C library's allocator settings the process started with (GLIBC_TUNABLES), for the start line. */
+  glibcTunables: string | undefined;
   metricsPort: number;
   metricsHost: string;
   shutdownTimeoutMs: number;
@@ -922,6 +929,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         ? Math.floor((heapLimitMb() * 2 ** 20) / HEAP_SHARE_FOR_BODIES)
         : v.LOAD_SHED_BODY_MEMORY_MB * 2 ** 20,
     heapGrowingPercent: v.HEAP_GROWING_PERCENT,
+    glibcTunables: v.GLIBC_TUNABLES,
     metricsPort: v.METRICS_PORT,
     metricsHost: v.METRICS_HOST,
     shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS,

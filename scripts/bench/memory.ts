@@ -1,7 +1,8 @@
 // Memory as shipped (npm run bench:intake -- --memory): the API as `npm run start:api` runs it, a child
 // process loading the sources stripped ahead (app/load-stripped.mjs) and given package.json's
-// config.node_options as NODE_OPTIONS and HEAP_GROWING_PERCENT at its default, against the same API on V8's
-// default heap sizing (no NODE_OPTIONS, HEAP_GROWING_PERCENT=0: V8's own growing factor), both on one
+// config.node_options as NODE_OPTIONS, config.glibc_tunables as GLIBC_TUNABLES and HEAP_GROWING_PERCENT at
+// its default, against the same API on V8's default heap sizing and the C library's own allocator settings
+// (no NODE_OPTIONS, HEAP_GROWING_PERCENT=0: V8's own growing factor, no GLIBC_TUNABLES), both on one
 // throwaway database. Each round sends each process the same mix of submits,
 // keyed submits, batches and list pages, kind by kind, the two back to back (which goes first alternates).
 // Reports each process's resident set after every round, its peak (the kernel's VmHWM) and, per kind of
@@ -42,14 +43,14 @@ const FLOOD_SECONDS = 10;
  */
 const NO_LOSS = 1.05;
 
-/** The heap sizing `npm start` ships: package.json's config.node_options. */
-export function shippedNodeOptions(): string {
+/** What `npm start` ships: package.json's config.node_options and config.glibc_tunables. */
+export function shippedStart(): { nodeOptions: string; glibcTunables: string } {
   const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")) as {
-    config?: { node_options?: string };
+    config?: { node_options?: string; glibc_tunables?: string };
   };
-  const options = manifest.config?.node_options;
-  if (!options) throw new Error("package.json has no config.node_options");
-  return options;
+  const { node_options: nodeOptions, glibc_tunables: glibcTunables } = manifest.config ?? {};
+  if (!nodeOptions || !glibcTunables) throw new Error("package.json's config lacks node_options or glibc_tunables");
+  return { nodeOptions, glibcTunables };
 }
 
 interface MemoryOptions {
@@ -59,18 +60,22 @@ interface MemoryOptions {
   connections: number;
   /** Compare these NODE_OPTIONS instead of the shipped ones. */
   nodeOptions?: string;
+  /** Compare this GLIBC_TUNABLES instead of the shipped one ("" for none). */
+  glibcTunables?: string;
   /** Compare this HEAP_GROWING_PERCENT instead of the shipped one. */
   heapGrowingPercent?: number;
 }
 
-/** How a process's heap is sized: its NODE_OPTIONS and its HEAP_GROWING_PERCENT setting. */
+/** How a process's memory is sized: its NODE_OPTIONS, HEAP_GROWING_PERCENT and GLIBC_TUNABLES. */
 interface Sizing {
   nodeOptions: string;
+  /** The C library's allocator settings (GLIBC_TUNABLES), "" for its defaults. */
+  glibcTunables: string;
   heapGrowingPercent: number;
 }
 
 const sizingText = (sizing: Sizing) =>
-  `${sizing.nodeOptions ? `\`${sizing.nodeOptions}\`` : "no NODE_OPTIONS"}, HEAP_GROWING_PERCENT ${sizing.heapGrowingPercent}`;
+  `${sizing.nodeOptions ? `\`${sizing.nodeOptions}\`` : "no NODE_OPTIONS"}, HEAP_GROWING_PERCENT ${sizing.heapGrowingPercent}, ${sizing.glibcTunables ? `GLIBC_TUNABLES \`${sizing.glibcTunables}\`` : "no GLIBC_TUNABLES"}`;
 
 interface Contender {
   label: string;
@@ -104,6 +109,7 @@ async function startContender(label: string, sizing: Sizing, env: Record<string,
       PORT: String(port),
       NODE_OPTIONS: sizing.nodeOptions,
       HEAP_GROWING_PERCENT: String(sizing.heapGrowingPercent),
+      ...(sizing.glibcTunables ? { GLIBC_TUNABLES: sizing.glibcTunables } : {}),
     },
     stdio: ["ignore", "ignore", "inherit"],
   });
@@ -269,10 +275,14 @@ async function flood(contender: Contender, auth: Record<string, string>): Promis
 
 export async function memoryAsShipped(databaseUrl: string, options: MemoryOptions): Promise<string[]> {
   const shipped: Sizing = {
-    nodeOptions: options.nodeOptions ?? shippedNodeOptions(),
+    nodeOptions: options.nodeOptions ?? shippedStart().nodeOptions,
+    glibcTunables: options.glibcTunables ?? shippedStart().glibcTunables,
     heapGrowingPercent: options.heapGrowingPercent ?? SHIPPED_HEAP_GROWING_PERCENT,
   };
-  const tried = options.nodeOptions !== undefined || options.heapGrowingPercent !== undefined;
+  const tried =
+    options.nodeOptions !== undefined ||
+    options.heapGrowingPercent !== undefined ||
+    options.glibcTunables !== undefined;
   stripServiceSources();
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? "",
@@ -311,7 +321,7 @@ export async function memoryAsShipped(databaseUrl: string, options: MemoryOption
   const auth = { Authorization: `Bearer ${token}`, "Content-Type": "application/json" };
   const contenders = [
     await startContender(tried ? "tried" : "shipped", shipped, env),
-    await startContender("V8 defaults", { nodeOptions: "", heapGrowingPercent: 0 }, env),
+    await startContender("V8 defaults", { nodeOptions: "", heapGrowingPercent: 0, glibcTunables: "" }, env),
   ];
   try {
     const perRound = Math.ceil(options.requests / options.rounds);

@@ -1,6 +1,7 @@
 // A supervisor that runs `npm start` stops it with SIGTERM to the npm process: that must reach the
 // service, which then stops everything (its embedded PostgreSQL included) and exits 0, as npm does. And
-// npm start gives the service the shipped heap sizing, which the operator's NODE_OPTIONS can change.
+// npm start gives the service the shipped heap sizing and allocator setting, which the operator's
+// NODE_OPTIONS and GLIBC_TUNABLES can change.
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
@@ -11,11 +12,15 @@ import { freePort } from "../../scripts/throwaway-postgres.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const ROOT = path.join(import.meta.dirname, "..", "..");
-const SHIPPED = (
-  JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")) as { config: { node_options: string } }
-).config.node_options;
+const { node_options: SHIPPED, glibc_tunables: SHIPPED_TUNABLES } = (
+  JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")) as {
+    config: { node_options: string; glibc_tunables: string };
+  }
+).config;
 /** An operator's own NODE_OPTIONS, given to npm start: it comes after the shipped sizing, so it wins. */
 const OPERATOR = "--max-old-space-size=300";
+/** An operator's own GLIBC_TUNABLES: after the shipped one, so it wins for any tunable both name. */
+const OPERATOR_TUNABLES = "glibc.malloc.trim_threshold=262144";
 
 /** The heap limit V8 gives these NODE_OPTIONS, MiB, as the start log reports it. */
 function heapLimitFor(nodeOptions: string): number {
@@ -54,6 +59,7 @@ t.test("SIGTERM to the npm start process stops the service and its embedded Post
       SEED_DEMO: "false",
       LOAD_SHED_EVENT_LOOP_DELAY_MS: "0",
       NODE_OPTIONS: OPERATOR,
+      GLIBC_TUNABLES: OPERATOR_TUNABLES,
     },
     stdio: ["ignore", "pipe", "pipe"],
     // A process group of its own, so that a failed test can stop everything npm started by the group's id.
@@ -113,6 +119,14 @@ t.test("SIGTERM to the npm start process stops the service and its embedded Post
     /"heap_growing_percent":100[,}][^\n]*listening on/,
     "the old generation may double between full collections",
   );
+  // The allocator setting reaches the process (glibc reads it as the process starts), the operator's after it.
+  t.match(
+    out,
+    new RegExp(
+      `"glibc_tunables":"${`${SHIPPED_TUNABLES}:${OPERATOR_TUNABLES}`.replaceAll(".", "\\.")}"[,}][^\n]*listening on`,
+    ),
+    "the shipped GLIBC_TUNABLES, then the operator's",
+  );
   // Every module of the service loaded from the JavaScript written before the start (scripts/strip-types.ts,
   // app/load-stripped.mjs): Node's own type stripper never loaded.
   const sources = /"typescript_sources":\{"prestripped":(\d+),"stripped_at_load":(\d+)\}[^\n]*listening on/.exec(out);
@@ -133,6 +147,7 @@ t.test("SIGTERM to the npm start process stops the service and its embedded Post
 t.test("the image ships the heap sizing and the sources stripped ahead, as npm start does", async (t) => {
   const dockerfile = fs.readFileSync(path.join(ROOT, "Dockerfile"), "utf8");
   t.equal(/^\s*NODE_OPTIONS="([^"]*)"/m.exec(dockerfile)?.[1], SHIPPED, "the Dockerfile's NODE_OPTIONS");
+  t.equal(/^\s*GLIBC_TUNABLES="([^"]*)"/m.exec(dockerfile)?.[1], SHIPPED_TUNABLES, "the Dockerfile's GLIBC_TUNABLES");
   t.match(dockerfile, /^RUN node --disable-warning=ExperimentalWarning scripts\/strip-types\.ts$/m, "strips at build");
   t.match(
     dockerfile,

@@ -1,10 +1,17 @@
 // HEAP_GROWING_PERCENT reaches V8: with the shipped old space (128 MiB), the same allocations run through
 // far fewer full collections when the old generation may double between them than with V8's own factor.
+// And the GLIBC_TUNABLES npm start ships (package.json's config.glibc_tunables) makes the C library give
+// freed blocks of 32 KiB and more back to the system, where its own threshold keeps them resident.
 import { spawnSync } from "node:child_process";
+import fs from "node:fs";
 import path from "node:path";
 import t from "tap";
 
-const MEMORY = path.join(import.meta.dirname, "..", "..", "server", "memory.ts");
+const ROOT = path.join(import.meta.dirname, "..", "..");
+const MEMORY = path.join(ROOT, "server", "memory.ts");
+const SHIPPED_TUNABLES = (
+  JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")) as { config: { glibc_tunables: string } }
+).config.glibc_tunables;
 
 /**
  * Full collections in a fresh process with the shipped old space, a young generation small enough that the
@@ -41,3 +48,48 @@ t.test("a growing percent of 100 makes V8 collect the old generation far less of
   t.ok(own >= 8, `V8's own factor: ${own} full collections (enough for the comparison to mean something)`);
   t.ok(doubling <= own * 0.6, `growing percent 100: ${doubling} full collections, against ${own}`);
 });
+
+/**
+ * MiB of resident memory a fresh process gets back after freeing 2,000 blocks of 40 KiB (Buffers, which
+ * Node allocates with malloc), each followed by a small block that stays, so that the freed ones are never
+ * at the top of the C library's heap.
+ */
+function freedMb(glibcTunables: string | undefined): number {
+  const script = `
+    const rss = () => process.memoryUsage.rss();
+    let large = [];
+    const kept = [];
+    for (let i = 0; i < 2000; i++) {
+      large.push(Buffer.allocUnsafeSlow(40 * 1024).fill(1));
+      kept.push(Buffer.allocUnsafeSlow(200).fill(1));
+    }
+    const held = rss();
+    large = null;
+    globalThis.gc();
+    // V8 may free array buffers' memory on a helper thread after the collection.
+    setTimeout(() => {
+      globalThis.gc();
+      process.stdout.write(JSON.stringify({ freed: (held - rss()) / 2 ** 20, kept: kept.length }));
+    }, 300);
+  `;
+  const { stdout, stderr, status } = spawnSync(process.execPath, ["--expose-gc", "--input-type=module", "-e", script], {
+    encoding: "utf8",
+    env: { PATH: process.env.PATH ?? "", ...(glibcTunables === undefined ? {} : { GLIBC_TUNABLES: glibcTunables }) },
+  });
+  if (status !== 0) throw new Error(`the allocating process failed (${status}): ${stderr}`);
+  return (JSON.parse(stdout) as { freed: number }).freed;
+}
+
+const glibc = (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime;
+
+t.test(
+  "the shipped GLIBC_TUNABLES gives freed blocks of 32 KiB and more back to the system",
+  { skip: glibc === undefined ? "the C library is not glibc" : false },
+  async (t) => {
+    t.match(SHIPPED_TUNABLES, /glibc\.malloc\.mmap_threshold=32768/, "npm start ships the 32 KiB threshold");
+    const own = freedMb(undefined);
+    const shipped = freedMb(SHIPPED_TUNABLES);
+    t.ok(own < 30, `glibc's own threshold: ${own.toFixed(1)} MiB of about 78 MiB freed came back`);
+    t.ok(shipped > 60, `the shipped setting: ${shipped.toFixed(1)} MiB came back`);
+  },
+);
