@@ -5,7 +5,8 @@
 // in-flight requests finish, while the worker lets running jobs finish (graphile-worker releases those
 // still running at the deadline back to the queue); both within SHUTDOWN_TIMEOUT_MS. Then the metrics
 // server, the pool and, when this process started it, the embedded PostgreSQL are closed.
-import http from "node:http";
+import type { IncomingMessage, RequestListener, Server, ServerResponse } from "node:http";
+import { http } from "../server/node-http.ts";
 import type net from "node:net";
 import {
   createDatabase,
@@ -137,8 +138,8 @@ export interface RunningService {
  * they arrive, and a connection that sends nothing within HTTP_FIRST_BYTE_TIMEOUT_MS is closed, so one
  * address cannot hold every slot with silent connections.
  */
-export function createApiServer(app: http.RequestListener, limits: Config["http"]) {
-  const inFlight = new Set<http.ServerResponse>();
+export function createApiServer(app: RequestListener, limits: Config["http"]) {
+  const inFlight = new Set<ServerResponse>();
   let draining = false;
   const server = http.createServer({
     requestTimeout: limits.requestTimeoutMs,
@@ -149,7 +150,7 @@ export function createApiServer(app: http.RequestListener, limits: Config["http"
   server.maxConnections = limits.maxConnections;
   limitConnectionsPerAddress(server, limits);
   // Registered before the app: every response is tracked from its start.
-  server.on("request", (_req: http.IncomingMessage, res: http.ServerResponse) => {
+  server.on("request", (_req: IncomingMessage, res: ServerResponse) => {
     inFlight.add(res);
     res.once("close", () => inFlight.delete(res));
     // A keep-alive connection is closed after its current response once draining starts.
@@ -185,7 +186,7 @@ export function createApiServer(app: http.RequestListener, limits: Config["http"
 }
 
 /** The per-address cap and the first-byte timeout, on every accepted connection (docs/operating.md). */
-function limitConnectionsPerAddress(server: http.Server, limits: Config["http"]): void {
+function limitConnectionsPerAddress(server: Server, limits: Config["http"]): void {
   const open = new Map<string, number>();
   server.on("connection", (socket: net.Socket) => {
     // The peer of the TCP connection: TRUST_PROXY names clients per request, not per connection.

@@ -8,8 +8,8 @@
 // scanner of public hosts. The detail goes to our logs only (SendOutcome.detail).
 import dns from "node:dns";
 import fs from "node:fs";
-import { STATUS_CODES } from "node:http";
 import https from "node:https";
+import { http } from "../server/node-http.ts";
 import net from "node:net";
 import tls from "node:tls";
 import {
@@ -144,7 +144,7 @@ export const FAILURE = {
     sentence: "The request to the endpoint failed before an answer arrived.",
   },
   httpStatus: (status: number): Failure => {
-    const reason = STATUS_CODES[status];
+    const reason = http.STATUS_CODES[status];
     const answered = `The endpoint answered ${status}${reason ? ` ${reason}` : ""}`;
     return {
       errorClass: "http_status",
