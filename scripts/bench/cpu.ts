@@ -33,10 +33,13 @@ function clockTicks(): number {
   return ticksPerSecond;
 }
 
-/** utime + stime of one process, in clock ticks; undefined when it is gone. Fields after the name, which may hold spaces and parentheses. */
-function processTicks(pid: number): { ticks: number; parent: number } | undefined {
+/**
+ * utime + stime in clock ticks, and the parent, from a stat file of /proc (a process's, or one of its
+ * threads' under task/); undefined when it is gone. Fields after the name, which may hold spaces and parentheses.
+ */
+function statTicks(file: string): { ticks: number; parent: number } | undefined {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const stat = fs.readFileSync(file, "utf8");
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     // state is field 3 of stat(5), so field n is fields[n - 3].
     return { parent: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) };
@@ -45,10 +48,16 @@ function processTicks(pid: number): { ticks: number; parent: number } | undefine
   }
 }
 
+const processTicks = (pid: number) => statTicks(`/proc/${pid}/stat`);
+
+/** Clock ticks as ms; NaN for a process or thread that is gone. */
+function ticksMs(ticks: number | undefined): number {
+  return ticks === undefined ? Number.NaN : (ticks * 1000) / clockTicks();
+}
+
 /** CPU time (user + system) one process has used so far, ms; NaN when it is gone. */
 export function processCpuMs(pid: number): number {
-  const ticks = processTicks(pid)?.ticks;
-  return ticks === undefined ? Number.NaN : (ticks * 1000) / clockTicks();
+  return ticksMs(processTicks(pid)?.ticks);
 }
 
 /**
@@ -57,13 +66,7 @@ export function processCpuMs(pid: number): number {
  * processCpuMs is V8's helper threads (concurrent marking, parallel scavenges, compilation) and libuv's.
  */
 export function mainThreadCpuMs(pid: number): number {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicks();
-  } catch {
-    return Number.NaN;
-  }
+  return ticksMs(statTicks(`/proc/${pid}/task/${pid}/stat`)?.ticks);
 }
 
 function postgresTicks(databaseDir: string | undefined): number {

@@ -274,9 +274,10 @@ async function flood(contender: Contender, auth: Record<string, string>): Promis
 }
 
 export async function memoryAsShipped(databaseUrl: string, options: MemoryOptions): Promise<string[]> {
+  const start = shippedStart();
   const shipped: Sizing = {
-    nodeOptions: options.nodeOptions ?? shippedStart().nodeOptions,
-    glibcTunables: options.glibcTunables ?? shippedStart().glibcTunables,
+    nodeOptions: options.nodeOptions ?? start.nodeOptions,
+    glibcTunables: options.glibcTunables ?? start.glibcTunables,
     heapGrowingPercent: options.heapGrowingPercent ?? SHIPPED_HEAP_GROWING_PERCENT,
   };
   const tried =
