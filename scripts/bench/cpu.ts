@@ -33,22 +33,42 @@ function clockTicks(): number {
   return ticksPerSecond;
 }
 
+/** What a stat file of /proc says of a process or thread: CPU in clock ticks, its parent and its minor faults. */
+interface Stat {
+  name: string;
+  parent: number;
+  userTicks: number;
+  systemTicks: number;
+  /** utime + stime. */
+  ticks: number;
+  minorFaults: number;
+}
+
 /**
- * utime + stime in clock ticks, and the parent, from a stat file of /proc (a process's, or one of its
- * threads' under task/); undefined when it is gone. Fields after the name, which may hold spaces and parentheses.
+ * A stat file of /proc (a process's, or one of its threads' under task/); undefined when it is gone.
+ * The name, in parentheses, may itself hold spaces and parentheses: the fields are read after the last ")".
  */
-function statTicks(file: string): { ticks: number; parent: number } | undefined {
+function readStat(file: string): Stat | undefined {
   try {
     const stat = fs.readFileSync(file, "utf8");
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    // state is field 3 of stat(5), so field n is fields[n - 3].
-    return { parent: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) };
+    // state is field 3 of stat(5), so field n is fields[n - 3]: ppid 4, minflt 10, utime 14, stime 15.
+    const userTicks = Number(fields[11]);
+    const systemTicks = Number(fields[12]);
+    return {
+      name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")),
+      parent: Number(fields[1]),
+      userTicks,
+      systemTicks,
+      ticks: userTicks + systemTicks,
+      minorFaults: Number(fields[7]),
+    };
   } catch {
     return undefined;
   }
 }
 
-const processTicks = (pid: number) => statTicks(`/proc/${pid}/stat`);
+const processTicks = (pid: number) => readStat(`/proc/${pid}/stat`);
 
 /** Clock ticks as ms; NaN for a process or thread that is gone. */
 function ticksMs(ticks: number | undefined): number {
@@ -66,7 +86,53 @@ export function processCpuMs(pid: number): number {
  * processCpuMs is V8's helper threads (concurrent marking, parallel scavenges, compilation) and libuv's.
  */
 export function mainThreadCpuMs(pid: number): number {
-  return ticksMs(statTicks(`/proc/${pid}/task/${pid}/stat`)?.ticks);
+  return ticksMs(readStat(`/proc/${pid}/task/${pid}/stat`)?.ticks);
+}
+
+/** User and system CPU time, ms. */
+export interface UserSystemMs {
+  userMs: number;
+  systemMs: number;
+}
+
+/**
+ * Where a Node process's CPU time went so far, by kind of thread, and its minor page faults. Node names
+ * its threads: the main thread runs the event loop; V8's platform workers ("V8Worker") do concurrent
+ * marking, parallel scavenges and background compilation; the rest (libuv's pool, the inspector's, the
+ * delayed-task scheduler) are "other". Undefined when the process is gone (or /proc is missing).
+ */
+export interface ThreadCpu {
+  eventLoop: UserSystemMs;
+  v8Helpers: UserSystemMs;
+  other: UserSystemMs;
+  minorFaults: number;
+}
+
+/** The kind of a Node process's thread, from its id and name. */
+export function threadKind(pid: number, tid: number, name: string): keyof Omit<ThreadCpu, "minorFaults"> {
+  if (tid === pid) return "eventLoop";
+  return name.startsWith("V8Worker") ? "v8Helpers" : "other";
+}
+
+export function threadCpu(pid: number): ThreadCpu | undefined {
+  const whole = readStat(`/proc/${pid}/stat`);
+  if (!whole) return undefined;
+  const zero = () => ({ userMs: 0, systemMs: 0 });
+  const found: ThreadCpu = { eventLoop: zero(), v8Helpers: zero(), other: zero(), minorFaults: whole.minorFaults };
+  let tids: string[];
+  try {
+    tids = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return undefined;
+  }
+  for (const tid of tids) {
+    const thread = readStat(`/proc/${pid}/task/${tid}/stat`);
+    if (!thread) continue;
+    const kind = found[threadKind(pid, Number(tid), thread.name)];
+    kind.userMs += ticksMs(thread.userTicks);
+    kind.systemMs += ticksMs(thread.systemTicks);
+  }
+  return found;
 }
 
 function postgresTicks(databaseDir: string | undefined): number {

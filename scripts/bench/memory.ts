@@ -23,7 +23,7 @@ import { createLogger } from "../../server/logger.ts";
 import { freePort } from "../throwaway-postgres.ts";
 import { fixed, log, mean, median, met, runLoad, until } from "./common.ts";
 import type { Scenario } from "./load.ts";
-import { mainThreadCpuMs, processCpuMs } from "./cpu.ts";
+import { mainThreadCpuMs, processCpuMs, threadCpu, type ThreadCpu } from "./cpu.ts";
 import { BATCH_BODY, SUBMIT_BODY } from "./bodies.ts";
 import { stripServiceSources } from "../strip-types.ts";
 import { SHIPPED_HEAP_GROWING_PERCENT } from "../../server/memory.ts";
@@ -214,6 +214,43 @@ function ratios(mine: Map<string, number[]>, theirs: Map<string, number[]>): Map
   );
 }
 
+/** Per request over the rounds: CPU ms of each kind of thread, user and system, and minor page faults. */
+type ThreadSplit = Record<"loopUser" | "loopSystem" | "helpersUser" | "helpersSystem" | "other" | "faults", number>;
+
+function threadSplit(
+  before: ThreadCpu | undefined,
+  after: ThreadCpu | undefined,
+  requests: number,
+): ThreadSplit | undefined {
+  if (!before || !after || requests <= 0) return undefined;
+  const per = (value: number) => value / requests;
+  return {
+    loopUser: per(after.eventLoop.userMs - before.eventLoop.userMs),
+    loopSystem: per(after.eventLoop.systemMs - before.eventLoop.systemMs),
+    helpersUser: per(after.v8Helpers.userMs - before.v8Helpers.userMs),
+    helpersSystem: per(after.v8Helpers.systemMs - before.v8Helpers.systemMs),
+    other: per(after.other.userMs + after.other.systemMs - before.other.userMs - before.other.systemMs),
+    faults: per(after.minorFaults - before.minorFaults),
+  };
+}
+
+/** The table of where each process's CPU went over the rounds (absent where /proc is not). */
+function threadRows(label: string, mine: ThreadSplit | undefined, defaults: ThreadSplit | undefined): string[] {
+  if (!mine || !defaults) return [];
+  const keys = ["loopUser", "loopSystem", "helpersUser", "helpersSystem", "other", "faults"] as const;
+  const row = (name: string, split: ThreadSplit) =>
+    `| ${name} | ${keys.map((key) => fixed(split[key], key === "faults" ? 1 : 3)).join(" | ")} |`;
+  return [
+    "Where the CPU went, per request over all rounds (ms; minor page faults per request), by thread:",
+    "",
+    "| Process | event loop thread: user | system | V8's helper threads: user | system | other threads | minor page faults |",
+    "|---|---:|---:|---:|---:|---:|---:|",
+    row(label, mine),
+    row("V8 defaults", defaults),
+    `| ratio | ${keys.map((key) => fixed(mine[key] / defaults[key], 2)).join(" | ")} |`,
+  ];
+}
+
 /** A valid batch of 100 items of about `bytes` bytes in all (their metadata pads them), in a file. */
 function largeBatchFile(bytes: number): string {
   const items = Array.from({ length: 100 }, (_, i) => ({
@@ -330,6 +367,7 @@ export async function memoryAsShipped(databaseUrl: string, options: MemoryOption
     const kinds = mix(auth);
     for (const contender of contenders) await segment(contender, scenarioFor(contender, kinds[0] as Kind), 500, 8);
     const [mine, defaults] = contenders as [Contender, Contender];
+    const threadsBefore = contenders.map((c) => ({ cpu: threadCpu(c.child.pid as number), sent: c.sent }));
     for (let index = 0; index < options.rounds; index++) {
       // Kind by kind, the two back to back (which goes first alternates), so each pair meets the same load.
       for (const kind of kinds) {
@@ -348,6 +386,10 @@ export async function memoryAsShipped(databaseUrl: string, options: MemoryOption
         `round ${index + 1}: ${contenders.map((c) => `${c.label} RSS ${fixed(c.rssAfterRound[index] ?? Number.NaN)} MiB`).join("; ")}`,
       );
     }
+    const [mySplit, theirSplit] = contenders.map((c, index) => {
+      const before = threadsBefore[index];
+      return threadSplit(before?.cpu, threadCpu(c.child.pid as number), c.sent - (before?.sent ?? 0));
+    }) as [ThreadSplit | undefined, ThreadSplit | undefined];
     const speed = ratios(mine.requestsPerSecond, defaults.requestsPerSecond);
     const cost = ratios(mine.cpuPerRequest, defaults.cpuPerRequest);
     const costRatio = median([...cost.values()]);
@@ -381,6 +423,8 @@ export async function memoryAsShipped(databaseUrl: string, options: MemoryOption
       ),
       "",
       `CPU ms per request: the API process's own user + system time over a segment ÷ its requests (means over rounds); each ratio is the median over rounds of the pair measured back to back (median of the kinds: ${fixed(costRatio, 2)} for the process, ${fixed(median([...loopCost.values()]), 2)} for its event loop thread). The event loop thread's CPU per request bounds the requests/s one process can answer; the rest of the process's is V8's helper threads (concurrent marking, parallel scavenges, compilation) and libuv's, which take another CPU. Requests/s follow the CPU the process got, which the machine's other work decides, and with one load generator for ${options.connections} connections they may be the generator's own limit; CPU per request is neither.`,
+      "",
+      ...threadRows(mine.label, mySplit, theirSplit),
       "",
       "| Goal | Measured | |",
       "|---|---:|---|",

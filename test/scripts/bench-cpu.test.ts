@@ -7,7 +7,16 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import t from "tap";
 import { tempDir } from "../helpers/temp-dir.ts";
-import { cpuSample, cpuText, meanCpu, perOperation } from "../../scripts/bench/cpu.ts";
+import {
+  cpuSample,
+  cpuText,
+  mainThreadCpuMs,
+  meanCpu,
+  perOperation,
+  processCpuMs,
+  threadCpu,
+  threadKind,
+} from "../../scripts/bench/cpu.ts";
 
 const linux = process.platform === "linux";
 
@@ -72,4 +81,46 @@ t.test("per operation and means over segments", async (t) => {
   t.same(meanCpu([per, { nodeMs: 4, postgresMs: 3, machineMs: 6 }]), { nodeMs: 3, postgresMs: 2, machineMs: 5 });
   t.equal(cpuText(meanCpu([])), "– / – / –");
   t.equal(cpuText(undefined), "–");
+});
+
+t.test("a Node process's CPU by kind of thread, and its minor page faults", { skip: !linux }, async (t) => {
+  // A child whose event loop thread spends 300 ms of CPU and then touches 16 MiB of fresh memory page by
+  // page, then waits to be told to exit: its figures are read while it still runs.
+  const child = spawn(
+    process.execPath,
+    [
+      "-e",
+      `const s = process.cpuUsage(); while (process.cpuUsage(s).user + process.cpuUsage(s).system < 300000) {}
+       process.stdout.write("burnt\\n");
+       process.stdin.once("data", () => { const b = Buffer.allocUnsafeSlow(16 * 2 ** 20); for (let i = 0; i < b.length; i += 4096) b[i] = 1; process.stdout.write("touched\\n"); });`,
+    ],
+    { stdio: ["pipe", "pipe", "inherit"] },
+  );
+  t.teardown(() => child.kill());
+  const pid = child.pid as number;
+  await once(child.stdout, "data");
+  const burnt = threadCpu(pid);
+  if (!burnt) return t.fail("read from /proc");
+  const loop = burnt.eventLoop.userMs + burnt.eventLoop.systemMs;
+  t.ok(loop >= 290, `the 300 ms are the event loop thread's (${loop.toFixed(0)} ms)`);
+  // Read a moment later: the child may have spent a tick since.
+  t.ok(Math.abs(mainThreadCpuMs(pid) - loop) <= 20, "as mainThreadCpuMs reads it");
+  const threads = loop + burnt.v8Helpers.userMs + burnt.v8Helpers.systemMs + burnt.other.userMs + burnt.other.systemMs;
+  // The process's own figure is read a moment later, and /proc counts in ticks of 10 ms.
+  t.ok(Math.abs(processCpuMs(pid) - threads) <= 30, `the threads add up to the process (${threads.toFixed(0)} ms)`);
+  child.stdin.write("go\n");
+  await once(child.stdout, "data");
+  const touched = threadCpu(pid);
+  // 4,096 pages of 4 KiB, or 8 transparent huge pages of 2 MiB where the kernel gives those.
+  t.ok((touched?.minorFaults ?? 0) - burnt.minorFaults >= 8, "touching fresh memory counts minor faults");
+  child.stdin.end();
+  await once(child, "exit");
+  t.equal(threadCpu(pid), undefined, "a process that is gone has no figures");
+});
+
+t.test("threads are sorted by kind from their ids and names", async (t) => {
+  t.equal(threadKind(100, 100, "node"), "eventLoop", "the main thread, whatever its name");
+  t.equal(threadKind(100, 101, "V8Worker"), "v8Helpers");
+  t.equal(threadKind(100, 102, "libuv-worker"), "other");
+  t.equal(threadKind(100, 103, "DelayedTaskSche"), "other");
 });
