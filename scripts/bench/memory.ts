@@ -25,6 +25,7 @@ import { fixed, log, mean, median, met, runLoad, until } from "./common.ts";
 import type { Scenario } from "./load.ts";
 import { mainThreadCpuMs, processCpuMs, threadCpu, type ThreadCpu } from "./cpu.ts";
 import { BATCH_BODY, SUBMIT_BODY } from "./bodies.ts";
+import { shippedStart } from "../shipped-start.ts";
 import { stripServiceSources } from "../strip-types.ts";
 import { SHIPPED_HEAP_GROWING_PERCENT } from "../../server/memory.ts";
 
@@ -42,16 +43,6 @@ const FLOOD_SECONDS = 10;
  * counts on a shared machine: requests/s follow the CPU the process gets, which other work decides.
  */
 const NO_LOSS = 1.05;
-
-/** What `npm start` ships: package.json's config.node_options and config.glibc_tunables. */
-export function shippedStart(): { nodeOptions: string; glibcTunables: string } {
-  const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")) as {
-    config?: { node_options?: string; glibc_tunables?: string };
-  };
-  const { node_options: nodeOptions, glibc_tunables: glibcTunables } = manifest.config ?? {};
-  if (!nodeOptions || !glibcTunables) throw new Error("package.json's config lacks node_options or glibc_tunables");
-  return { nodeOptions, glibcTunables };
-}
 
 interface MemoryOptions {
   /** Requests each process answers over the whole run. */

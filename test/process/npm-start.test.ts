@@ -8,15 +8,12 @@ import net from "node:net";
 import path from "node:path";
 import t from "tap";
 import { tempDir } from "../helpers/temp-dir.ts";
+import { shippedStart } from "../../scripts/shipped-start.ts";
 import { freePort } from "../../scripts/throwaway-postgres.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const ROOT = path.join(import.meta.dirname, "..", "..");
-const { node_options: SHIPPED, glibc_tunables: SHIPPED_TUNABLES } = (
-  JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")) as {
-    config: { node_options: string; glibc_tunables: string };
-  }
-).config;
+const { nodeOptions: SHIPPED, glibcTunables: SHIPPED_TUNABLES } = shippedStart();
 /** An operator's own NODE_OPTIONS, given to npm start: it comes after the shipped sizing, so it wins. */
 const OPERATOR = "--max-old-space-size=300";
 /** An operator's own GLIBC_TUNABLES: after the shipped one, so it wins for any tunable both name. */

@@ -3,15 +3,13 @@
 // And the GLIBC_TUNABLES npm start ships (package.json's config.glibc_tunables) makes the C library give
 // freed blocks of 32 KiB and more back to the system, where its own threshold keeps them resident.
 import { spawnSync } from "node:child_process";
-import fs from "node:fs";
 import path from "node:path";
 import t from "tap";
+import { shippedStart } from "../../scripts/shipped-start.ts";
 
 const ROOT = path.join(import.meta.dirname, "..", "..");
 const MEMORY = path.join(ROOT, "server", "memory.ts");
-const SHIPPED_TUNABLES = (
-  JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")) as { config: { glibc_tunables: string } }
-).config.glibc_tunables;
+const SHIPPED_TUNABLES = shippedStart().glibcTunables;
 
 /**
  * Full collections in a fresh process with the shipped old space, a young generation small enough that the
