@@ -33,7 +33,8 @@ export interface AppOptions {
 
 export async function createApp(services: Services, options: AppOptions): Promise<express.Express> {
   const { config, logger } = services;
-  // Each library gets a copy of its own: express-openapi-validator and openapi-backend both mutate theirs.
+  // Each library gets a copy of its own: express-openapi-validator (http/request-validation.ts) and
+  // openapi-backend both mutate theirs.
   const document = loadDocument();
   const operations = resolveOperations(document);
   const handlers = await handlerTable(loadDocument(), options.handlers, services);
@@ -84,7 +85,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
   app.use(portalPage(config.portal.frameAncestors));
   if (config.serveApiDocs) app.use(apiDocsRouter({ redirectRoot: !config.isProduction }));
   app.use(bodyParsing(config.callbacks.maxBodyBytes, config.bodyMemoryBytes));
-  app.use(requestValidation(document, config.validateResponses));
+  app.use(requestValidation(config.validateResponses));
   app.use(dispatch(handlers));
   app.use(errorHandler(logger, logError));
   return app;

@@ -8,7 +8,7 @@
 import { parse as parseLegacyUrl } from "node:url";
 import express, { type NextFunction, type Request, type Response } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
-import type { OpenAPIV3_1 } from "openapi-types";
+import { loadDocument } from "./openapi-document.ts";
 import { operationOf, routeOf } from "./request-context.ts";
 import { bodyMemory } from "./body-memory.ts";
 import {
@@ -58,26 +58,11 @@ function tooLarge(limit: number): Error {
   return Object.assign(new Error("request entity too large"), { status: 413, type: "entity.too.large", limit });
 }
 
-export function requestValidation(document: OpenAPIV3_1.Document, validateResponses: boolean): Middleware[] {
+export function requestValidation(validateResponses: boolean): Middleware[] {
   settleLegacyUrlParseDeprecation();
   return [
     parameterText,
-    ...reuseRouteMatch(
-      OpenApiValidator.middleware({
-        apiSpec: document as never,
-        // An unknown query parameter is refused (422 extra_forbidden, mapped in validation.ts) unless the
-        // operation says `x-eov-allow-unknown-query-parameters: true` in the document (partner callbacks,
-        // the token endpoint). The validator reports the first unknown parameter alone, before the schema
-        // checks, and with the check on it also refuses an empty value of a declared one (422 missing).
-        validateRequests: { allErrors: true, allowUnknownQueryParameters: false },
-        validateResponses: validateResponses ? { allErrors: true } : false,
-        validateSecurity: false,
-        // Redocly lints the document; the validator's own 3.1 meta-schema check rejects the document's relative tokenUrl (`token`).
-        validateApiSpec: false,
-        validateFormats: true,
-        ignoreUndocumented: false,
-      }),
-    ),
+    ...documentValidator(validateResponses),
     // What the schema allows but PostgreSQL cannot store (or JSON cannot write: numbers that overflowed to
     // ±Infinity, integers beyond 2^53), and integer parameters whose text is no integer.
     (req, res, next) => {
@@ -90,6 +75,38 @@ export function requestValidation(document: OpenAPIV3_1.Document, validateRespon
       next(issues.length > 0 ? new RequestValidationError(issues) : undefined);
     },
   ];
+}
+
+/**
+ * express-openapi-validator on a copy of the document of its own (it mutates what it is given), one per
+ * process for each VALIDATE_RESPONSES value. It compiles an operation's schemas on the operation's first
+ * request, each against the whole document; the apps of one process (the test suite starts many) share
+ * what it compiled instead of compiling the same document again for each app.
+ */
+const validators = new Map<boolean, Middleware[]>();
+
+function documentValidator(validateResponses: boolean): Middleware[] {
+  let validator = validators.get(validateResponses);
+  if (validator === undefined) {
+    validator = reuseRouteMatch(
+      OpenApiValidator.middleware({
+        apiSpec: loadDocument() as never,
+        // An unknown query parameter is refused (422 extra_forbidden, mapped in validation.ts) unless the
+        // operation says `x-eov-allow-unknown-query-parameters: true` in the document (partner callbacks,
+        // the token endpoint). The validator reports the first unknown parameter alone, before the schema
+        // checks, and with the check on it also refuses an empty value of a declared one (422 missing).
+        validateRequests: { allErrors: true, allowUnknownQueryParameters: false },
+        validateResponses: validateResponses ? { allErrors: true } : false,
+        validateSecurity: false,
+        // Redocly lints the document; the validator's own 3.1 meta-schema check rejects the document's relative tokenUrl (`token`).
+        validateApiSpec: false,
+        validateFormats: true,
+        ignoreUndocumented: false,
+      }),
+    );
+    validators.set(validateResponses, validator);
+  }
+  return validator;
 }
 
 /**
