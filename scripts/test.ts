@@ -15,6 +15,7 @@ import { bundleDocument } from "./openapi-source.ts";
 import { throwawayPostgres, withDatabase } from "./throwaway-postgres.ts";
 
 const TEMPLATE = "integrator_test_template";
+const COMPILE_CACHE = path.join(import.meta.dirname, "..", "node_modules", ".cache", "node-compile-cache");
 
 async function main(): Promise<number> {
   const postgres = await throwawayPostgres("integrator-test");
@@ -46,6 +47,10 @@ async function main(): Promise<number> {
       stdio: ["ignore", "pipe", "inherit"],
       env: {
         ...process.env,
+        // Node's on-disk cache of compiled modules (keyed by each file's content): every test file is a
+        // process of its own that loads much the same modules, and compiling them was about a tenth of
+        // the suite's CPU time. Children that keep this environment (the admin CLI) use it too.
+        NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? COMPILE_CACHE,
         TEST_PG_ADMIN_URL: adminUrl,
         TEST_PG_TEMPLATE: TEMPLATE,
         NODE_ENV: "test",
