@@ -68,7 +68,7 @@ function readStat(file: string): Stat | undefined {
   }
 }
 
-const processTicks = (pid: number) => readStat(`/proc/${pid}/stat`);
+const processStat = (pid: number) => readStat(`/proc/${pid}/stat`);
 
 /** Clock ticks as ms; NaN for a process or thread that is gone. */
 function ticksMs(ticks: number | undefined): number {
@@ -77,7 +77,7 @@ function ticksMs(ticks: number | undefined): number {
 
 /** CPU time (user + system) one process has used so far, ms; NaN when it is gone. */
 export function processCpuMs(pid: number): number {
-  return ticksMs(processTicks(pid)?.ticks);
+  return ticksMs(processStat(pid)?.ticks);
 }
 
 /**
@@ -115,7 +115,7 @@ export function threadKind(pid: number, tid: number, name: string): keyof Omit<T
 }
 
 export function threadCpu(pid: number): ThreadCpu | undefined {
-  const whole = readStat(`/proc/${pid}/stat`);
+  const whole = processStat(pid);
   if (!whole) return undefined;
   const zero = () => ({ userMs: 0, systemMs: 0 });
   const found: ThreadCpu = { eventLoop: zero(), v8Helpers: zero(), other: zero(), minorFaults: whole.minorFaults };
@@ -143,10 +143,10 @@ function postgresTicks(databaseDir: string | undefined): number {
   } catch {
     return Number.NaN;
   }
-  let total = processTicks(postmaster)?.ticks ?? Number.NaN;
+  let total = processStat(postmaster)?.ticks ?? Number.NaN;
   for (const entry of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
-    const found = processTicks(Number(entry));
+    const found = processStat(Number(entry));
     if (found?.parent === postmaster) total += found.ticks;
   }
   return total;
