@@ -19,3 +19,15 @@ t.test("uuidV7 ids sort by time and do not repeat", async (t) => {
   const byTime = ids.filter((_, i) => i % 100 === 0);
   t.same([...byTime].sort(), byTime, "ids of later milliseconds sort after earlier ones");
 });
+
+t.test("uuidV7's random bits cover every value in every place, across refills of its random pool", async (t) => {
+  const ids = Array.from({ length: 4_000 }, () => uuidV7(1_700_000_000_000));
+  const randomPlaces = [15, 16, 17, 20, 21, 22, ...Array.from({ length: 12 }, (_, i) => 24 + i)];
+  for (const place of randomPlaces)
+    t.equal(new Set(ids.map((id) => id[place])).size, 16, `place ${place} takes all 16 hex digits`);
+  t.same([...new Set(ids.map((id) => id[19]))].sort(), ["8", "9", "a", "b"], "the variant's two random bits");
+  t.ok(
+    ids.every((id) => id.startsWith("018bcfe5-6800-7")),
+    "the time and the version in every id",
+  );
+});
