@@ -40,21 +40,6 @@ export function shapeExcess(value: unknown, bounds: { maxDepth: number; maxKeys:
 // NUL cannot be stored in PostgreSQL text or jsonb; an unpaired surrogate is not Unicode at all.
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
-interface Visit {
-  value: unknown;
-  parent: Visit | undefined;
-  key: string | number | undefined;
-}
-
-// A path is built only for what is reported: copying it at every level would make a deep value cost
-// depth² (100 000 levels took minutes).
-function pathOf(visit: Visit, root: (string | number)[]): (string | number)[] {
-  const keys: (string | number)[] = [];
-  for (let current: Visit | undefined = visit; current?.key !== undefined; current = current.parent)
-    keys.push(current.key);
-  return [...root, ...keys.reverse()];
-}
-
 export type JsonPath = (string | number)[];
 
 /** What a parsed body holds that could not be stored or written back, by path (below `root`). */
@@ -74,46 +59,70 @@ export interface UnrepresentablePaths {
   inexactIntegers: JsonPath[];
 }
 
+/** An object or array being walked: what it is, where it is, and how far its members have been visited. */
+interface Frame {
+  container: Record<string, unknown> | unknown[];
+  /** An object's own keys, in order; undefined for an array. */
+  keys: string[] | undefined;
+  next: number;
+  /** Its key in its parent; undefined at the root. */
+  key: string | number | undefined;
+  /** Below a key already reported, whose text is not reported again. */
+  silent: boolean;
+}
+
 /**
- * Both kinds of path in one walk of the value, in document order, at most `limit` of each. Iterative and
- * linear: any depth is safe.
+ * Every kind of path in one walk of the value, in document order, at most `limit` of each. Iterative and
+ * linear: any depth is safe. It holds one frame for each open object or array and builds a path only for
+ * what it reports (copying a path at every level made a deep value cost depth²; a record for every member
+ * made the walk a large share of a batch's allocation).
  */
 export function unrepresentablePaths(value: unknown, root: JsonPath, limit = 20): UnrepresentablePaths {
   const found: UnrepresentablePaths = { unstorableText: [], nonFiniteNumbers: [], inexactIntegers: [] };
-  const report = (list: JsonPath[], visit: Visit) => {
-    if (list.length < limit) list.push(pathOf(visit, root));
+  const frames: Frame[] = [];
+  const report = (list: JsonPath[], key: string | number | undefined) => {
+    if (list.length >= limit) return;
+    const path = [...root];
+    for (let index = 1; index < frames.length; index++) path.push((frames[index] as Frame).key as string | number);
+    if (key !== undefined) path.push(key);
+    list.push(path);
   };
-  // `silent`: below a key already reported, whose text is not reported again.
-  const stack: (Visit & { badKey: boolean; silent: boolean })[] = [
-    { value, parent: undefined, key: undefined, badKey: false, silent: false },
-  ];
+  const visit = (current: unknown, key: string | number | undefined, silent: boolean) => {
+    if (typeof current === "string") {
+      if (!silent && UNSTORABLE.test(current)) report(found.unstorableText, key);
+    } else if (typeof current === "number") {
+      if (!Number.isFinite(current)) report(found.nonFiniteNumbers, key);
+    } else if (current === INEXACT_INTEGER) {
+      report(found.inexactIntegers, key);
+    } else if (Array.isArray(current)) {
+      frames.push({ container: current, keys: undefined, next: 0, key, silent });
+    } else if (current !== null && typeof current === "object") {
+      const container = current as Record<string, unknown>;
+      frames.push({ container, keys: Object.keys(container), next: 0, key, silent });
+    }
+  };
+  visit(value, undefined, false);
   while (
-    stack.length > 0 &&
+    frames.length > 0 &&
     (found.unstorableText.length < limit ||
       found.nonFiniteNumbers.length < limit ||
       found.inexactIntegers.length < limit)
   ) {
-    const visit = stack.pop() as (typeof stack)[number];
-    if (visit.badKey) report(found.unstorableText, visit);
-    const silent = visit.silent || visit.badKey;
-    const current = visit.value;
-    if (typeof current === "string") {
-      if (!silent && UNSTORABLE.test(current)) report(found.unstorableText, visit);
-    } else if (typeof current === "number") {
-      if (!Number.isFinite(current)) report(found.nonFiniteNumbers, visit);
-    } else if (current === INEXACT_INTEGER) {
-      report(found.inexactIntegers, visit);
-    } else if (Array.isArray(current)) {
-      for (let index = current.length - 1; index >= 0; index--)
-        stack.push({ value: current[index], parent: visit, key: index, badKey: false, silent });
-    } else if (current !== null && typeof current === "object") {
-      // Pushed in reverse so that paths come out in document order.
-      const entries = Object.entries(current as Record<string, unknown>);
-      for (let index = entries.length - 1; index >= 0; index--) {
-        const [key, child] = entries[index] as [string, unknown];
-        stack.push({ value: child, parent: visit, key, badKey: !silent && UNSTORABLE.test(key), silent });
-      }
+    const frame = frames[frames.length - 1] as Frame;
+    const { container, keys } = frame;
+    if (frame.next >= (keys ?? (container as unknown[])).length) {
+      frames.pop();
+      continue;
     }
+    const index = frame.next++;
+    if (keys === undefined) {
+      visit((container as unknown[])[index], index, frame.silent);
+      continue;
+    }
+    const key = keys[index] as string;
+    const badKey = !frame.silent && UNSTORABLE.test(key);
+    if (badKey) report(found.unstorableText, key);
+    visit((container as Record<string, unknown>)[key], key, frame.silent || badKey);
   }
   return found;
 }
