@@ -42,7 +42,10 @@ const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]
  * (`; charset=...`) are dropped: the service validates only the media type, and keeps nothing unchecked.
  */
 export function storedMediaType(mimeType: string): string {
-  return (mimeType.split(";")[0] ?? "").trim().toLowerCase();
+  // Cut at the first ";" without split: a batch of 100 items asks this 200 times, and split's array and
+  // pieces were a visible share of a batch's allocation. trim and toLowerCase return a clean type as is.
+  const end = mimeType.indexOf(";");
+  return (end === -1 ? mimeType : mimeType.slice(0, end)).trim().toLowerCase();
 }
 
 /** What is stored as an item's filename: its NFC form, so that one name has one spelling (NFD "e\u0301" is "é"). */
