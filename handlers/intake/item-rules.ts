@@ -76,19 +76,27 @@ const PADDING = /^\s|\s$|\s\.|\s{3}/u;
 const MAX_COMBINING_MARKS = 4;
 const STACKED_MARKS = new RegExp(`\\p{M}{${MAX_COMBINING_MARKS + 1}}`, "u");
 
-/** Why a filename is refused, or undefined. Checked on its stored (NFC) form. */
+// Nothing but spaces and what renders as nothing: a blank name.
+const BLANK = /^[\s\p{Default_Ignorable_Code_Point}\u2800]*$/u;
+const PATH_SEPARATOR = /[/\\]/;
+const DOTS_ONLY = /^\.+$/;
+
+/**
+ * Why a filename is refused, or undefined. Checked on its stored (NFC) form. The patterns are constants: a
+ * regular expression literal in here is a new object on every call, for every item of a batch.
+ */
 function filenameRejection(filename: string): string | undefined {
   const name = storedFilename(filename);
-  if (SEPARATOR_LOOK_ALIKE.test(name) || /[/\\]/.test(name.normalize("NFKC")))
+  if (SEPARATOR_LOOK_ALIKE.test(name) || PATH_SEPARATOR.test(name.normalize("NFKC")))
     return "filename must not contain a path separator or a character that looks like one";
   if (INVISIBLE.test(name))
     return "filename must not contain control characters, Unicode format characters (such as bidi controls) or line separators";
-  if (name.replace(/[\s\p{Default_Ignorable_Code_Point}\u2800]/gu, "") === "") return "filename must not be blank";
+  if (BLANK.test(name)) return "filename must not be blank";
   if (FILLER.test(name))
     return "filename must not contain invisible fillers (such as U+3164 or U+2800) or other default-ignorable characters";
   if (PADDING.test(name))
     return "filename must not begin or end with a space, or pad with spaces (before a dot, or three in a row)";
-  if (/^\.+$/.test(name)) return "filename must not consist of dots only";
+  if (DOTS_ONLY.test(name)) return "filename must not consist of dots only";
   if (name.endsWith(".")) return "filename must not end with a dot";
   if (STACKED_MARKS.test(name))
     return `filename must not stack more than ${MAX_COMBINING_MARKS} combining marks on one character`;
