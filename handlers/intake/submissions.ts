@@ -49,11 +49,14 @@ export async function submitIntake(
   if (issues.length > 0) throw new RequestValidationError(issues);
 
   const items: NewItem[] = request.items.map((item) => {
-    const rejection = itemRejection(item, services.config.intake);
-    return {
+    const stored = {
       filename: storedFilename(item.filename),
       file_size: item.file_size,
       mime_type: storedMediaType(item.mime_type),
+    };
+    const rejection = itemRejection(stored, services.config.intake);
+    return {
+      ...stored,
       item_metadata: item.item_metadata ?? null,
       status: rejection ? "rejected" : "pending",
       error_message: rejection ?? null,
