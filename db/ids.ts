@@ -5,8 +5,8 @@ import { randomFillSync } from "node:crypto";
 /** Random bytes each id takes: 12 + 62 random bits fit in 10 bytes (the variant takes 2 of one nibble). */
 const RANDOM_BYTES_PER_ID = 10;
 /**
- * Random bytes drawn for 256 ids at a time (as randomUUID keeps its own cache): one randomFillSync call
- * per id was a visible share of a write's CPU time.
+ * Random bytes drawn for 256 ids at a time, as randomUUID keeps its own cache: a randomBytes call per id
+ * was a visible share of a write's CPU time.
  */
 const pool = Buffer.alloc(RANDOM_BYTES_PER_ID * 256);
 let used = pool.length;

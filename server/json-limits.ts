@@ -83,7 +83,7 @@ export function unrepresentablePaths(value: unknown, root: JsonPath, limit = 20)
   const report = (list: JsonPath[], key: string | number | undefined) => {
     if (list.length >= limit) return;
     const path = [...root];
-    for (let index = 1; index < frames.length; index++) path.push((frames[index] as Frame).key as string | number);
+    for (const frame of frames) if (frame.key !== undefined) path.push(frame.key);
     if (key !== undefined) path.push(key);
     list.push(path);
   };
