@@ -19,6 +19,7 @@ import { isProbe, operationOf, requestContext, requestIdOf, resolveOperations } 
 import { requestMetrics } from "./request-metrics.ts";
 import { requestSpan } from "./request-span.ts";
 import { bodyParsing, requestValidation } from "./request-validation.ts";
+import { pipeline, type Step } from "./pipeline.ts";
 import { securityHeaders } from "./security-headers.ts";
 import { tracingIsOn } from "../server/tracing.ts";
 
@@ -48,45 +49,49 @@ export async function createApp(services: Services, options: AppOptions): Promis
   app.set("query parser", "simple");
   app.set("trust proxy", config.trustProxy);
 
-  // Security headers and the request id first, so that every answer, errors included, carries them.
-  app.use(securityHeaders());
-  app.use(requestContext(document, operations));
   // One set of rate-limit counters for the whole pipeline: preflights spend their address's open-route allowance.
   const rateLimits = createRateLimits(services, logger);
-  // A preflight from an allowed origin is answered before anything but its address's rate limit can refuse it.
+  const pages = [portalPage(config.portal.frameAncestors)];
+  if (config.serveApiDocs) pages.push(apiDocsRouter({ redirectRoot: !config.isProduction }));
   app.use(
-    cors(
-      config.corsAllowedOrigins,
-      rateLimits.open(() => "address"),
-    ),
-  );
-  // pino-http binds a child logger to every request, redaction included, even when nothing is written.
-  if (logger.level !== "silent") {
-    app.use(
-      requestLogger<Request, express.Response>(logger, {
-        requestId: requestIdOf,
-        operationId: (res) => operationOf(res)?.operationId,
-        tenant: (req) => req.user?.tenantId,
+    pipeline([
+      // Security headers and the request id first, so that every answer, errors included, carries them.
+      securityHeaders(),
+      requestContext(document, operations),
+      // A preflight from an allowed origin is answered before anything but its address's rate limit can refuse it.
+      cors(
+        config.corsAllowedOrigins,
+        rateLimits.open(() => "address"),
+      ),
+      // pino-http binds a child logger to every request, redaction included, even when nothing is written.
+      logger.level === "silent"
+        ? []
+        : requestLogger<Request, express.Response>(logger, {
+            requestId: requestIdOf,
+            operationId: (res) => operationOf(res)?.operationId,
+            tenant: (req) => req.user?.tenantId,
+            isProbe,
+          }),
+      requestMetrics(),
+      tracingIsOn() ? requestSpan() : [],
+      // Shed load before anything else costs time or a database connection.
+      loadShedding(
+        { ...config.loadShedding, pendingAcquires: () => poolStatistics(services.db)?.pendingAcquires ?? 0 },
         isProbe,
-      }),
-    );
-  }
-  app.use(requestMetrics());
-  if (tracingIsOn()) app.use(requestSpan());
-  // Shed load before anything else costs time or a database connection.
-  app.use(
-    loadShedding(
-      { ...config.loadShedding, pendingAcquires: () => poolStatistics(services.db)?.pendingAcquires ?? 0 },
-      isProbe,
-    ),
+      ),
+      access(services, rateLimits),
+      // The portal page and the description are no operations of the document: served before validation,
+      // and passed by when the request matched an operation.
+      pages.map(
+        (page): Step =>
+          (req, res, next) =>
+            operationOf(res) === undefined ? page(req, res, next) : next(),
+      ),
+      bodyParsing(config.callbacks.maxBodyBytes, config.bodyMemoryBytes),
+      requestValidation(config.validateResponses),
+      dispatch(handlers),
+    ]),
   );
-  app.use(access(services, rateLimits));
-  // The portal page and the description are no operations of the document: served before validation.
-  app.use(portalPage(config.portal.frameAncestors));
-  if (config.serveApiDocs) app.use(apiDocsRouter({ redirectRoot: !config.isProduction }));
-  app.use(bodyParsing(config.callbacks.maxBodyBytes, config.bodyMemoryBytes));
-  app.use(requestValidation(config.validateResponses));
-  app.use(dispatch(handlers));
   app.use(errorHandler(logger, logError));
   return app;
 }

@@ -221,6 +221,13 @@ t.test(
       },
       "the server span's attributes",
     );
+    t.same(
+      trace
+        .filter((span) => span.service === "integrator-api" && span.name.startsWith("middleware - "))
+        .map((span) => span.name),
+      ["middleware - requestPipeline"],
+      "express makes one middleware span for the request's steps (http/pipeline.ts)",
+    );
     const emit = one("emitting", (span) => span.kind === KIND.producer, trace);
     t.equal(emit.name, "emit intake.submitted");
     t.ok(ancestors(emit).includes(server), "the emitting span is inside the request's server span");
