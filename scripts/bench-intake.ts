@@ -521,7 +521,7 @@ try {
 } finally {
   await postgres.stop();
 }
-const tracing = TRACING ? await (await import("./bench/tracing.ts")).sinkReceived() : undefined;
+const tracing = TRACING ? await (await import("./bench/tracing.ts")).finishTracing() : undefined;
 process.stdout.write(
   [
     `Machine: ${machine()}; PostgreSQL embedded; request logs at info to /dev/null.`,

@@ -36,14 +36,18 @@ delete process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
 process.env.OTEL_EXPORTER_OTLP_ENDPOINT = `http://127.0.0.1:${port}`;
 const settings = loadConfig(process.env).tracing;
 if (settings === undefined) throw new Error("tracing stays off: OTEL_SDK_DISABLED or OTEL_TRACES_EXPORTER=none is set");
-await startTracing(settings, { name: "integrator-api", version: VERSION });
+const running = await startTracing(settings, { name: "integrator-api", version: VERSION });
 
-/** What the sink received so far. */
-export async function sinkReceived(): Promise<{ requests: number; bytes: number; protocol: string; sampler: string }> {
+/**
+ * Sends the spans still batched, then reads what the sink received and stops it: the sink's pipes and
+ * process would otherwise keep the benchmark's process from exiting.
+ */
+export async function finishTracing(): Promise<{ requests: number; bytes: number; protocol: string; sampler: string }> {
+  await running.shutdown(10_000);
   const response = await fetch(`http://127.0.0.1:${port}/`);
-  return {
-    ...((await response.json()) as { requests: number; bytes: number }),
-    protocol: settings?.protocol ?? "",
-    sampler: settings?.sampler ?? "",
-  };
+  const received = (await response.json()) as { requests: number; bytes: number };
+  const exited = new Promise((resolve) => sink.once("exit", resolve));
+  sink.disconnect();
+  await exited;
+  return { ...received, protocol: settings?.protocol ?? "", sampler: settings?.sampler ?? "" };
 }
