@@ -582,7 +582,7 @@ export const SETTINGS = {
   HEAP_GROWING_PERCENT: setting(
     integer(0, 1000),
     String(SHIPPED_HEAP_GROWING_PERCENT),
-    "How far V8 lets the old generation grow past what its last full collection kept before it collects it again, in percent, set at start (V8's --heap-growing-percent): 100 lets it double. 0 leaves V8's own factor, which shrinks with the old space's size (about 30 % at the shipped 128 MiB, so a small heap is collected often; docs/operating.md, Memory).",
+    "How far V8 lets the old generation grow past what its last full collection kept before it collects it again, in percent, set at start (V8's --heap-growing-percent): 100 lets it double. V8 never sets the limit past halfway from what was kept to --max-old-space-size, the nearer bound at the shipped 128 MiB, so a larger percent only counts with a larger old space. 0 leaves V8's own factor, which shrinks with the old space's size (about 30 % at the shipped 128 MiB, so a small heap is collected often; docs/operating.md, Memory).",
   ),
   GLIBC_TUNABLES: setting(
     text,
