@@ -19,7 +19,7 @@ import { isProbe, operationOf, requestContext, requestIdOf, resolveOperations } 
 import { requestMetrics } from "./request-metrics.ts";
 import { requestSpan } from "./request-span.ts";
 import { bodyParsing, requestValidation } from "./request-validation.ts";
-import { pipeline, type Step } from "./pipeline.ts";
+import { pipeline } from "./pipeline.ts";
 import { securityHeaders } from "./security-headers.ts";
 import { tracingIsOn } from "../server/tracing.ts";
 
@@ -83,7 +83,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
       // The portal page and the description are no operations of the document: served before validation,
       // and passed by when the request matched an operation.
       pages.map(
-        (page): Step =>
+        (page): express.RequestHandler =>
           (req, res, next) =>
             operationOf(res) === undefined ? page(req, res, next) : next(),
       ),

@@ -3,12 +3,10 @@
 // and a closure of its own: about a seventh of what a submit allocated, for steps that all take every path.
 // Here a step's next() calls the following step at once; an error, thrown or passed or a rejected
 // promise, leaves at once to the router and from there to the error handler, as express's own layers do.
-import type { NextFunction, Request, Response } from "express";
+import type { NextFunction, Request, RequestHandler, Response } from "express";
 
-export type Step = (req: Request, res: Response, next: NextFunction) => unknown;
-
-export function pipeline(steps: readonly (Step | readonly Step[])[]): Step {
-  const flat: readonly Step[] = steps.flat();
+export function pipeline(steps: readonly (RequestHandler | readonly RequestHandler[])[]): RequestHandler {
+  const flat: readonly RequestHandler[] = steps.flat();
   // Named for the one express middleware span that tracing shows for the steps.
   return function requestPipeline(req: Request, res: Response, done: NextFunction): void {
     let index = 0;

@@ -3,9 +3,9 @@
 // handling, as it does between express's own layers. Black-box: an express app on loopback.
 import type { AddressInfo } from "node:net";
 import express from "express";
-import type { NextFunction, Request, Response } from "express";
+import type { NextFunction, Request, RequestHandler, Response } from "express";
 import t, { type Test } from "tap";
-import { pipeline, type Step } from "../../http/pipeline.ts";
+import { pipeline } from "../../http/pipeline.ts";
 
 async function serve(t: Test, steps: Parameters<typeof pipeline>[0]): Promise<string> {
   const app = express();
@@ -21,13 +21,13 @@ async function serve(t: Test, steps: Parameters<typeof pipeline>[0]): Promise<st
 
 /** A step that notes its name in a header of the answer and passes on. */
 const noting =
-  (name: string): Step =>
+  (name: string): RequestHandler =>
   (req, res, next) => {
     res.append("X-Steps", name);
     next();
   };
 
-const answering: Step = (_req, res) => {
+const answering: RequestHandler = (_req, res) => {
   res.json({ answered: true });
 };
 
@@ -47,7 +47,7 @@ t.test("after the last step the router goes on: express answers 404", async (t) 
   await res.arrayBuffer();
 });
 
-const failures: [string, Step, string][] = [
+const failures: [string, RequestHandler, string][] = [
   ["passed to next()", (_req, _res, next) => next(new Error("passed")), "passed"],
   [
     "thrown",

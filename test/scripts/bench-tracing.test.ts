@@ -3,10 +3,8 @@
 // and then exit: the sink's pipes and process once kept it running after its report.
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import path from "node:path";
 import t from "tap";
-
-const ROOT = path.resolve(import.meta.dirname, "../..");
+import { ROOT } from "../helpers/repository-copy.ts";
 
 t.test("bench:intake --tracing reports the sink's exports and exits", async (t) => {
   const bench = spawn(
