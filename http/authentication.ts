@@ -20,19 +20,27 @@ declare module "express-serve-static-core" {
  * passport-http-bearer reads RFC 6750's three places: the Authorization header, an `access_token` body
  * field and an `access_token` query parameter. Only the header counts here: a query parameter lands in
  * proxy and access logs and browser history, and a body field would make any JSON body a credential
- * carrier. The strategy is shown the request without its query and body, so a token there is no token.
+ * carrier. The strategy is shown a view of the request with its headers alone, so a token elsewhere is no
+ * token; the verify callback gets the request back from the view.
+ *
+ * The view is a plain object, not one made with the request as its prototype: V8 gives every object that
+ * becomes a prototype a hidden class of its own, made in the old generation and pointing at the request,
+ * so each request's objects outlived the young generation's collections and were copied into the old one
+ * (docs/performance.md, "Memory as shipped").
  */
+interface HeaderView {
+  headers: Request["headers"];
+  request: Request;
+}
+
 function headerOnly<S extends { authenticate(req: Request, options?: object): void }>(strategy: S): S {
   // eslint-disable-next-line @typescript-eslint/unbound-method -- called below with passport's `this`
   const authenticate = strategy.authenticate;
   // passport calls authenticate on a per-request object made from the strategy (with success, fail, ...):
   // `this` is that object, not the strategy.
   strategy.authenticate = function (this: S, req: Request, options?: object) {
-    authenticate.call(
-      this,
-      Object.create(req, { query: { value: {} }, body: { value: undefined } }) as Request,
-      options,
-    );
+    const view: HeaderView = { headers: req.headers, request: req };
+    authenticate.call(this, view as unknown as Request, options);
   };
   return strategy;
 }
@@ -48,8 +56,9 @@ export function requireBearer(
     headerOnly(
       new BearerStrategy(
         { passReqToCallback: true },
-        (req: Request, token: string, done: (error: unknown, user?: Principal | false, info?: string) => void) => {
-          tokens.verify(token, { allowPortal: acceptsPortal(req) }).then(
+        (view: Request, token: string, done: (error: unknown, user?: Principal | false, info?: string) => void) => {
+          const { request } = view as unknown as HeaderView;
+          tokens.verify(token, { allowPortal: acceptsPortal(request) }).then(
             (principal) => done(null, principal),
             (error: unknown) => (error instanceof TokenRejected ? done(null, false, "invalid_token") : done(error)),
           );
