@@ -1,0 +1,78 @@
+// Bearer authentication (http/authentication.ts) hands passport-http-bearer a view of the request with its
+// headers alone, and its verify step gets the request itself back: no object is made with a request as its
+// prototype, which would make every request a prototype in V8, with hidden classes of its own in the old
+// generation holding it (docs/performance.md, "No request made a prototype"). Black-box: an express app on
+// loopback, with a token service that accepts one token.
+import type { AddressInfo } from "node:net";
+import express, { type Request } from "express";
+import t, { type Test } from "tap";
+import { requireBearer } from "../../http/authentication.ts";
+import { TokenRejected, type Principal, type TokenService } from "../../server/auth/tokens.ts";
+
+const PRINCIPAL: Principal = {
+  subject: "client-1",
+  tenantId: "tenant-1",
+  roles: ["client_admin"],
+  tokenId: undefined,
+  expiresAt: undefined,
+};
+
+/** Accepts "good" and nothing else; the rest of the service is not needed here. */
+const tokens = {
+  verify: async (token: string) => {
+    if (token !== "good") throw new TokenRejected("unknown token");
+    return PRINCIPAL;
+  },
+} as unknown as TokenService;
+
+interface Seen {
+  /** What the verify step was given as the request, per request. */
+  verified: unknown[];
+  /** The request the app's handler got, per request. */
+  handled: Request[];
+}
+
+async function serve(t: Test): Promise<{ base: string; seen: Seen }> {
+  const seen: Seen = { verified: [], handled: [] };
+  const app = express();
+  app.use(
+    requireBearer(tokens, (req) => {
+      seen.verified.push(req);
+      return false;
+    }),
+  );
+  app.use((req, res) => {
+    seen.handled.push(req);
+    res.json({ subject: req.user?.subject ?? null, prototypeIsExpress: Object.getPrototypeOf(req) === app.request });
+  });
+  app.use((error: { code?: string }, _req: Request, res: express.Response, _next: express.NextFunction) => {
+    res.status(401).json({ code: error.code ?? "unknown" });
+  });
+  const server = app.listen(0, "127.0.0.1");
+  await new Promise((resolve) => server.once("listening", resolve));
+  t.teardown(() => new Promise((resolve) => server.close(resolve)));
+  return { base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
+}
+
+t.test("the verify step gets the request itself, and the request keeps express's prototype", async (t) => {
+  const { base, seen } = await serve(t);
+  for (let index = 0; index < 3; index++) {
+    const res = await fetch(`${base}/anything`, { headers: { Authorization: "Bearer good" } });
+    t.same(await res.json(), { subject: "client-1", prototypeIsExpress: true });
+  }
+  t.equal(seen.verified.length, 3, "verified once per request");
+  seen.verified.forEach((verified, index) =>
+    t.equal(verified, seen.handled[index], `request ${index + 1}: the very request, no object made from it`),
+  );
+});
+
+t.test("a token in the query is still no token, the header's still is one", async (t) => {
+  const { base, seen } = await serve(t);
+  const queried = await fetch(`${base}/anything?access_token=good`);
+  t.equal(queried.status, 401);
+  t.same(await queried.json(), { code: "UNAUTHORIZED" });
+  t.equal(seen.verified.length, 0, "nothing to verify: the strategy saw no token");
+  const wrong = await fetch(`${base}/anything`, { headers: { Authorization: "Bearer bad" } });
+  t.equal(wrong.status, 401);
+  t.same(await wrong.json(), { code: "UNAUTHORIZED" });
+});
