@@ -3,9 +3,9 @@
 // prototype, which would make every request a prototype in V8, with hidden classes of its own in the old
 // generation holding it (docs/performance.md, "No request made a prototype"). Black-box: an express app on
 // loopback, with a token service that accepts one token.
-import type { AddressInfo } from "node:net";
 import express, { type Request } from "express";
 import t, { type Test } from "tap";
+import { serveOnLoopback } from "../helpers/loopback.ts";
 import { requireBearer } from "../../http/authentication.ts";
 import { TokenRejected, type Principal, type TokenService } from "../../server/auth/tokens.ts";
 
@@ -48,10 +48,7 @@ async function serve(t: Test): Promise<{ base: string; seen: Seen }> {
   app.use((error: { code?: string }, _req: Request, res: express.Response, _next: express.NextFunction) => {
     res.status(401).json({ code: error.code ?? "unknown" });
   });
-  const server = app.listen(0, "127.0.0.1");
-  await new Promise((resolve) => server.once("listening", resolve));
-  t.teardown(() => new Promise((resolve) => server.close(resolve)));
-  return { base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
+  return { base: await serveOnLoopback(t, app), seen };
 }
 
 t.test("the verify step gets the request itself, and the request keeps express's prototype", async (t) => {

@@ -1,10 +1,10 @@
 // The request's steps run in one router layer (http/pipeline.ts): in order, each at most once, and any
 // error, passed to next(), thrown or a rejected promise, goes past the remaining steps to express's error
 // handling, as it does between express's own layers. Black-box: an express app on loopback.
-import type { AddressInfo } from "node:net";
 import express from "express";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import t, { type Test } from "tap";
+import { serveOnLoopback } from "../helpers/loopback.ts";
 import { pipeline } from "../../http/pipeline.ts";
 
 async function serve(t: Test, steps: Parameters<typeof pipeline>[0]): Promise<string> {
@@ -13,10 +13,7 @@ async function serve(t: Test, steps: Parameters<typeof pipeline>[0]): Promise<st
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
     res.status(500).json({ caught: error instanceof Error ? error.message : String(error) });
   });
-  const server = app.listen(0, "127.0.0.1");
-  await new Promise((resolve) => server.once("listening", resolve));
-  t.teardown(() => new Promise((resolve) => server.close(resolve)));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return serveOnLoopback(t, app);
 }
 
 /** A step that notes its name in a header of the answer and passes on. */
