@@ -588,7 +588,7 @@ export const SETTINGS = {
   TURBOFAN_INVOCATIONS: setting(
     integer(0, 100_000),
     String(SHIPPED_TURBOFAN_INVOCATIONS),
-    "How many times a function runs before V8 optimises it with TurboFan, its optimising compiler, set at start (V8's --invocation-count-for-turbofan). With V8's own 3000 the functions a request runs once stayed in V8's lower tiers for the first 15,000 to 20,000 requests of a process, at more CPU and more of each request's memory copied to the old generation; at 300 they are optimised within the first few thousand (docs/operating.md, Warm-up). 0 leaves V8's own count.",
+    "How many times a function runs before V8 optimises it with TurboFan, its optimising compiler, set at start (V8's --invocation-count-for-turbofan). With V8's own 3000 the functions a request runs once stayed in V8's lower tiers for the first 15,000 to 21,000 requests of a process, at more CPU and more of each request's memory copied to the old generation; at 300 they are optimised within the first few thousand (docs/operating.md, Warm-up). 0 leaves V8's own count.",
   ),
   GLIBC_TUNABLES: setting(
     text,

@@ -6,7 +6,7 @@ import v8 from "node:v8";
 
 /**
  * TURBOFAN_INVOCATIONS's default. With V8's own 3000, the functions a request runs once (the router's, the
- * body parser's, passport's, the handlers') ran in V8's lower tiers for the first 15 000 to 20 000 requests
+ * body parser's, passport's, the handlers') ran in V8's lower tiers for the first 15 000 to 21 000 requests
  * of a process, and code in those tiers left about 11 % of the bytes a request allocates alive through two
  * young-generation collections, so copied to the old generation; after TurboFan, 1.5 % (one connection).
  * At 300 they are optimised within the first few thousand requests (docs/performance.md, "Warm-up").
