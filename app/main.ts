@@ -13,7 +13,6 @@ import { VERSION } from "../server/version.ts";
 import type { Role, RunningService } from "./lifecycle.ts";
 import type { RunningTracing } from "../server/tracing-sdk.ts";
 import { applyHeapGrowth, heapLimitMb, typeScriptSources } from "../server/memory.ts";
-import { applyTurbofanInvocations } from "../server/jit.ts";
 
 function parseRole(argv: string[]): Role {
   const flag = argv.find((arg) => arg.startsWith("--role="));
@@ -43,7 +42,6 @@ async function main(): Promise<void> {
     throw error;
   }
   applyHeapGrowth(config.heapGrowingPercent);
-  applyTurbofanInvocations(config.turbofanInvocations);
   let tracing: RunningTracing | undefined;
   if (config.tracing) {
     const { startTracing } = await import("../server/tracing-sdk.ts");
@@ -141,7 +139,6 @@ async function main(): Promise<void> {
     version: services.version,
     heap_limit_mb: heapLimitMb(),
     heap_growing_percent: config.heapGrowingPercent,
-    turbofan_invocations: config.turbofanInvocations,
     glibc_tunables: config.glibcTunables ?? null,
     // Present when started with app/load-stripped.mjs, as npm start and the image do.
     ...(sources ? { typescript_sources: sources } : {}),

@@ -4,7 +4,6 @@ import { isIP } from "node:net";
 import path from "node:path";
 import { DEFAULT_WEBHOOK_PORTS, parsePortRanges, type PortRanges } from "./url-safety.ts";
 import { HEAP_SHARE_FOR_BODIES, SHIPPED_HEAP_GROWING_PERCENT, heapLimitMb } from "./memory.ts";
-import { SHIPPED_TURBOFAN_INVOCATIONS } from "./jit.ts";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -585,11 +584,6 @@ export const SETTINGS = {
     String(SHIPPED_HEAP_GROWING_PERCENT),
     "How far V8 lets the old generation grow past what its last full collection kept before it collects it again, in percent, set at start (V8's --heap-growing-percent): 100 lets it double. V8 never sets the limit past halfway from what was kept to --max-old-space-size, the nearer bound at the shipped 128 MiB, so a larger percent only counts with a larger old space. 0 leaves V8's own factor, which shrinks with the old space's size (about 30 % at the shipped 128 MiB, so a small heap is collected often; docs/operating.md, Memory).",
   ),
-  TURBOFAN_INVOCATIONS: setting(
-    integer(0, 100_000),
-    String(SHIPPED_TURBOFAN_INVOCATIONS),
-    "How many times a function runs before V8 optimises it with TurboFan, its optimising compiler, set at start (V8's --invocation-count-for-turbofan). With V8's own 3000 the functions a request runs once stayed in V8's lower tiers for the first 15,000 to 21,000 requests of a process, at more CPU and more of each request's memory copied to the old generation; at 300 they are optimised within the first few thousand (docs/operating.md, Warm-up). 0 leaves V8's own count.",
-  ),
   GLIBC_TUNABLES: setting(
     text,
     undefined,
@@ -777,8 +771,6 @@ export interface Config {
   bodyMemoryBytes: number;
   /** V8's --heap-growing-percent, applied at start (HEAP_GROWING_PERCENT); 0 = V8's own factor. */
   heapGrowingPercent: number;
-  /** V8's --invocation-count-for-turbofan, applied at start (TURBOFAN_INVOCATIONS); 0 = V8's own count. */
-  turbofanInvocations: number;
   /** The C library's allocator settings the process started with (GLIBC_TUNABLES), for the start line. */
   glibcTunables: string | undefined;
   metricsPort: number;
@@ -937,7 +929,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         ? Math.floor((heapLimitMb() * 2 ** 20) / HEAP_SHARE_FOR_BODIES)
         : v.LOAD_SHED_BODY_MEMORY_MB * 2 ** 20,
     heapGrowingPercent: v.HEAP_GROWING_PERCENT,
-    turbofanInvocations: v.TURBOFAN_INVOCATIONS,
     glibcTunables: v.GLIBC_TUNABLES,
     metricsPort: v.METRICS_PORT,
     metricsHost: v.METRICS_HOST,

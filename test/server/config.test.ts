@@ -254,17 +254,6 @@ t.test(
   },
 );
 
-t.test("TURBOFAN_INVOCATIONS: 300 by default; 0 for V8's own count; up to 100000; nothing else", async (t) => {
-  t.equal(loadConfig({}).turbofanInvocations, 300);
-  t.equal(loadConfig({ TURBOFAN_INVOCATIONS: "0" }).turbofanInvocations, 0);
-  t.equal(loadConfig({ TURBOFAN_INVOCATIONS: "3000" }).turbofanInvocations, 3000);
-  for (const value of ["-1", "100001", "2.5", "soon"])
-    t.throws(
-      () => loadConfig({ TURBOFAN_INVOCATIONS: value }),
-      /TURBOFAN_INVOCATIONS must be a whole number from 0 to 100000/,
-    );
-});
-
 t.test("HEAP_GROWING_PERCENT: 100 by default; 0 for V8's own factor; up to 1000; nothing else", async (t) => {
   t.equal(loadConfig({}).heapGrowingPercent, 100);
   t.equal(loadConfig({ HEAP_GROWING_PERCENT: "0" }).heapGrowingPercent, 0);
