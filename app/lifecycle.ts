@@ -35,6 +35,7 @@ import { checkHealth } from "../handlers/probes/health-checks.ts";
 import { TimeoutError, withTimeout } from "../server/timeouts.ts";
 import { errorMessage } from "../server/error-message.ts";
 import { VERSION } from "../server/version.ts";
+import { InFlightResponses } from "./in-flight-responses.ts";
 
 export { VERSION } from "../server/version.ts";
 
@@ -139,7 +140,7 @@ export interface RunningService {
  * address cannot hold every slot with silent connections.
  */
 export function createApiServer(app: RequestListener, limits: Config["http"]) {
-  const inFlight = new Set<ServerResponse>();
+  const inFlight = new InFlightResponses();
   let draining = false;
   const server = http.createServer({
     requestTimeout: limits.requestTimeoutMs,
@@ -151,8 +152,7 @@ export function createApiServer(app: RequestListener, limits: Config["http"]) {
   limitConnectionsPerAddress(server, limits);
   // Registered before the app: every response is tracked from its start.
   server.on("request", (_req: IncomingMessage, res: ServerResponse) => {
-    inFlight.add(res);
-    res.once("close", () => inFlight.delete(res));
+    inFlight.track(res);
     // A keep-alive connection is closed after its current response once draining starts.
     if (draining) res.setHeader("Connection", "close");
   });
@@ -167,7 +167,7 @@ export function createApiServer(app: RequestListener, limits: Config["http"]) {
      */
     async drain(timeoutMs: number, windowMs = 0): Promise<number> {
       draining = true;
-      for (const res of inFlight) if (!res.headersSent) res.setHeader("Connection", "close");
+      for (const res of inFlight.list()) if (!res.headersSent) res.setHeader("Connection", "close");
       if (windowMs > 0) await new Promise((resolve) => setTimeout(resolve, windowMs));
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
