@@ -2,7 +2,7 @@
 // Authorization header only, jose (through the TokenService) verifies it, and the roles rule of the
 // contract is applied.
 import type { NextFunction, Request, Response } from "express";
-import { Passport } from "passport";
+import { Passport, type Framework } from "passport";
 import { Strategy as BearerStrategy } from "passport-http-bearer";
 import { ApiError } from "./errors.ts";
 import { permits, TokenRejected, type Principal, type TokenService } from "../server/auth/tokens.ts";
@@ -45,27 +45,77 @@ function headerOnly<S extends { authenticate(req: Request, options?: object): vo
   return strategy;
 }
 
+/** What a passport strategy calls on the object passport makes from it for one request. */
+interface StrategyActions {
+  success(user: unknown, info?: unknown): void;
+  fail(challenge?: unknown, status?: number): void;
+  error(error: unknown): void;
+  pass(): void;
+  redirect(url: string, status?: number): void;
+}
+
+type AuthenticateCallback = (error: unknown, user?: unknown, challenge?: unknown, status?: number) => void;
+
+interface Authenticating {
+  authenticate(req: Request, options?: object): void;
+}
+
+/**
+ * The framework passport runs on here (Authenticator#framework). Passport's own, for Connect and express,
+ * makes each request's strategy with Object.create and then assigns it success, fail, error, pass and
+ * redirect one by one (and gives the request passport's login helpers the same way). Until V8's optimising
+ * compiler has that code, some 15,000 requests into a process, functions assigned so kept the whole request
+ * alive through young-generation collections: about a tenth of each request's bytes were copied into the
+ * old generation (docs/performance.md, "Warm-up"). This one writes the request's strategy as one object
+ * literal, which does not. It does what passport's does for what this module asks of it: the named
+ * strategy, a callback, no session.
+ */
+function oneLiteralPerRequest(name: string, strategy: Authenticating): Framework<never, void> {
+  return {
+    initialize() {
+      throw new Error("passport.initialize() is not used: authentication here keeps no session");
+    },
+    authenticate(_passport, requested, options?: object, callback?: AuthenticateCallback) {
+      if (requested !== name || callback === undefined) throw new Error(`only the ${name} strategy, with a callback`);
+      return (req: Request, _res: Response, next: NextFunction) => {
+        const attempt: StrategyActions & Authenticating = {
+          __proto__: strategy,
+          success: (user: unknown, info?: unknown) => callback(null, user, info),
+          fail: (challenge?: unknown, status?: number) =>
+            typeof challenge === "number"
+              ? callback(null, false, undefined, challenge)
+              : callback(null, false, challenge, status),
+          error: (error: unknown) => callback(error),
+          pass: () => next(),
+          redirect: () => callback(new Error(`the ${name} strategy asked for a redirect`)),
+        } as unknown as StrategyActions & Authenticating;
+        attempt.authenticate(req, options);
+      };
+    },
+  };
+}
+
 /** Authenticates the request and enforces the role rule; answers 401/403 envelopes itself. */
 export function requireBearer(
   tokens: TokenService,
   /** Whether the request's operation declares the PortalSession scheme (accepts a portal credential). */
   acceptsPortal: (req: Request) => boolean = () => false,
 ): (req: Request, res: Response, next: NextFunction) => void {
-  const passport = new Passport();
-  passport.use(
-    headerOnly(
-      new BearerStrategy(
-        { passReqToCallback: true },
-        (view: Request, token: string, done: (error: unknown, user?: Principal | false, info?: string) => void) => {
-          const { request } = view as unknown as HeaderView;
-          tokens.verify(token, { allowPortal: acceptsPortal(request) }).then(
-            (principal) => done(null, principal),
-            (error: unknown) => (error instanceof TokenRejected ? done(null, false, "invalid_token") : done(error)),
-          );
-        },
-      ),
+  const strategy = headerOnly(
+    new BearerStrategy(
+      { passReqToCallback: true },
+      (view: Request, token: string, done: (error: unknown, user?: Principal | false, info?: string) => void) => {
+        const { request } = view as unknown as HeaderView;
+        tokens.verify(token, { allowPortal: acceptsPortal(request) }).then(
+          (principal) => done(null, principal),
+          (error: unknown) => (error instanceof TokenRejected ? done(null, false, "invalid_token") : done(error)),
+        );
+      },
     ),
   );
+  const passport = new Passport();
+  passport.framework(oneLiteralPerRequest("bearer", strategy));
+  passport.use(strategy);
   return (req, res, next) => {
     // passport's typings declare authenticate()'s result as any; it is the middleware for this request.
     // eslint-disable-next-line @typescript-eslint/no-unsafe-call

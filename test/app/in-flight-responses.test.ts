@@ -1,13 +1,12 @@
 // The API server's list of responses in flight (app/in-flight-responses.ts): what a shutdown drains, and
 // what it costs the collector while the server answers.
-import { spawn } from "node:child_process";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import t from "tap";
 import { InFlightResponses } from "../../app/in-flight-responses.ts";
-import { runLoad } from "../../scripts/bench/common.ts";
+import { promotedShare } from "../helpers/promotion.ts";
 
 const MODULE = pathToFileURL(path.join(import.meta.dirname, "..", "..", "app", "in-flight-responses.ts")).href;
 
@@ -69,77 +68,33 @@ t.test("a response is listed from its start until it closes, finished or cut off
 });
 
 /**
- * Serves 20 000 requests at 32 connections from a process of its own, each answered after 1 ms and holding
- * 100 small records meanwhile (as a request holds what it read while it waits on its database), tracked
- * by `tracker`; returns the share of the young generation's bytes its scavenges copied to the old
- * generation over the last 10 000, from V8's GC profiler.
+ * The share of the young generation's bytes promoted while each request is answered after 1 ms, holding 100
+ * small records meanwhile (as a request holds what it read while it waits on its database), and is tracked
+ * by `tracker`.
  */
-async function promotedShare(tracker: "InFlightResponses" | "Set"): Promise<number> {
-  const script = `
-    import http from "node:http";
-    import v8 from "node:v8";
-    const { InFlightResponses } = await import(${JSON.stringify(MODULE)});
-    const set = new Set();
-    const tracker = ${JSON.stringify(tracker)} === "Set"
-      ? { track(res) { set.add(res); res.once("close", () => set.delete(res)); } }
-      : new InFlightResponses();
-    let profiler;
-    const server = http.createServer((req, res) => {
-      if (req.url === "/start") {
-        profiler = new v8.GCProfiler();
-        profiler.start();
-        return res.end();
-      }
-      if (req.url === "/stop") {
-        let allocated = 0;
-        let promoted = 0;
-        for (const gc of profiler.stop().statistics) {
-          if (gc.gcType !== "Scavenge") continue;
-          const used = (when, space) => gc[when].heapSpaceStatistics.find((s) => s.spaceName === space).spaceUsedSize;
-          allocated += used("beforeGC", "new_space");
-          promoted += used("afterGC", "old_space") - used("beforeGC", "old_space");
-        }
-        return res.end(JSON.stringify({ allocated, promoted }));
-      }
-      tracker.track(res);
-      res.locals = Array.from({ length: 100 }, (_, i) => ({ i, text: "record " + i }));
-      setTimeout(() => res.end("ok"), 1);
-    });
-    server.listen(0, "127.0.0.1", () => console.log(server.address().port));
-  `;
-  const child = spawn(
-    process.execPath,
-    ["--max-semi-space-size=4", "--disable-warning=ExperimentalWarning", "--input-type=module", "-e", script],
-    { stdio: ["ignore", "pipe", "inherit"], env: { PATH: process.env.PATH ?? "" } },
-  );
-  try {
-    const port = await new Promise<string>((resolve, reject) => {
-      child.stdout.once("data", (chunk: Buffer) => resolve(chunk.toString().trim()));
-      child.once("exit", (code) => reject(new Error(`the server exited (${code})`)));
-    });
-    const base = `http://127.0.0.1:${port}`;
-    const load = { url: `${base}/x`, method: "GET" as const, headers: {}, connections: 32, amount: 10_000 };
-    await runLoad(load);
-    await fetch(`${base}/start`);
-    const figures = await runLoad(load);
-    if (figures.non2xx !== 0) throw new Error(`${figures.non2xx} requests failed`);
-    const { allocated, promoted } = (await (await fetch(`${base}/stop`)).json()) as {
-      allocated: number;
-      promoted: number;
-    };
-    if (allocated < 20 * 2 ** 20) throw new Error(`only ${allocated} bytes went through the young generation`);
-    return promoted / allocated;
-  } finally {
-    child.kill();
-  }
+function promotedWith(tracker: "InFlightResponses" | "Set"): Promise<number> {
+  return promotedShare({
+    handler: `
+      const { InFlightResponses } = await import(${JSON.stringify(MODULE)});
+      const set = new Set();
+      const tracker = ${JSON.stringify(tracker)} === "Set"
+        ? { track(res) { set.add(res); res.once("close", () => set.delete(res)); } }
+        : new InFlightResponses();
+      const handle = (req, res) => {
+        tracker.track(res);
+        res.locals = Array.from({ length: 100 }, (_, i) => ({ i, text: "record " + i }));
+        setTimeout(() => res.end("ok"), 1);
+      };
+    `,
+  });
 }
 
 t.test("responses in flight are not kept past their end, so a young-generation collection frees them", async (t) => {
-  const withSet = await promotedShare("Set");
+  const withSet = await promotedWith("Set");
   t.ok(
     withSet > 0.1,
     `tracked in a Set, ${(100 * withSet).toFixed(1)} % of the bytes were promoted (so this can fail)`,
   );
-  const withList = await promotedShare("InFlightResponses");
+  const withList = await promotedWith("InFlightResponses");
   t.ok(withList < 0.02, `tracked by InFlightResponses, ${(100 * withList).toFixed(1)} % were promoted`);
 });
