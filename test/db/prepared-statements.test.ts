@@ -8,6 +8,7 @@ import { insertSubmissionWithEvent } from "../../db/intake.ts";
 import { runPrepared } from "../../db/prepared.ts";
 import { createTenant } from "../../db/principals.ts";
 import { createTestDatabase } from "../helpers/database.ts";
+import { promotedShare } from "../helpers/promotion.ts";
 
 t.test("a submit and an event are prepared statements of their connection, parsed once and run again", async (t) => {
   // One connection, so that every call below meets the statements the previous ones prepared.
@@ -133,4 +134,46 @@ t.test("a statement whose result columns a migration changed is prepared again u
     "inside a transaction the failure has aborted it: the caller's error",
   );
   t.same((await call()).rows, [{ a: 1, b: 2, c: 3 }], "the next call, outside it, runs under the fresh name");
+});
+
+// With --max-opt=2 V8 optimises no further than Maglev, as a process runs its first 15 000-odd requests
+// (docs/performance.md, "Warm-up"), when pg's promise path kept a statement's values past the request.
+t.test("a statement's values do not outlive its request, before V8 optimises the code too", async (t) => {
+  const url = await createTestDatabase(t);
+  const module = (file: string) => JSON.stringify(new URL(`../../db/${file}`, import.meta.url).href);
+  const run = (query: string) =>
+    promotedShare({
+      nodeArguments: ["--max-opt=2"],
+      env: { DATABASE_URL: url },
+      requests: 5000,
+      handler: `
+        const { createDatabase } = await import(${module("database.ts")});
+        const { runPrepared } = await import(${module("prepared.ts")});
+        const db = createDatabase(process.env.DATABASE_URL, 4, "integrator-test");
+        ${query}
+        // What a batch of 100 sends: its items as one JSON text.
+        const handle = (req, res) => {
+          const items = Array.from({ length: 100 }, (_, i) => ({ position: i, reference: "item " + i + " " + Math.random() }));
+          query(JSON.stringify(items)).then(
+            (result) => res.end(String(result.rows[0].n)),
+            (error) => { res.statusCode = 500; res.end(String(error)); },
+          );
+        };`,
+    });
+  const withPgsPromise = await run(`
+    const query = async (json) => {
+      const connection = await db.client.acquireConnection();
+      try {
+        return await connection.query({ name: "measured", text: "select length($1::text) as n", values: [json] });
+      } finally {
+        await db.client.releaseConnection(connection);
+      }
+    };`);
+  t.ok(
+    withPgsPromise > 0.06,
+    `pg's promise: ${(100 * withPgsPromise).toFixed(1)} % of the bytes promoted (so this can fail)`,
+  );
+  const withRunPrepared = await run(`
+    const query = (json) => runPrepared(db, "measured", "select length(?::text) as n", [json]);`);
+  t.ok(withRunPrepared < 0.03, `runPrepared: ${(100 * withRunPrepared).toFixed(1)} % promoted`);
 });

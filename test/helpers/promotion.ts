@@ -17,11 +17,15 @@ export interface PromotionRun {
   nodeArguments?: string[];
   /** Headers every request carries. */
   headers?: Record<string, string>;
+  /** The serving process's environment besides PATH. */
+  env?: Record<string, string>;
+  /** Requests to warm up with, and as many again measured; 10 000 by default. */
+  requests?: number;
 }
 
 /**
- * Serves 10 000 requests at 32 connections to warm up, then 10 000 more, and returns the share of the young
- * generation's bytes that the second 10 000's scavenges promoted to the old generation.
+ * Serves `requests` at 32 connections to warm up, then as many more, and returns the share of the young
+ * generation's bytes that the second lot's scavenges promoted to the old generation.
  */
 export async function promotedShare(run: PromotionRun): Promise<number> {
   const script = `
@@ -60,7 +64,7 @@ export async function promotedShare(run: PromotionRun): Promise<number> {
       "-e",
       script,
     ],
-    { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"], env: { PATH: process.env.PATH ?? "" } },
+    { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"], env: { ...run.env, PATH: process.env.PATH ?? "" } },
   );
   try {
     const port = await new Promise<string>((resolve, reject) => {
