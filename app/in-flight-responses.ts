@@ -5,8 +5,8 @@
 // responses it held until the next full collection. Every young-generation collection then found the
 // responses in flight reachable from those dead tables, and copied them, with the request, the parsed body
 // and everything else they reach, into the old generation: about a tenth of the bytes the API allocated at
-// 32 connections (docs/performance.md, "Memory as shipped"). A record that closes leaves the list and keeps
-// no pointer to its response or its neighbours.
+// 32 connections (docs/performance.md, "Changes the figures justify"). A record that closes leaves the list
+// and keeps no pointer to its response or its neighbours.
 import type { ServerResponse } from "node:http";
 
 interface Link {
