@@ -145,7 +145,6 @@ t.test("a statement's values do not outlive its request, before V8 optimises the
     promotedShare({
       nodeArguments: ["--max-opt=2"],
       env: { DATABASE_URL: url },
-      requests: 5000,
       handler: `
         const { createDatabase } = await import(${module("database.ts")});
         const { runPrepared } = await import(${module("prepared.ts")});

@@ -19,13 +19,11 @@ export interface PromotionRun {
   headers?: Record<string, string>;
   /** The serving process's environment besides PATH. */
   env?: Record<string, string>;
-  /** Requests to warm up with, and as many again measured; 10 000 by default. */
-  requests?: number;
 }
 
 /**
- * Serves `requests` at 32 connections to warm up, then as many more, and returns the share of the young
- * generation's bytes that the second lot's scavenges promoted to the old generation.
+ * Serves 5 000 requests at 32 connections to warm up, then 5 000 more, and returns the share of the young
+ * generation's bytes that the second 5 000's scavenges promoted to the old generation.
  */
 export async function promotedShare(run: PromotionRun): Promise<number> {
   const script = `
@@ -77,7 +75,7 @@ export async function promotedShare(run: PromotionRun): Promise<number> {
       method: "GET" as const,
       headers: run.headers ?? {},
       connections: 32,
-      amount: 10_000,
+      amount: 5_000,
     };
     await runLoad(load);
     await fetch(`${base}/start`);
