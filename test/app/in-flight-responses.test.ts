@@ -2,13 +2,9 @@
 // what it costs the collector while the server answers.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import path from "node:path";
-import { pathToFileURL } from "node:url";
 import t from "tap";
 import { InFlightResponses } from "../../app/in-flight-responses.ts";
-import { promotedShare } from "../helpers/promotion.ts";
-
-const MODULE = pathToFileURL(path.join(import.meta.dirname, "..", "..", "app", "in-flight-responses.ts")).href;
+import { promotedShare, serviceModule } from "../helpers/promotion.ts";
 
 t.test("a response is listed from its start until it closes, finished or cut off", async (t) => {
   const inFlight = new InFlightResponses();
@@ -75,7 +71,7 @@ t.test("a response is listed from its start until it closes, finished or cut off
 function promotedWith(tracker: "InFlightResponses" | "Set"): Promise<number> {
   return promotedShare({
     handler: `
-      const { InFlightResponses } = await import(${JSON.stringify(MODULE)});
+      const { InFlightResponses } = await import(${serviceModule("app/in-flight-responses.ts")});
       const set = new Set();
       const tracker = ${JSON.stringify(tracker)} === "Set"
         ? { track(res) { set.add(res); res.once("close", () => set.delete(res)); } }

@@ -8,7 +8,7 @@ import { insertSubmissionWithEvent } from "../../db/intake.ts";
 import { runPrepared } from "../../db/prepared.ts";
 import { createTenant } from "../../db/principals.ts";
 import { createTestDatabase } from "../helpers/database.ts";
-import { promotedShare } from "../helpers/promotion.ts";
+import { promotedShare, serviceModule } from "../helpers/promotion.ts";
 
 t.test("a submit and an event are prepared statements of their connection, parsed once and run again", async (t) => {
   // One connection, so that every call below meets the statements the previous ones prepared.
@@ -140,14 +140,13 @@ t.test("a statement whose result columns a migration changed is prepared again u
 // (docs/performance.md, "Warm-up"), when pg's promise path kept a statement's values past the request.
 t.test("a statement's values do not outlive its request, before V8 optimises the code too", async (t) => {
   const url = await createTestDatabase(t);
-  const module = (file: string) => JSON.stringify(new URL(`../../db/${file}`, import.meta.url).href);
   const run = (query: string) =>
     promotedShare({
       nodeArguments: ["--max-opt=2"],
       env: { DATABASE_URL: url },
       handler: `
-        const { createDatabase } = await import(${module("database.ts")});
-        const { runPrepared } = await import(${module("prepared.ts")});
+        const { createDatabase } = await import(${serviceModule("db/database.ts")});
+        const { runPrepared } = await import(${serviceModule("db/prepared.ts")});
         const db = createDatabase(process.env.DATABASE_URL, 4, "integrator-test");
         ${query}
         // What a batch of 100 sends: its items as one JSON text.

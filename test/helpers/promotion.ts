@@ -3,9 +3,14 @@
 // the old generation.
 import { spawn } from "node:child_process";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { runLoad } from "../../scripts/bench/common.ts";
+import { ROOT } from "./repository-copy.ts";
 
-const ROOT = path.join(import.meta.dirname, "..", "..");
+/** A service module (`file` from the repository's root) as a string literal for a handler to import. */
+export function serviceModule(file: string): string {
+  return JSON.stringify(pathToFileURL(path.join(ROOT, file)).href);
+}
 
 export interface PromotionRun {
   /**

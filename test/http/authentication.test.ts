@@ -5,10 +5,8 @@
 // loopback, with a token service that accepts one token.
 import express, { type Request } from "express";
 import t, { type Test } from "tap";
-import path from "node:path";
-import { pathToFileURL } from "node:url";
 import { serveOnLoopback } from "../helpers/loopback.ts";
-import { promotedShare } from "../helpers/promotion.ts";
+import { promotedShare, serviceModule } from "../helpers/promotion.ts";
 import { requireBearer } from "../../http/authentication.ts";
 import { TokenRejected, type Principal, type TokenService } from "../../server/auth/tokens.ts";
 
@@ -121,9 +119,8 @@ t.test("authenticating keeps no request alive past its end, before V8 optimises 
     withPassportsOwn > 0.1,
     `passport's own middleware: ${(100 * withPassportsOwn).toFixed(1)} % of the bytes promoted (so this can fail)`,
   );
-  const module = pathToFileURL(path.join(import.meta.dirname, "..", "..", "http", "authentication.ts")).href;
   const withOurs = await run(`
-    const { requireBearer } = await import(${JSON.stringify(module)});
+    const { requireBearer } = await import(${serviceModule("http/authentication.ts")});
     const authenticate = requireBearer({ verify: async () => ${principal} });`);
   t.ok(withOurs < 0.02, `requireBearer: ${(100 * withOurs).toFixed(1)} % promoted`);
 });
