@@ -68,7 +68,8 @@ interface Authenticating {
  * alive through young-generation collections: about a tenth of each request's bytes were copied into the
  * old generation (docs/performance.md, "Warm-up"). This one writes the request's strategy as one object
  * literal, which does not. It does what passport's does for what this module asks of it: the named
- * strategy, a callback, no session.
+ * strategy, a callback, no session. It holds the strategy itself (passport's strategy registry is read only by
+ * passport's own framework), so the strategy is not also registered with passport.use.
  */
 function oneLiteralPerRequest(name: string, strategy: Authenticating): Framework<never, void> {
   return {
@@ -115,7 +116,6 @@ export function requireBearer(
   );
   const passport = new Passport();
   passport.framework(oneLiteralPerRequest("bearer", strategy));
-  passport.use(strategy);
   return (req, res, next) => {
     // passport's typings declare authenticate()'s result as any; it is the middleware for this request.
     // eslint-disable-next-line @typescript-eslint/no-unsafe-call
