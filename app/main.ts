@@ -12,7 +12,7 @@ import { errorMessage } from "../server/error-message.ts";
 import { VERSION } from "../server/version.ts";
 import type { Role, RunningService } from "./lifecycle.ts";
 import type { RunningTracing } from "../server/tracing-sdk.ts";
-import { applyHeapGrowth, heapLimitMb, typeScriptSources } from "../server/memory.ts";
+import { applyHeapGrowth, applyYoungGcTask, heapLimitMb, typeScriptSources } from "../server/memory.ts";
 
 function parseRole(argv: string[]): Role {
   const flag = argv.find((arg) => arg.startsWith("--role="));
@@ -42,6 +42,7 @@ async function main(): Promise<void> {
     throw error;
   }
   applyHeapGrowth(config.heapGrowingPercent);
+  applyYoungGcTask(config.heapYoungGcTask);
   let tracing: RunningTracing | undefined;
   if (config.tracing) {
     const { startTracing } = await import("../server/tracing-sdk.ts");
@@ -139,6 +140,7 @@ async function main(): Promise<void> {
     version: services.version,
     heap_limit_mb: heapLimitMb(),
     heap_growing_percent: config.heapGrowingPercent,
+    heap_young_gc_task: config.heapYoungGcTask,
     glibc_tunables: config.glibcTunables ?? null,
     // Present when started with app/load-stripped.mjs, as npm start and the image do.
     ...(sources ? { typescript_sources: sources } : {}),

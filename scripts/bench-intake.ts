@@ -25,8 +25,9 @@
 //                                               heap sizing npm start ships, against V8's defaults,
 //                                               50 000 requests each (--requests N), resident set and
 //                                               requests/s (scripts/bench/memory.ts); --node-options="…",
-//                                               --heap-growing-percent N and --glibc-tunables="…" ("" for
-//                                               glibc's own) try other sizing in place of the shipped one
+//                                               --heap-growing-percent N, --young-gc-task true|false and
+//                                               --glibc-tunables="…" ("" for glibc's own) try other sizing
+//                                               in place of the shipped one
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { pino } from "pino";
@@ -41,6 +42,7 @@ import { entitleTenant, insertPartner } from "../db/partners.ts";
 import { handlers } from "../handlers/index.ts";
 import { throwawayPostgres, withDatabase } from "./throwaway-postgres.ts";
 import {
+  booleanFlag,
   fixed,
   flags,
   listFlag,
@@ -515,6 +517,7 @@ try {
       heapGrowingPercent: options.has("heap-growing-percent")
         ? numberFlag(options, "heap-growing-percent", 0, { zero: true })
         : undefined,
+      youngGcTask: booleanFlag(options, "young-gc-task"),
     });
   else if (ROWS === undefined) lines = await ratiosAgainstFloor(postgres.adminUrl);
   else lines = await flatCost(postgres.adminUrl, ROWS);

@@ -37,6 +37,14 @@ export function numberFlag(
   return parsed;
 }
 
+/** A flag given as true or false (a bare `--name` is true); undefined when absent. */
+export function booleanFlag(all: Map<string, string>, name: string): boolean | undefined {
+  const value = all.get(name);
+  if (value === undefined) return undefined;
+  if (value === "true" || value === "false") return value === "true";
+  throw new Error(`--${name} must be true or false, got ${value}`);
+}
+
 export function listFlag(all: Map<string, string>, name: string, fallback: number[]): number[] {
   const value = all.get(name);
   if (value === undefined) return fallback;

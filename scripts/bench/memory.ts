@@ -1,9 +1,10 @@
 // Memory as shipped (npm run bench:intake -- --memory): the API as `npm run start:api` runs it, a child
 // process loading the sources stripped ahead (app/load-stripped.mjs) and given package.json's
-// config.node_options as NODE_OPTIONS, config.glibc_tunables as GLIBC_TUNABLES and HEAP_GROWING_PERCENT at
-// its default, against the same API on V8's default heap sizing and the C library's own allocator settings
-// (no NODE_OPTIONS, HEAP_GROWING_PERCENT=0: V8's own growing factor, no GLIBC_TUNABLES), both on one
-// throwaway database. Each round sends each process the same mix of submits,
+// config.node_options as NODE_OPTIONS, config.glibc_tunables as GLIBC_TUNABLES and HEAP_GROWING_PERCENT and
+// HEAP_YOUNG_GC_TASK at their defaults, against the same API on V8's default heap sizing and the C library's
+// own allocator settings (no NODE_OPTIONS, HEAP_GROWING_PERCENT=0: V8's own growing factor,
+// HEAP_YOUNG_GC_TASK=true: V8's own young-generation task, no GLIBC_TUNABLES), both on one throwaway
+// database. Each round sends each process the same mix of submits,
 // keyed submits, batches and list pages, kind by kind, the two back to back (which goes first alternates).
 // Reports each process's resident set after every round, its peak (the kernel's VmHWM) and, per kind of
 // request, its CPU per request (the whole process's and its event loop thread's) and requests/s, each as
@@ -27,7 +28,7 @@ import { mainThreadCpuMs, processCpuMs, threadCpu, type ThreadCpu } from "./cpu.
 import { BATCH_BODY, SUBMIT_BODY } from "./bodies.ts";
 import { shippedStart } from "../shipped-start.ts";
 import { stripServiceSources } from "../strip-types.ts";
-import { SHIPPED_HEAP_GROWING_PERCENT } from "../../server/memory.ts";
+import { SHIPPED_HEAP_GROWING_PERCENT, SHIPPED_HEAP_YOUNG_GC_TASK } from "../../server/memory.ts";
 
 const ROOT = path.join(import.meta.dirname, "..", "..");
 const MAIN = path.join(ROOT, "app", "main.ts");
@@ -55,18 +56,21 @@ interface MemoryOptions {
   glibcTunables?: string;
   /** Compare this HEAP_GROWING_PERCENT instead of the shipped one. */
   heapGrowingPercent?: number;
+  /** Compare this HEAP_YOUNG_GC_TASK instead of the shipped one. */
+  youngGcTask?: boolean;
 }
 
-/** How a process's memory is sized: its NODE_OPTIONS, HEAP_GROWING_PERCENT and GLIBC_TUNABLES. */
+/** How a process's memory is sized: its NODE_OPTIONS, HEAP_GROWING_PERCENT, HEAP_YOUNG_GC_TASK and GLIBC_TUNABLES. */
 interface Sizing {
   nodeOptions: string;
   /** The C library's allocator settings (GLIBC_TUNABLES), "" for its defaults. */
   glibcTunables: string;
   heapGrowingPercent: number;
+  youngGcTask: boolean;
 }
 
 const sizingText = (sizing: Sizing) =>
-  `${sizing.nodeOptions ? `\`${sizing.nodeOptions}\`` : "no NODE_OPTIONS"}, HEAP_GROWING_PERCENT ${sizing.heapGrowingPercent}, ${sizing.glibcTunables ? `GLIBC_TUNABLES \`${sizing.glibcTunables}\`` : "no GLIBC_TUNABLES"}`;
+  `${sizing.nodeOptions ? `\`${sizing.nodeOptions}\`` : "no NODE_OPTIONS"}, HEAP_GROWING_PERCENT ${sizing.heapGrowingPercent}, HEAP_YOUNG_GC_TASK ${sizing.youngGcTask}, ${sizing.glibcTunables ? `GLIBC_TUNABLES \`${sizing.glibcTunables}\`` : "no GLIBC_TUNABLES"}`;
 
 interface Contender {
   label: string;
@@ -100,6 +104,7 @@ async function startContender(label: string, sizing: Sizing, env: Record<string,
       PORT: String(port),
       NODE_OPTIONS: sizing.nodeOptions,
       HEAP_GROWING_PERCENT: String(sizing.heapGrowingPercent),
+      HEAP_YOUNG_GC_TASK: String(sizing.youngGcTask),
       ...(sizing.glibcTunables ? { GLIBC_TUNABLES: sizing.glibcTunables } : {}),
     },
     stdio: ["ignore", "ignore", "inherit"],
@@ -307,10 +312,12 @@ export async function memoryAsShipped(databaseUrl: string, options: MemoryOption
     nodeOptions: options.nodeOptions ?? start.nodeOptions,
     glibcTunables: options.glibcTunables ?? start.glibcTunables,
     heapGrowingPercent: options.heapGrowingPercent ?? SHIPPED_HEAP_GROWING_PERCENT,
+    youngGcTask: options.youngGcTask ?? SHIPPED_HEAP_YOUNG_GC_TASK,
   };
   const tried =
     options.nodeOptions !== undefined ||
     options.heapGrowingPercent !== undefined ||
+    options.youngGcTask !== undefined ||
     options.glibcTunables !== undefined;
   stripServiceSources();
   const env: Record<string, string> = {
@@ -350,7 +357,11 @@ export async function memoryAsShipped(databaseUrl: string, options: MemoryOption
   const auth = { Authorization: `Bearer ${token}`, "Content-Type": "application/json" };
   const contenders = [
     await startContender(tried ? "tried" : "shipped", shipped, env),
-    await startContender("V8 defaults", { nodeOptions: "", heapGrowingPercent: 0, glibcTunables: "" }, env),
+    await startContender(
+      "V8 defaults",
+      { nodeOptions: "", heapGrowingPercent: 0, youngGcTask: true, glibcTunables: "" },
+      env,
+    ),
   ];
   try {
     const perRound = Math.ceil(options.requests / options.rounds);

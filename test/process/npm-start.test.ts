@@ -116,6 +116,8 @@ t.test("SIGTERM to the npm start process stops the service and its embedded Post
     /"heap_growing_percent":100[,}][^\n]*listening on/,
     "the old generation may double between full collections",
   );
+  // HEAP_YOUNG_GC_TASK at its default: the young generation is collected once full.
+  t.match(out, /"heap_young_gc_task":false[,}][^\n]*listening on/, "no young-generation task");
   // The allocator setting reaches the process (glibc reads it as the process starts), the operator's after it.
   t.match(
     out,

@@ -264,3 +264,10 @@ t.test("HEAP_GROWING_PERCENT: 100 by default; 0 for V8's own factor; up to 1000;
       /HEAP_GROWING_PERCENT must be a whole number from 0 to 1000/,
     );
 });
+
+t.test("HEAP_YOUNG_GC_TASK: off by default; true restores V8's own task; nothing but a boolean", async (t) => {
+  t.equal(loadConfig({}).heapYoungGcTask, false);
+  t.equal(loadConfig({ HEAP_YOUNG_GC_TASK: "true" }).heapYoungGcTask, true);
+  t.equal(loadConfig({ HEAP_YOUNG_GC_TASK: "false" }).heapYoungGcTask, false);
+  t.throws(() => loadConfig({ HEAP_YOUNG_GC_TASK: "sometimes" }), /HEAP_YOUNG_GC_TASK must be true or false/);
+});

@@ -1,11 +1,14 @@
 // HEAP_GROWING_PERCENT reaches V8: with the shipped old space (128 MiB), the same allocations run through
 // far fewer full collections when the old generation may double between them than with V8's own factor.
+// HEAP_YOUNG_GC_TASK reaches V8 too: without the task, a young generation of the same size is collected
+// less often for the same allocations, spread over turns of the event loop as a server's are.
 // And the GLIBC_TUNABLES npm start ships (package.json's config.glibc_tunables) makes the C library give
 // freed blocks of 32 KiB and more back to the system, where its own threshold keeps them resident.
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import t from "tap";
 import { shippedStart } from "../../scripts/shipped-start.ts";
+import { SHIPPED_HEAP_YOUNG_GC_TASK } from "../../server/memory.ts";
 
 const ROOT = path.join(import.meta.dirname, "..", "..");
 const MEMORY = path.join(ROOT, "server", "memory.ts");
@@ -45,6 +48,46 @@ t.test("a growing percent of 100 makes V8 collect the old generation far less of
   const doubling = fullCollections(100);
   t.ok(own >= 8, `V8's own factor: ${own} full collections (enough for the comparison to mean something)`);
   t.ok(doubling <= own * 0.6, `growing percent 100: ${doubling} full collections, against ${own}`);
+});
+
+/**
+ * Young-generation collections in a fresh process whose 4 MiB semi-spaces take 600 MB of short-lived
+ * objects, 150 KB a turn of the event loop, with V8's young-generation task set through server/memory.ts.
+ */
+function youngCollections(task: boolean): number {
+  const script = `
+    import { applyYoungGcTask } from ${JSON.stringify(MEMORY)};
+    import { PerformanceObserver, constants } from "node:perf_hooks";
+    applyYoungGcTask(${task});
+    let minor = 0;
+    const observer = new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) if (entry.detail.kind === constants.NODE_PERFORMANCE_GC_MINOR) minor++;
+    });
+    observer.observe({ entryTypes: ["gc"] });
+    let turns = 0;
+    let last;
+    function turn() {
+      for (let i = 0; i < 2000; i++) last = { i, text: "short-lived-" + i };
+      if (++turns < 4000) setImmediate(turn);
+      else setTimeout(() => process.stdout.write(JSON.stringify({ minor, last: last.i })), 100);
+    }
+    turn();
+  `;
+  const { stdout, stderr, status } = spawnSync(
+    process.execPath,
+    ["--min-semi-space-size=4", "--max-semi-space-size=4", "--input-type=module", "-e", script],
+    { encoding: "utf8", env: { PATH: process.env.PATH ?? "" } },
+  );
+  if (status !== 0) throw new Error(`the allocating process failed (${status}): ${stderr}`);
+  return (JSON.parse(stdout) as { minor: number }).minor;
+}
+
+t.test("without the young-generation task, V8 collects the same young generation less often", async (t) => {
+  t.equal(SHIPPED_HEAP_YOUNG_GC_TASK, false, "the service ships without the task");
+  const own = youngCollections(true);
+  const full = youngCollections(false);
+  t.ok(own >= 50, `V8's own task: ${own} young collections (enough for the comparison to mean something)`);
+  t.ok(full <= own * 0.9, `collected only when full: ${full} young collections, against ${own}`);
 });
 
 /**
