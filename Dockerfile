@@ -16,7 +16,7 @@ FROM node:24-bookworm-slim AS runtime
 # NODE_OPTIONS in the container's environment (it replaces this); GLIBC_TUNABLES likewise.
 ENV NODE_ENV=production \
     PORT=8080 \
-    NODE_OPTIONS="--max-semi-space-size=16 --max-old-space-size=128" \
+    NODE_OPTIONS="--max-semi-space-size=32 --max-old-space-size=128" \
     GLIBC_TUNABLES="glibc.malloc.mmap_threshold=32768"
 WORKDIR /app
 COPY --from=dependencies --chown=root:root /app/node_modules ./node_modules
