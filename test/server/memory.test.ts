@@ -15,6 +15,27 @@ const MEMORY = path.join(ROOT, "server", "memory.ts");
 const SHIPPED_TUNABLES = shippedStart().glibcTunables;
 
 /**
+ * Runs `script` as an ES module in a fresh Node with `flags` and `env` (and PATH) and returns the JSON it
+ * wrote to its standard output.
+ */
+function runScript<T>(flags: string[], script: string, env: Record<string, string> = {}): T {
+  const { stdout, stderr, status } = spawnSync(process.execPath, [...flags, "--input-type=module", "-e", script], {
+    encoding: "utf8",
+    env: { PATH: process.env.PATH ?? "", ...env },
+  });
+  if (status !== 0) throw new Error(`the allocating process failed (${status}): ${stderr}`);
+  return JSON.parse(stdout) as T;
+}
+
+/** Script text that counts the process's garbage collections of one kind (perf_hooks' kind constant). */
+const countCollections = (kind: "NODE_PERFORMANCE_GC_MAJOR" | "NODE_PERFORMANCE_GC_MINOR") => `
+    let collections = 0;
+    new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) if (entry.detail.kind === constants.${kind}) collections++;
+    }).observe({ entryTypes: ["gc"] });
+`;
+
+/**
  * Full collections in a fresh process with the shipped old space, a young generation small enough that the
  * churn is promoted, a live set of some 30 MiB and the growing percent applied through server/memory.ts.
  */
@@ -23,24 +44,15 @@ function fullCollections(percent: number): number {
     import { applyHeapGrowth } from ${JSON.stringify(MEMORY)};
     import { PerformanceObserver, constants } from "node:perf_hooks";
     applyHeapGrowth(${percent});
-    let full = 0;
-    const observer = new PerformanceObserver((list) => {
-      for (const entry of list.getEntries()) if (entry.detail.kind === constants.NODE_PERFORMANCE_GC_MAJOR) full++;
-    });
-    observer.observe({ entryTypes: ["gc"] });
+    ${countCollections("NODE_PERFORMANCE_GC_MAJOR")}
     const live = Array.from({ length: 300_000 }, (_, i) => ({ i, text: "live-" + i }));
     const ring = new Array(50_000);
     for (let i = 0; i < 2_000_000; i++) ring[i % ring.length] = { i, text: "churn-" + i };
     // GC entries arrive after the loop: read them on a later turn.
-    setTimeout(() => process.stdout.write(JSON.stringify({ full, live: live.length })), 100);
+    setTimeout(() => process.stdout.write(JSON.stringify({ collections, live: live.length })), 100);
   `;
-  const { stdout, stderr, status } = spawnSync(
-    process.execPath,
-    ["--max-old-space-size=128", "--max-semi-space-size=1", "--input-type=module", "-e", script],
-    { encoding: "utf8", env: { PATH: process.env.PATH ?? "" } },
-  );
-  if (status !== 0) throw new Error(`the allocating process failed (${status}): ${stderr}`);
-  return (JSON.parse(stdout) as { full: number }).full;
+  return runScript<{ collections: number }>(["--max-old-space-size=128", "--max-semi-space-size=1"], script)
+    .collections;
 }
 
 t.test("a growing percent of 100 makes V8 collect the old generation far less often than its own factor", async (t) => {
@@ -59,27 +71,17 @@ function youngCollections(task: boolean): number {
     import { applyYoungGcTask } from ${JSON.stringify(MEMORY)};
     import { PerformanceObserver, constants } from "node:perf_hooks";
     applyYoungGcTask(${task});
-    let minor = 0;
-    const observer = new PerformanceObserver((list) => {
-      for (const entry of list.getEntries()) if (entry.detail.kind === constants.NODE_PERFORMANCE_GC_MINOR) minor++;
-    });
-    observer.observe({ entryTypes: ["gc"] });
+    ${countCollections("NODE_PERFORMANCE_GC_MINOR")}
     let turns = 0;
     let last;
     function turn() {
       for (let i = 0; i < 2000; i++) last = { i, text: "short-lived-" + i };
       if (++turns < 4000) setImmediate(turn);
-      else setTimeout(() => process.stdout.write(JSON.stringify({ minor, last: last.i })), 100);
+      else setTimeout(() => process.stdout.write(JSON.stringify({ collections, last: last.i })), 100);
     }
     turn();
   `;
-  const { stdout, stderr, status } = spawnSync(
-    process.execPath,
-    ["--min-semi-space-size=4", "--max-semi-space-size=4", "--input-type=module", "-e", script],
-    { encoding: "utf8", env: { PATH: process.env.PATH ?? "" } },
-  );
-  if (status !== 0) throw new Error(`the allocating process failed (${status}): ${stderr}`);
-  return (JSON.parse(stdout) as { minor: number }).minor;
+  return runScript<{ collections: number }>(["--min-semi-space-size=4", "--max-semi-space-size=4"], script).collections;
 }
 
 t.test("without the young-generation task, V8 collects the same young generation less often", async (t) => {
@@ -113,12 +115,8 @@ function freedMb(glibcTunables: string | undefined): number {
       process.stdout.write(JSON.stringify({ freed: (held - rss()) / 2 ** 20, kept: kept.length }));
     }, 300);
   `;
-  const { stdout, stderr, status } = spawnSync(process.execPath, ["--expose-gc", "--input-type=module", "-e", script], {
-    encoding: "utf8",
-    env: { PATH: process.env.PATH ?? "", ...(glibcTunables === undefined ? {} : { GLIBC_TUNABLES: glibcTunables }) },
-  });
-  if (status !== 0) throw new Error(`the allocating process failed (${status}): ${stderr}`);
-  return (JSON.parse(stdout) as { freed: number }).freed;
+  const env: Record<string, string> = glibcTunables === undefined ? {} : { GLIBC_TUNABLES: glibcTunables };
+  return runScript<{ freed: number }>(["--expose-gc"], script, env).freed;
 }
 
 const glibc = (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime;
