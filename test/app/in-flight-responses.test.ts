@@ -4,7 +4,8 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import t from "tap";
 import { InFlightResponses } from "../../app/in-flight-responses.ts";
-import { promotedShare, serviceModule } from "../helpers/promotion.ts";
+import { promotedShare } from "../helpers/promotion.ts";
+import { serviceModule } from "../helpers/repository-copy.ts";
 
 t.test("a response is listed from its start until it closes, finished or cut off", async (t) => {
   const inFlight = new InFlightResponses();

@@ -8,7 +8,8 @@ import { insertSubmissionWithEvent } from "../../db/intake.ts";
 import { runPrepared } from "../../db/prepared.ts";
 import { createTenant } from "../../db/principals.ts";
 import { createTestDatabase } from "../helpers/database.ts";
-import { promotedShare, serviceModule } from "../helpers/promotion.ts";
+import { promotedShare } from "../helpers/promotion.ts";
+import { serviceModule } from "../helpers/repository-copy.ts";
 
 t.test("a submit and an event are prepared statements of their connection, parsed once and run again", async (t) => {
   // One connection, so that every call below meets the statements the previous ones prepared.

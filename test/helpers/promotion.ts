@@ -2,15 +2,8 @@
 // process of its own under load from another, and V8's GC profiler counts what its scavenges copied into
 // the old generation.
 import { spawn } from "node:child_process";
-import path from "node:path";
-import { pathToFileURL } from "node:url";
 import { runLoad } from "../../scripts/bench/common.ts";
 import { ROOT } from "./repository-copy.ts";
-
-/** A service module (`file` from the repository's root) as a string literal for a handler to import. */
-export function serviceModule(file: string): string {
-  return JSON.stringify(pathToFileURL(path.join(ROOT, file)).href);
-}
 
 export interface PromotionRun {
   /**

@@ -3,10 +3,16 @@
 // installed packages.
 import fs from "node:fs";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import type { Test } from "tap";
 import { tempDir } from "./temp-dir.ts";
 
 export const ROOT = path.resolve(import.meta.dirname, "..", "..");
+
+/** A module of the checkout (`file` from its root) as a string literal for a spawned script to import. */
+export function serviceModule(file: string): string {
+  return JSON.stringify(pathToFileURL(path.join(ROOT, file)).href);
+}
 
 /** Left out of the copy: installed packages, version control, run-time data and build output. */
 const LEFT_OUT = new Set([

@@ -6,7 +6,8 @@
 import express, { type Request } from "express";
 import t, { type Test } from "tap";
 import { serveOnLoopback } from "../helpers/loopback.ts";
-import { promotedShare, serviceModule } from "../helpers/promotion.ts";
+import { promotedShare } from "../helpers/promotion.ts";
+import { serviceModule } from "../helpers/repository-copy.ts";
 import { requireBearer } from "../../http/authentication.ts";
 import { TokenRejected, type Principal, type TokenService } from "../../server/auth/tokens.ts";
 

@@ -5,13 +5,12 @@
 // And the GLIBC_TUNABLES npm start ships (package.json's config.glibc_tunables) makes the C library give
 // freed blocks of 32 KiB and more back to the system, where its own threshold keeps them resident.
 import { spawnSync } from "node:child_process";
-import path from "node:path";
 import t from "tap";
 import { shippedStart } from "../../scripts/shipped-start.ts";
 import { SHIPPED_HEAP_YOUNG_GC_TASK } from "../../server/memory.ts";
+import { serviceModule } from "../helpers/repository-copy.ts";
 
-const ROOT = path.join(import.meta.dirname, "..", "..");
-const MEMORY = path.join(ROOT, "server", "memory.ts");
+const MEMORY = serviceModule("server/memory.ts");
 const SHIPPED_TUNABLES = shippedStart().glibcTunables;
 
 /**
@@ -41,7 +40,7 @@ const countCollections = (kind: "NODE_PERFORMANCE_GC_MAJOR" | "NODE_PERFORMANCE_
  */
 function fullCollections(percent: number): number {
   const script = `
-    import { applyHeapGrowth } from ${JSON.stringify(MEMORY)};
+    import { applyHeapGrowth } from ${MEMORY};
     import { PerformanceObserver, constants } from "node:perf_hooks";
     applyHeapGrowth(${percent});
     ${countCollections("NODE_PERFORMANCE_GC_MAJOR")}
@@ -68,7 +67,7 @@ t.test("a growing percent of 100 makes V8 collect the old generation far less of
  */
 function youngCollections(task: boolean): number {
   const script = `
-    import { applyYoungGcTask } from ${JSON.stringify(MEMORY)};
+    import { applyYoungGcTask } from ${MEMORY};
     import { PerformanceObserver, constants } from "node:perf_hooks";
     applyYoungGcTask(${task});
     ${countCollections("NODE_PERFORMANCE_GC_MINOR")}
