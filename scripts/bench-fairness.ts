@@ -1,10 +1,10 @@
-// npm run bench:fairness — a benchmark, not a test. The noisy-neighbour scenario of issue 11 on a
-// throwaway embedded PostgreSQL with the real worker and a local HTTPS receiver: tenant A has
-// BENCH_NOISY_DELIVERIES (default 2000) due deliveries to endpoints that never answer (each attempt
-// hangs until WEBHOOK_TIMEOUT_MS, default 10000 here as in production); tenant B emits one event at a
-// time. Prints tenant B's wait (event to first attempt received) without and with tenant A, and the
-// cost of queueing one delivery (emit_event) with an empty queue and with 10,000 queued jobs.
-// WORKER_CONCURRENCY (default 5) is honoured.
+// npm run bench:fairness — a benchmark, not a test. A noisy neighbour's deliveries must not hold up another
+// tenant's: on a throwaway embedded PostgreSQL with the real worker and a local HTTPS receiver, tenant A has
+// BENCH_NOISY_DELIVERIES (default 2000) due deliveries to endpoints that never answer (each attempt hangs
+// until WEBHOOK_TIMEOUT_MS, default 10000 here as in production); tenant B emits one event at a time. Prints
+// tenant B's wait (event to first attempt received) without and with tenant A, and the cost of queueing one
+// delivery (emit_event) with an empty queue and with 10,000 queued jobs. WORKER_CONCURRENCY (default 5) is
+// honoured.
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";

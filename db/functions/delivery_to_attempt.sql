@@ -5,11 +5,6 @@
 -- subscription's rate limit (null: none; otherwise the task paces the attempt through
 -- integrator.pace_delivery). A function so that PostgreSQL plans it once per connection, not on every
 -- attempt.
---
--- It replaces integrator.delivery_to_send (which lacks subscription_id, which the attempt's span names
--- and pacing keys on, and the rate limit):
--- that one stays, unchanged, while workers of the previous release may still call it, and the next
--- release's migration drops it with its file.
 create or replace function integrator.delivery_to_attempt(p_tenant_id uuid, p_delivery_id uuid)
 returns table (
   id uuid, tenant_id uuid, subscription_id uuid, event_id uuid, event_type text, payload jsonb, status text, attempts integer, url text,

@@ -1,7 +1,8 @@
--- Kept for replicas of the previous release during a rolling upgrade, which still call it; this release
--- calls record_submission instead. The next release's migration drops it.
--- integrator.submit_intake: the intake write path in one statement (db/intake.ts
--- insertSubmissionWithEvent, and submit_intake_once under an Idempotency-Key). It writes the submission,
+-- Not the service's write path: that is integrator.record_submission (db/intake.ts). This function is
+-- kept, unchanged, because release 0.1.0 writes through it, and 0.1.0's replicas run beside this code
+-- while a rolling upgrade from 0.1.0 lasts. The first migration after the next release drops it with this
+-- file (docs/architecture.md, "Where SQL lives").
+-- integrator.submit_intake: 0.1.0's intake write in one statement. It writes the submission,
 -- its items and its audit action, and fans the intake event out through emit_event only when one of the
 -- tenant's active subscriptions takes the kind: without one the event would make no delivery, and its
 -- data, built here from the row just written, needs no check. A plpgsql function keeps its statements'

@@ -31,6 +31,7 @@ import * as webhookEvents from "./0025_webhook_events.ts";
 import * as deliveryNextAttempt from "./0026_delivery_next_attempt.ts";
 import * as attemptDetails from "./0027_attempt_details.ts";
 import * as writePath from "./0010_write_path.ts";
+import * as replacedFunctionsDropped from "./0034_replaced_functions_dropped.ts";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -71,6 +72,7 @@ const migrations: [string, Migration][] = [
   ["0031_intake_items_keyed_by_tenant", intakeItemsKeyedByTenant],
   ["0032_idempotency_keys_expire_by_tenant", idempotencyKeysExpireByTenant],
   ["0033_webhook_rate_limits", webhookRateLimits],
+  ["0034_replaced_functions_dropped", replacedFunctionsDropped],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

@@ -1,4 +1,4 @@
-// Token rules of issue 12: the issuer does not depend on the port; exp and iat are required and the
+// Token rules: the issuer does not depend on the port; exp and iat are required and the
 // lifetime capped (AUTH_MAX_TOKEN_LIFETIME_SECONDS), for our own tokens and an external provider's.
 import { randomUUID } from "node:crypto";
 import t from "tap";

@@ -132,3 +132,44 @@ t.test(
     t.same(await applyFunctions(db), [], "and then nothing is left to apply");
   },
 );
+
+t.test(
+  "submit_intake, which replicas of release 0.1.0 write through during a rolling upgrade, writes on today's schema",
+  async (t) => {
+    const db = await migratedDatabase(t);
+    const tenantId = await tenantWithTwoSubscriptions(db);
+    const submissionId = crypto.randomUUID();
+    const items = [0, 1].map((position) => ({
+      id: crypto.randomUUID(),
+      position,
+      filename: `${position}.pdf`,
+      file_size: 1,
+      mime_type: "application/pdf",
+      status: "uploaded",
+    }));
+    // The statement as 0.1.0's db/intake.ts sends it.
+    await db.raw("select * from integrator.submit_intake(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?::jsonb)", [
+      tenantId,
+      submissionId,
+      "batch",
+      "ref",
+      null,
+      null,
+      "received",
+      2,
+      0,
+      "ada",
+      "req",
+      JSON.stringify(items),
+      "intake.batch_submitted",
+      "ada",
+      "{}",
+    ]);
+    const written = await db("integrator.intake_items").where({ tenant_id: tenantId, submission_id: submissionId });
+    t.equal(written.length, 2, "the submission's items are written");
+    const deliveries = await db("integrator.webhook_deliveries")
+      .where({ tenant_id: tenantId, event_type: "intake.batch_submitted" })
+      .count<{ count: string }[]>();
+    t.equal(Number(deliveries[0]?.count), 2, "and its event fans out to both subscriptions");
+  },
+);

@@ -2,12 +2,47 @@
 // migration can be rolled back and applied again (a down that leaves the schema inconsistent would
 // fail the second up or the write through the migrated functions afterwards).
 import t from "tap";
+import type { Knex } from "knex";
 import { createDatabase, migrate, pendingMigrations } from "../../db/database.ts";
+import { findSubmission, insertSubmissionWithEvent } from "../../db/intake.ts";
 import { migrationSource } from "../../db/migrations/index.ts";
 import { createTenant } from "../../db/principals.ts";
 import { createTestDatabase } from "../helpers/database.ts";
 
 const config = { migrationSource, schemaName: "integrator", tableName: "knex_migrations" };
+
+/** A submission of `items` pending items written through the service's write path (db/intake.ts). */
+function writeSubmission(db: Knex, tenantId: string, items: number) {
+  return insertSubmissionWithEvent(
+    db,
+    {
+      tenantId,
+      kind: items === 1 ? "single" : "batch",
+      externalReference: null,
+      module: null,
+      tier: null,
+      status: "received",
+      acceptedCount: items,
+      failedCount: 0,
+      createdBy: "t",
+      requestId: "r",
+    },
+    Array.from({ length: items }, (_, position) => ({
+      filename: `${position}.pdf`,
+      file_size: 1,
+      mime_type: "application/pdf",
+      item_metadata: null,
+      status: "pending" as const,
+      error_message: null,
+    })),
+    {
+      action: items === 1 ? "intake.submitted" : "intake.batch_submitted",
+      actor: "t",
+      requestId: "r",
+      details: {},
+    },
+  );
+}
 
 t.test("pendingMigrations names the migrations the database has not applied", async (t) => {
   const db = createDatabase(await createTestDatabase(t), 2, "integrator-test");
@@ -36,12 +71,8 @@ t.test("every migration rolls back and applies again, and the write path works a
     secret_encrypted: "x",
     created_by: "t",
   });
-  const { rows } = await db.raw<{ rows: { id: string }[] }>(
-    `select id from integrator.submit_intake(?, gen_random_uuid(), 'single', null, null, null, 'received', 1, 0, 't', 'r',
-       '[]'::jsonb, 'intake.submitted', 't', '{}'::jsonb)`,
-    [tenant.id],
-  );
-  t.equal(rows.length, 1, "a submission is written");
+  const submission = await writeSubmission(db, tenant.id, 1);
+  t.same((await findSubmission(db, tenant.id, submission.id))?.submission, submission, "a submission is written");
   const deliveries = await db("integrator.webhook_deliveries")
     .where({ tenant_id: tenant.id })
     .count<{ count: string }[]>();
@@ -70,17 +101,7 @@ t.test(
     const db = createDatabase(await createTestDatabase(t), 2, "integrator-test");
     t.teardown(() => db.destroy());
     const tenant = await createTenant(db, "items keyed by tenant");
-    const { rows: written } = await db.raw<{ rows: { id: string }[] }>(
-      `select id from integrator.submit_intake(?, gen_random_uuid(), 'batch', null, null, null, 'received', 2, 0, 't', 'r',
-         jsonb_build_array(
-           jsonb_build_object('id', gen_random_uuid(), 'position', 0, 'filename', 'a.pdf', 'file_size', 1,
-                              'mime_type', 'application/pdf', 'status', 'pending'),
-           jsonb_build_object('id', gen_random_uuid(), 'position', 1, 'filename', 'b.pdf', 'file_size', 1,
-                              'mime_type', 'application/pdf', 'status', 'pending')),
-         'intake.batch_submitted', 't', '{}'::jsonb)`,
-      [tenant.id],
-    );
-    t.equal(written.length, 1);
+    await writeSubmission(db, tenant.id, 2);
     const primaryKey = async () =>
       (
         await db.raw<{ rows: { definition: string }[] }>(

@@ -8,6 +8,7 @@ import t from "tap";
 import type { Knex } from "knex";
 import { createDatabase, migrate } from "../../db/database.ts";
 import { FUNCTION_FILES } from "../../db/functions/index.ts";
+import { insertSubmissionOnce } from "../../db/intake.ts";
 import { migrationSource } from "../../db/migrations/index.ts";
 import { migrateWorkerSchema } from "../../worker/runner.ts";
 import { createEmptyDatabase } from "../helpers/database.ts";
@@ -297,7 +298,7 @@ t.test(
     );
 
     // The data came through: every tenant's delivery count is exact, every queued delivery job names its
-    // attempt, and a keyed intake write through today's functions fans out.
+    // attempt, and a keyed intake write through the service's write path (db/intake.ts) fans out.
     const { rows: counts } = await upgraded.raw<{ rows: { tenant_id: string; counted: number; actual: number }[] }>(
       `select d.tenant_id, (select coalesce(sum(c.deliveries), 0)::integer from integrator.webhook_delivery_counts c
                              where c.tenant_id = d.tenant_id) as counted, count(*)::integer as actual
@@ -348,14 +349,44 @@ t.test(
         where k.identifier = 'deliver_webhook' and j.payload->'attempts' is null`,
     );
     t.equal(unnamed[0]?.n, 0, "every deliver_webhook job queued before jobs named their attempt names it now");
-    const submission = crypto.randomUUID();
-    const { rows: written } = await upgraded.raw<{ rows: { outcome: string; response_body: string }[] }>(
-      `select * from integrator.submit_intake_once(?, 'user:ada', 'submitIntake', 'key-5', 'lock-5', 'fp-5', 24,
-         '{"id":"y","created_at":', ?, ?, 'single', 'ref-5', null, null, 'received', 1, 0, 'ada', 'req-5', ?::jsonb,
-         'intake.submitted', 'ada', '{}'::jsonb)`,
-      [acme, acme, submission, JSON.stringify([item(0)])],
+    const written = await insertSubmissionOnce(
+      upgraded,
+      {
+        tenant_id: acme,
+        subject: "user:ada",
+        route: "submitIntake",
+        idempotency_key: "key-5",
+        startedAt: Date.now(),
+        lockText: "lock-5",
+        fingerprint: "fp-5",
+        ttlHours: 24,
+      },
+      {
+        tenantId: acme,
+        kind: "single",
+        externalReference: "ref-5",
+        module: null,
+        tier: null,
+        status: "received",
+        acceptedCount: 1,
+        failedCount: 0,
+        createdBy: "ada",
+        requestId: "req-5",
+      },
+      [
+        {
+          filename: "scan-0.pdf",
+          file_size: 2048,
+          mime_type: "application/pdf",
+          item_metadata: null,
+          status: "uploaded",
+          error_message: null,
+        },
+      ],
+      { action: "intake.submitted", actor: "ada", requestId: "req-5", details: {} },
     );
-    t.equal(written[0]?.outcome, "written");
+    t.equal(written.outcome, "written");
+    const submission = (JSON.parse(written.response_body ?? "{}") as { id: string }).id;
     const { rows: jobs } = await upgraded.raw<{ rows: { task: string; deliveries: number }[] }>(
       `select k.identifier as task, json_array_length(j.payload->'delivery_ids') as deliveries
          from graphile_worker._private_jobs j join graphile_worker._private_tasks k on k.id = j.task_id

@@ -1,4 +1,4 @@
-// Ready for Citus (issue 29): every tenant table leads its primary key, unique indexes and foreign keys
+// Ready for Citus: every tenant table leads its primary key, unique indexes and foreign keys
 // with tenant_id, and every statement on a tenant table names its tenant; the global tables and
 // graphile-worker's schema are the listed exceptions, each with its role (db/distribution.ts). Citus itself
 // is not installed here: these checks read plain PostgreSQL's catalog and the service's SQL text.

@@ -1,6 +1,6 @@
 // A path parameter whose percent-encoding is malformed (`%ZZ`, a truncated UTF-8 sequence) is the
-// operation's request: authenticated first, then refused with the issue at ["path", name]. It was reported
-// under "body" with the whole URL as its loc, before authentication.
+// operation's request: authenticated first, then refused with the issue at ["path", name], not under
+// "body" with the whole URL as its loc.
 import t from "tap";
 import type { OpenAPIV3_1 } from "openapi-types";
 import { loadDocument, resolveRef } from "../../http/openapi-document.ts";

@@ -1,4 +1,4 @@
-// The /portal page in a real headless Chromium (issue 15 point 3): a teammate opens a portal link,
+// The /portal page in a real headless Chromium: a teammate opens a portal link,
 // adds an HTTPS endpoint (a real receiver on loopback), sends a test event, sees the delivery and its
 // attempt, resends it, rotates the secret, sees a failing endpoint disabled with its reason, fixes and
 // re-enables it and resends; an expired link, a tampered link and another tenant's link show nothing

@@ -1,7 +1,7 @@
 // The documents say what the code does: the settings table of docs/operating.md is the one server/config.ts
 // declares (npm run settings:docs rewrites it), docs/integrating.md lists the default MIME types, every
-// relative link names a file (and heading) of the repository, and every citation of docs/decisions.md in the
-// code names one of its sections.
+// relative link names a file (and heading) of the repository, every citation of docs/decisions.md in the
+// code names one of its sections, and nothing cites an issue tracker the repository does not hold.
 import fs from "node:fs";
 import path from "node:path";
 import t from "tap";
@@ -124,3 +124,39 @@ t.test("every citation of docs/decisions.md names one of its sections", async (t
   }
   t.ok(citations > 20, `the code cites the decisions (${citations} citations)`);
 });
+
+/** Folders that are not the project's text: installed packages, version control, run-time data, build output. */
+const NOT_OURS = new Set([".git", "node_modules", ".data", ".tap", ".artifacts", "coverage", "dist", ".build"]);
+
+/** Every text file of the repository, by its path from the root. */
+function textFiles(folder = ""): string[] {
+  return fs.readdirSync(path.join(ROOT, folder), { withFileTypes: true }).flatMap((entry) => {
+    const file = folder ? `${folder}/${entry.name}` : entry.name;
+    if (entry.isDirectory())
+      return NOT_OURS.has(entry.name) || file === "openapi/reference-site" ? [] : textFiles(file);
+    return entry.isFile() && /\.(ts|mjs|cjs|js|sql|md|ya?ml|json|txt)$|^(Dockerfile|\.ci\/run|\.npmrc)$/.test(file)
+      ? [file]
+      : [];
+  });
+}
+
+/**
+ * Not read: merged migrations, which never change (test/db/migration-checksums.test.ts), and
+ * docs/performance.md, whose dated history of measurements still names one.
+ */
+const NOT_READ = [/^db\/migrations\/\d{4}_\w+\.ts$/, /^docs\/performance\.md$/];
+
+/** How a comment or a document would point at an issue tracker: an issue, task or finding by number, or `#12`. */
+const TRACKER_REFERENCE = /\b(?:issues?|tasks?|findings?|tickets?) #?\d+\b|(?:^|[\s(])#\d+\b/gim;
+
+t.test(
+  "no file cites an issue tracker the repository does not hold; each says what the code does instead",
+  async (t) => {
+    const files = textFiles().filter((file) => !NOT_READ.some((pattern) => pattern.test(file)));
+    t.ok(files.length > 300, `every text file is read (${files.length})`);
+    const citations = files.flatMap((file) =>
+      [...read(file).matchAll(TRACKER_REFERENCE)].map((match) => `${file}: ${match[0].trim()}`),
+    );
+    t.same(citations, [], "say what the code does and why, without pointing elsewhere");
+  },
+);

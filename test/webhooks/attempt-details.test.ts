@@ -1,4 +1,4 @@
-// Attempt details (issue 26 point 5), with a real graphile-worker and a real HTTPS receiver: each attempt
+// Attempt details, with a real graphile-worker and a real HTTPS receiver: each attempt
 // in getWebhookDelivery shows the headers of the request sent (signatures and webhook-id, never the
 // secret), the answer's status, headers and first 4 KiB of body (longer bodies cut at a character
 // boundary and marked truncated), and a sentence beside its failure class; an answer whose body does not

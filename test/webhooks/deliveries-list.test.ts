@@ -1,4 +1,4 @@
-// Attempt history and the deliveries list (issue 11 point 8): every attempt recorded and shown by
+// Attempt history and the deliveries list: every attempt recorded and shown by
 // getWebhookDelivery; the list newest first with an opaque keyset cursor that new deliveries do not
 // disturb, filters, limit 1-200, and an exact total kept by a per-tenant counter; each page query is an
 // index range scan (EXPLAIN), whatever the filter.

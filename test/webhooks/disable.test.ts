@@ -1,4 +1,4 @@
-// Disabling a subscription by hand (issue 15, the portal's "Disable"), black-box through HTTP with a real
+// Disabling a subscription by hand (the portal's "Disable"), black-box through HTTP with a real
 // worker and HTTPS receiver: the subscription turns disabled with the time and `Disabled by hand[: reason]`,
 // events meanwhile end failed without an attempt and reach nobody, enabling resumes deliveries, a second
 // disable changes nothing, endpoint health neither re-enables it nor replaces its reason, and bad input

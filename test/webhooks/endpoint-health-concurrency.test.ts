@@ -1,7 +1,6 @@
-// Endpoint health under concurrent attempts (issue 13's delivery work must keep issue 11's rules): every
-// failed delivery counts even when the worker records several at once for one endpoint, and a delivered
-// attempt to a healthy endpoint does not write its subscription at all (no row lock shared by every
-// delivery to one endpoint).
+// Endpoint health under concurrent attempts: every failed delivery counts even when the worker records
+// several at once for one endpoint, and a delivered attempt to a healthy endpoint does not write its
+// subscription at all (no row lock shared by every delivery to one endpoint).
 import t from "tap";
 import { startWebhookRig, testCa } from "../helpers/webhooks.ts";
 import { waitFor } from "../helpers/wait.ts";

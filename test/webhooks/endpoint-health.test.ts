@@ -1,4 +1,4 @@
-// Endpoint health (issue 11 point 3) with a real worker and HTTPS receiver: a subscription whose
+// Endpoint health with a real worker and HTTPS receiver: a subscription whose
 // deliveries keep failing is disabled by itself (N failed deliveries in a row, or every attempt failing
 // for D days), shows why and when, is still listed but receives nothing, and the tenant re-enables it.
 import t from "tap";

@@ -1,4 +1,4 @@
-// The events API (issue 26 point 3): GET /v1/events lists the tenant's recorded events newest first with
+// The events API: GET /v1/events lists the tenant's recorded events newest first with
 // an opaque keyset cursor, filters by kind and creation time, limit 1–200; GET /v1/events/{event_id}
 // shows one event and the deliveries it went to (every subscription, resends included), paging on through
 // the deliveries list's event_id filter; a test event is an event of its own; another tenant's event

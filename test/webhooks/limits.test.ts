@@ -1,4 +1,4 @@
-// Subscription limits (issue 11 point 2): at most WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT subscriptions that
+// Subscription limits: at most WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT subscriptions that
 // are not deleted (409 WEBHOOK_SUBSCRIPTION_LIMIT_REACHED), one per URL (409
 // WEBHOOK_SUBSCRIPTION_DUPLICATE_URL), both holding under concurrent calls, and each refusal changing nothing.
 import t from "tap";

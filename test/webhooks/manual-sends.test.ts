@@ -1,4 +1,4 @@
-// Redelivery and test events (issue 11 point 7) against a real HTTPS receiver on loopback: a test
+// Redelivery and test events against a real HTTPS receiver on loopback: a test
 // event is a webhook.test delivery that matches the document; a redelivery is a new delivery of the
 // same body naming the original; both are limited per tenant (429 RATE_LIMITED with Retry-After),
 // refused for disabled or deleted subscriptions, and isolated between tenants.

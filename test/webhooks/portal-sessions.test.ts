@@ -1,4 +1,4 @@
-// Webhook portal sessions (issue 15 points 1 and 4): the link and its credential, accepted only by the
+// Webhook portal sessions: the link and its credential, accepted only by the
 // operations declaring PortalSession, for one tenant only, never logged, and the /portal page's headers.
 import { decodeJwt } from "jose";
 import t from "tap";

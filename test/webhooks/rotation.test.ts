@@ -1,4 +1,4 @@
-// Secret rotation (issue 11 point 6): the new secret is shown once and stored sealed; during the overlap
+// Secret rotation: the new secret is shown once and stored sealed; during the overlap
 // window (WEBHOOK_SECRET_ROTATION_OVERLAP_HOURS) the delivery task is handed both the new and the previous
 // secret, newest first, and afterwards only the new one; deliveries verify with the new secret.
 import t from "tap";

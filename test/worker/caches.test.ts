@@ -1,5 +1,5 @@
 // The worker keeps a subscription's opened secret (by its sealed text) and a URL's verdict (by its
-// text) between attempts (issue 13): a change of either takes effect from the next delivery on.
+// text) between attempts: a change of either takes effect from the next delivery on.
 import t from "tap";
 import { createHmac } from "node:crypto";
 import { startWebhookRig, testCa } from "../helpers/webhooks.ts";

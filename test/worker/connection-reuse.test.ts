@@ -1,4 +1,4 @@
-// Delivery connections are kept alive per checked target (issue 13): a second attempt to the same
+// Delivery connections are kept alive per checked target: a second attempt to the same
 // host and the same checked address reuses the connection, and a pooled connection is never reused
 // for an address the attempt's own check did not produce (the send-time SSRF rule, docs/decisions.md §5).
 import t, { type Test } from "tap";

@@ -1,4 +1,4 @@
-// Retention (issue 11 point 9): the scheduled purge_webhook_deliveries job, run by a real graphile-worker,
+// Retention: the scheduled purge_webhook_deliveries job, run by a real graphile-worker,
 // deletes final deliveries older than WEBHOOK_RETENTION_DAYS with their attempts, in batches of
 // WEBHOOK_PURGE_BATCH_SIZE, keeps pending and recent ones, and keeps each tenant's total exact; an event
 // goes with the last of its deliveries.
