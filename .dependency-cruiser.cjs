@@ -1,8 +1,9 @@
 // The layer rules (docs/architecture.md, "The house"): every import runs downward, with no exceptions.
 //   db/  <  server/  <  http/  <  handlers/<area>/        <  app/ (the composition root)  <  scripts/
 //               server/  <  worker/ (beside http/ and handlers/, never importing them)
-// generated/ holds types and the bundled document, importable from every floor. portal/ is a browser app
-// of its own: it imports the contract package's client and nothing of the service.
+// generated/ holds what `npm run generate` writes from the document (types, the event kinds, the bundled
+// document), importable from every floor. portal/ is a browser app of its own: it imports the contract
+// package's client and generated/, and nothing of the service.
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -80,7 +81,8 @@ module.exports = {
     {
       name: "the-portal-is-a-front-end-of-its-own",
       severity: "error",
-      comment: "The browser portal talks to the service over HTTP through the contract package, nothing else.",
+      comment:
+        "The browser portal talks to the service over HTTP through the contract package, nothing else; what it knows of the document (the event kinds) comes from generated/.",
       from: { path: "^portal/" },
       to: { path: "^(app|server|http|handlers|db|worker|scripts|test)/" },
     },

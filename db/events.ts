@@ -1,37 +1,16 @@
-// Lifecycle events: the kinds a tenant can subscribe to, the data each kind carries (identifiers and
-// status only, as the document's top-level `webhooks` section describes), and emitEvent, the one
+// Lifecycle events: the kinds a tenant can subscribe to and the data each kind carries (identifiers and
+// status only), both generated from the document's top-level `webhooks` section into
+// generated/event-kinds.ts and taken from here by the rest of the service, and emitEvent, the one
 // TypeScript entry to integrator.emit_event. Call it with the transaction that writes the change the
 // event reports: the deliveries and their jobs then exist exactly when that change does.
 import type { Knex } from "knex";
 import { runPrepared } from "./prepared.ts";
 import type { components } from "../generated/openapi.ts";
+import { EVENT_KINDS, type EventDataByKind, type EventKind } from "../generated/event-kinds.ts";
 
-type Schemas = components["schemas"];
+export { EVENT_KINDS, type EventDataByKind, type EventKind };
 
-export type EventKind = Schemas["WebhookEventKind"];
-export type EventSelector = Schemas["WebhookEventSelector"];
-
-export const EVENT_KINDS: readonly EventKind[] = [
-  "document.status_changed",
-  "document.uploaded",
-  "document.completed",
-  "adjudication.case_created",
-  "adjudication.case_resolved",
-  "intake.submitted",
-  "intake.batch_submitted",
-  "scorecard.created",
-];
-
-export interface EventDataByKind {
-  "intake.submitted": Schemas["IntakeEventData"];
-  "intake.batch_submitted": Schemas["IntakeEventData"];
-  "document.status_changed": Schemas["DocumentEventData"];
-  "document.uploaded": Schemas["DocumentEventData"];
-  "document.completed": Schemas["DocumentEventData"];
-  "adjudication.case_created": Schemas["AdjudicationEventData"];
-  "adjudication.case_resolved": Schemas["AdjudicationEventData"];
-  "scorecard.created": Schemas["ScorecardEventData"];
-}
+export type EventSelector = components["schemas"]["WebhookEventSelector"];
 
 /** The body of a delivery of an event of kind K, exactly as stored and sent. */
 export interface EventEnvelope<K extends EventKind = EventKind> {

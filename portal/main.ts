@@ -14,34 +14,9 @@ import {
   type Subscription,
 } from "./api.ts";
 import { h, replace, time } from "./dom.ts";
+// The subscribable kinds and the catalogue's line for each, generated from the document's `webhooks` section.
+import { EVENT_DESCRIPTIONS, EVENT_KINDS } from "../generated/event-kinds.ts";
 import { forgetSession, readSession, storeSession, type Session } from "./session.ts";
-
-const EVENT_KINDS = [
-  "intake.submitted",
-  "intake.batch_submitted",
-  "document.uploaded",
-  "document.status_changed",
-  "document.completed",
-  "adjudication.case_created",
-  "adjudication.case_resolved",
-  "scorecard.created",
-] as const satisfies readonly EventKind[];
-// Fails the typecheck when the contract gains an event kind the page does not offer.
-type Missing = Exclude<EventKind, (typeof EVENT_KINDS)[number]>;
-const everyKindListed: Missing extends never ? true : Missing = true;
-void everyKindListed;
-
-/** The event catalogue: what each subscribable kind means (a new kind fails the typecheck until described). */
-const EVENT_DESCRIPTIONS: Record<EventKind, string> = {
-  "intake.submitted": "A single-document submission was created (POST /v1/intake/submit).",
-  "intake.batch_submitted": "A batch submission was created (POST /v1/intake/batch).",
-  "document.uploaded": "A document's content was uploaded.",
-  "document.status_changed": "A document's status changed.",
-  "document.completed": "A document's review completed.",
-  "adjudication.case_created": "An adjudication case was opened.",
-  "adjudication.case_resolved": "An adjudication case was resolved.",
-  "scorecard.created": "A scorecard was created.",
-};
 
 const PAGE_SIZE = 25;
 /** How many of an endpoint's newest deliveries its health is read from. */

@@ -1,16 +1,20 @@
 // Writes everything in generated/ from the hand-written contract openapi/openapi.yaml:
 //   generated/openapi.ts   types from openapi-typescript (handlers are typed by them)
 //   generated/openapi.json the document as one JSON file (the server loads it at runtime)
+//   generated/event-kinds.ts the subscribable event kinds, their data types and descriptions
+//                          (scripts/event-kinds.ts; db/events.ts and the portal import it)
 //   generated/portal/      the webhook portal page (portal/) bundled by esbuild, served at /portal
 // `--check` generates into memory and exits 1 when a checked-in file differs, so CI catches drift.
 import fs from "node:fs";
 import path from "node:path";
-import { build } from "esbuild";
+import { build, type Plugin } from "esbuild";
 import openapiTS, { astToString, type OpenAPI3 } from "openapi-typescript";
+import { renderEventKinds } from "./event-kinds.ts";
 import { bundleDocument, ROOT, SOURCE } from "./openapi-source.ts";
 
 const TYPES_OUT = "generated/openapi.ts";
 const JSON_OUT = "generated/openapi.json";
+const EVENT_KINDS_OUT = "generated/event-kinds.ts";
 const PORTAL_SOURCE = "portal";
 const PORTAL_OUT = "generated/portal";
 
@@ -45,12 +49,28 @@ export async function render(): Promise<Map<string, string>> {
     readWriteMarkers: false,
   });
   const types = `${TYPES_HEADER}${astToString(nodes).replace(/\r\n/g, "\n").trimEnd()}\n`;
+  const eventKinds = `${TYPES_HEADER}${renderEventKinds(document)}`;
 
-  return new Map([[TYPES_OUT, types], [JSON_OUT, json], ...(await renderPortal())]);
+  return new Map([
+    [TYPES_OUT, types],
+    [JSON_OUT, json],
+    [EVENT_KINDS_OUT, eventKinds],
+    ...(await renderPortal(eventKinds)),
+  ]);
 }
 
-/** The portal page: one script bundled from portal/main.ts (the typed client included), its page and styles. */
-async function renderPortal(): Promise<[string, string][]> {
+/**
+ * The portal page: one script bundled from portal/main.ts (the typed client and the event kinds included),
+ * its page and styles. The bundle takes generated/event-kinds.ts as just rendered, not as on disk, so one
+ * run (and `--check`) sees a new kind in both.
+ */
+async function renderPortal(eventKinds: string): Promise<[string, string][]> {
+  const renderedEventKinds: Plugin = {
+    name: "rendered-event-kinds",
+    setup(build) {
+      build.onLoad({ filter: /[\\/]generated[\\/]event-kinds\.ts$/ }, () => ({ contents: eventKinds, loader: "ts" }));
+    },
+  };
   const bundle = await build({
     absWorkingDir: ROOT,
     entryPoints: [`${PORTAL_SOURCE}/main.ts`],
@@ -64,6 +84,7 @@ async function renderPortal(): Promise<[string, string][]> {
     legalComments: "none",
     write: false,
     logLevel: "silent",
+    plugins: [renderedEventKinds],
   });
   const script = bundle.outputFiles[0]?.text;
   if (script === undefined) throw new Error("esbuild produced no portal bundle");

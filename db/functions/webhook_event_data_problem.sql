@@ -2,6 +2,8 @@
 -- document's webhooks schemas, or null. emit_event refuses an event for which it says anything.
 -- Each field is "type" (required), "type|null" (required, may be null) or "type|absent" (optional);
 -- only scalar identifiers and statuses exist, so filenames, metadata or text cannot slip through.
+-- The table follows the document's data schema of each kind by hand (a kind's line is added with the kind:
+-- CONTRIBUTING.md, "Add an event kind"); test/db/webhook-event-data.test.ts fails while it lags.
 create or replace function integrator.webhook_event_data_problem(kind text, data jsonb) returns text
 language plpgsql immutable
 as $$

@@ -6,6 +6,7 @@
 import t from "tap";
 import type { Page } from "playwright-core";
 import { decodeJwt } from "jose";
+import { EVENT_DESCRIPTIONS, EVENT_KINDS } from "../../generated/event-kinds.ts";
 import { startWebhookRig, testCa } from "../helpers/webhooks.ts";
 import { createTestTenant } from "../helpers/server.ts";
 import {
@@ -183,8 +184,16 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   );
   t.equal(receiver.receivedAt("/portal-hook").length, 2, "the receiver got the resend");
 
-  // The event catalogue: every subscribable kind, and an example of one sent to the endpoint.
-  t.equal(await page.locator("#event-catalogue li.event-kind").count(), 8, "the eight subscribable kinds");
+  // The event catalogue: every subscribable kind with its description, and an example of one sent to the endpoint.
+  t.same(
+    await page
+      .locator("#event-catalogue li.event-kind")
+      .evaluateAll((items) =>
+        items.map((item) => [item.getAttribute("data-kind"), item.querySelector("p")?.textContent]),
+      ),
+    EVENT_KINDS.map((kind) => [kind, EVENT_DESCRIPTIONS[kind]]),
+    "every subscribable kind, described as the document describes it",
+  );
   t.same(
     await page.locator("#example-target option").allTextContents(),
     [hookUrl],

@@ -5,6 +5,7 @@
 import t from "tap";
 import { hmacSha256Hex } from "../../server/signing.ts";
 import { canonicalJson } from "../../server/canonical-json.ts";
+import { EVENT_KINDS } from "../../db/events.ts";
 import type { DeliveryView } from "../../db/webhooks.ts";
 import type { ReceivedRequest } from "../helpers/https-receiver.ts";
 import { createTestTenant } from "../helpers/server.ts";
@@ -83,17 +84,7 @@ t.test(
 );
 
 t.test("an example of each kind: the document's example event, signed, valid against its webhooks entry", async (t) => {
-  const kinds = [
-    "document.status_changed",
-    "document.uploaded",
-    "document.completed",
-    "adjudication.case_created",
-    "adjudication.case_resolved",
-    "intake.submitted",
-    "intake.batch_submitted",
-    "scorecard.created",
-  ];
-  for (const kind of kinds) {
+  for (const kind of EVENT_KINDS) {
     const who = await tenant();
     const path = `/example-${kind}-${crypto.randomUUID()}`;
     const { id } = await subscribeAs(who.token, rig.receiver.url(path));
