@@ -2642,9 +2642,9 @@ export interface operations {
                  * @example CLM-4711
                  */
                 external_reference?: string;
-                /** @description Only submissions created after this instant (RFC 3339). */
+                /** @description Only submissions created after this instant (an RFC 3339 date-time that names an instant; see Formats). */
                 created_after?: string;
-                /** @description Only submissions created before this instant (RFC 3339). */
+                /** @description Only submissions created before this instant (an RFC 3339 date-time that names an instant; see Formats). */
                 created_before?: string;
             };
             header?: never;
@@ -3065,9 +3065,9 @@ export interface operations {
                 event_type?: components["schemas"]["WebhookDeliveredEventKind"];
                 /** @description Only deliveries of this event (`evt_…`, see `listEvents`). */
                 event_id?: components["schemas"]["WebhookEventId"];
-                /** @description Only deliveries created after this instant (RFC 3339). */
+                /** @description Only deliveries created after this instant (an RFC 3339 date-time that names an instant; see Formats). */
                 created_after?: string;
-                /** @description Only deliveries created before this instant (RFC 3339). */
+                /** @description Only deliveries created before this instant (an RFC 3339 date-time that names an instant; see Formats). */
                 created_before?: string;
             };
             header?: never;
@@ -3175,9 +3175,9 @@ export interface operations {
                 cursor?: string;
                 /** @description Only events of this kind. */
                 type?: components["schemas"]["WebhookDeliveredEventKind"];
-                /** @description Only events created after this instant (RFC 3339). */
+                /** @description Only events created after this instant (an RFC 3339 date-time that names an instant; see Formats). */
                 created_after?: string;
-                /** @description Only events created before this instant (RFC 3339). */
+                /** @description Only events created before this instant (an RFC 3339 date-time that names an instant; see Formats). */
                 created_before?: string;
             };
             header?: never;

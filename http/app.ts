@@ -8,6 +8,7 @@ import type { Services } from "../server/services.ts";
 import { access } from "./access.ts";
 import { apiDocsRouter } from "./api-docs.ts";
 import { cors } from "./cors.ts";
+import { declaredInput } from "./declared-input.ts";
 import { dispatch, handlerTable } from "./dispatch.ts";
 import { errorHandler, logUnexpectedError, type ErrorReport } from "./error-handler.ts";
 import { loadShedding } from "./load-shedding.ts";
@@ -88,6 +89,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
             operationOf(res) === undefined ? page(req, res, next) : next(),
       ),
       bodyParsing(config.callbacks.maxBodyBytes, config.bodyMemoryBytes),
+      declaredInput(),
       requestValidation(config.validateResponses),
       dispatch(handlers),
     ]),

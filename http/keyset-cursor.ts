@@ -3,6 +3,7 @@
 // that does not decode to a keyset a list could have handed out is a 422 value_error at ["query", "cursor"].
 import { isUuid } from "../db/ids.ts";
 import { KEYSET_TIMESTAMP, type Keyset } from "../db/keyset.ts";
+import { instantOf } from "../db/timestamps.ts";
 import { RequestValidationError, valueError } from "./validation.ts";
 
 export function encodeCursor(keyset: Keyset): string {
@@ -23,7 +24,8 @@ export function decodeCursor(cursor: string): Keyset {
     typeof candidate.c !== "string" ||
     typeof candidate.i !== "string" ||
     !KEYSET_TIMESTAMP.test(candidate.c) ||
-    Number.isNaN(Date.parse(candidate.c)) ||
+    // The form alone lets through days that do not exist (February 30, year 0000), which PostgreSQL refuses.
+    instantOf(candidate.c) === undefined ||
     !isUuid(candidate.i)
   ) {
     throw new RequestValidationError([

@@ -6,7 +6,15 @@ import type { NextFunction, Request, Response } from "express";
 import type { OpenAPIV3_1 } from "openapi-types";
 import { resolveRef } from "./openapi-document.ts";
 import { compileRoutes, type RouteMatch } from "./routes.ts";
-import { integerParameters, overrideRules, type IntegerParameter, type OverrideRules } from "./validation.ts";
+import {
+  dateTimeParameters,
+  declaredParameters,
+  integerParameters,
+  overrideRules,
+  type DeclaredParameter,
+  type IntegerParameter,
+  type OverrideRules,
+} from "./validation.ts";
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 const METHODS = ["get", "put", "post", "delete", "patch", "head", "options"] as const;
@@ -22,6 +30,12 @@ export interface ResolvedOperation {
   overrides: OverrideRules;
   /** Checked as text before the schema validator coerces them (integerTextIssues). */
   integerParameters: IntegerParameter[];
+  /** Checked to name an instant (dateTimeIssues). */
+  dateTimeParameters: DeclaredParameter[];
+  /** Every parameter it declares. */
+  parameters: DeclaredParameter[];
+  /** Whether it declares a request body, and whether that body is required. */
+  body: "required" | "optional" | "none";
 }
 
 /** Every operation of the document, resolved once when the app is built. */
@@ -33,16 +47,22 @@ export function resolveOperations(document: OpenAPIV3_1.Document): Map<string, R
       const operation = (pathItem as OpenAPIV3_1.PathItemObject)[method];
       if (!operation?.operationId) continue;
       const security = operation.security ?? globalSecurity;
+      const parameters = [
+        ...((pathItem as OpenAPIV3_1.PathItemObject).parameters ?? []),
+        ...(operation.parameters ?? []),
+      ];
+      const resolve = (value: unknown) => resolveRef(document, value);
+      const requestBody = resolve(operation.requestBody) as OpenAPIV3_1.RequestBodyObject | undefined;
       resolved.set(operation.operationId, {
         operationId: operation.operationId,
         secured: security.some((requirement) => Object.keys(requirement).length > 0),
         portal: security.some((requirement) => "PortalSession" in requirement),
         probe: (operation.tags ?? []).includes("health"),
-        overrides: overrideRules(operation, (value) => resolveRef(document, value)),
-        integerParameters: integerParameters(
-          [...((pathItem as OpenAPIV3_1.PathItemObject).parameters ?? []), ...(operation.parameters ?? [])],
-          (value) => resolveRef(document, value),
-        ),
+        overrides: overrideRules(operation, resolve),
+        integerParameters: integerParameters(parameters, resolve),
+        dateTimeParameters: dateTimeParameters(parameters, resolve),
+        parameters: declaredParameters(parameters, resolve),
+        body: requestBody === undefined ? "none" : requestBody.required === true ? "required" : "optional",
       });
     }
   }

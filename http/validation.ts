@@ -2,6 +2,7 @@
 // coded answer an operation or parameter declares with the `x-validation-error` extension.
 import type { Request } from "express";
 import { depthOf, parseMarkingInexactIntegers, unrepresentablePaths } from "../server/json-limits.ts";
+import { instantOf } from "../db/timestamps.ts";
 import { decodePointerSegment } from "./openapi-document.ts";
 
 export interface ValidationIssue {
@@ -358,28 +359,95 @@ export function unrepresentableBodyIssues(body: unknown, jsonText?: Uint8Array):
   return [
     ...nonFiniteNumbers.map((loc) => ({ loc, msg: "Input should be a finite number", type: "finite_number" })),
     ...inexactIntegers.map((loc) => valueError(loc, INEXACT_INTEGER_MESSAGE)),
-    ...unstorableText.map((loc) => valueError(loc, "text must not contain NUL characters or unpaired surrogates")),
+    ...unstorableText.map((loc) => valueError(loc, UNSTORABLE_TEXT_MESSAGE)),
   ];
 }
+
+const UNSTORABLE_TEXT_MESSAGE = "text must not contain NUL characters or unpaired surrogates";
 
 const INEXACT_INTEGER_MESSAGE =
   "integers must lie within ±(2^53−1) (9007199254740991) to be kept exactly; send larger ones as strings";
 
-/** A parameter the document declares as an integer, by where it is read: ["query", "limit"]. */
-export type IntegerParameter = [location: "query" | "path" | "header", name: string];
+/** A parameter the document declares, by where it is read: ["query", "limit"] (header names in lower case). */
+export type DeclaredParameter = [location: "query" | "path" | "header", name: string];
+/** A parameter the document declares as an integer. */
+export type IntegerParameter = DeclaredParameter;
 
-/** The integer parameters among an operation's (and its path item's) parameters. */
-export function integerParameters(parameters: unknown[], resolve: (value: unknown) => unknown): IntegerParameter[] {
-  const found: IntegerParameter[] = [];
+/** The parameters among an operation's (and its path item's) whose schema passes `test`. */
+function parametersWhere(
+  parameters: unknown[],
+  resolve: (value: unknown) => unknown,
+  test: (schema: { type?: unknown; format?: unknown } | undefined) => boolean,
+): DeclaredParameter[] {
+  const found: DeclaredParameter[] = [];
   for (const raw of parameters) {
     const parameter = resolve(raw) as { name?: unknown; in?: unknown; schema?: unknown } | undefined;
-    const schema = resolve(parameter?.schema) as { type?: unknown } | undefined;
-    const types = Array.isArray(schema?.type) ? schema.type : [schema?.type];
-    if (typeof parameter?.name !== "string" || !types.includes("integer")) continue;
+    const schema = resolve(parameter?.schema) as { type?: unknown; format?: unknown } | undefined;
+    if (typeof parameter?.name !== "string" || !test(schema)) continue;
     if (parameter.in === "query" || parameter.in === "path") found.push([parameter.in, parameter.name]);
     else if (parameter.in === "header") found.push(["header", parameter.name.toLowerCase()]);
   }
   return found;
+}
+
+/** The integer parameters among an operation's (and its path item's) parameters. */
+export function integerParameters(parameters: unknown[], resolve: (value: unknown) => unknown): IntegerParameter[] {
+  return parametersWhere(parameters, resolve, (schema) =>
+    (Array.isArray(schema?.type) ? schema.type : [schema?.type]).includes("integer"),
+  );
+}
+
+/** The date-time parameters (`format: date-time`) among an operation's (and its path item's) parameters. */
+export function dateTimeParameters(parameters: unknown[], resolve: (value: unknown) => unknown): DeclaredParameter[] {
+  return parametersWhere(parameters, resolve, (schema) => schema?.format === "date-time");
+}
+
+/** Every parameter an operation (and its path item) declares. */
+export function declaredParameters(parameters: unknown[], resolve: (value: unknown) => unknown): DeclaredParameter[] {
+  return parametersWhere(parameters, resolve, () => true);
+}
+
+const NOT_AN_INSTANT =
+  "not an instant: an RFC 3339 date-time is expected (a day its month has, hours 00 to 23, an offset within ±23:59) from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z";
+
+/**
+ * The validator's date-time format checks the form only: February 30, year 0000, hour 25 or an offset of
+ * +99:00 pass it, and PostgreSQL then refuses the statement. Every date-time parameter's text must name an
+ * instant (db/timestamps.ts, instantOf): otherwise 422 value_error at ["query", name] (or path, header).
+ */
+export function dateTimeIssues(
+  parameters: DeclaredParameter[],
+  textOf: (location: DeclaredParameter[0], name: string) => unknown,
+): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  for (const [location, name] of parameters) {
+    const text = textOf(location, name);
+    // Absent parameters, and repeated ones (a list), are the schema validator's to judge.
+    if (typeof text !== "string" || instantOf(text) !== undefined) continue;
+    issues.push(valueError([location, name], NOT_AN_INSTANT, text));
+  }
+  return issues;
+}
+
+/**
+ * Query parameters are compared with stored text, and PostgreSQL refuses text with a NUL in a statement
+ * (an unpaired surrogate cannot arrive: the query parser decodes malformed UTF-8 as U+FFFD): 422
+ * value_error at ["query", name] for each declared one that holds such text, as in a body.
+ */
+export function unstorableQueryIssues(
+  query: Record<string, unknown>,
+  declared: DeclaredParameter[],
+): ValidationIssue[] {
+  const read: Record<string, unknown> = {};
+  for (const [location, name] of declared) if (location === "query" && name in query) read[name] = query[name];
+  // A repeated parameter is a list: one issue for its name, however many of its values hold such text.
+  const names = new Set(unrepresentablePaths(read, ["query"]).unstorableText.map((loc) => String(loc[1])));
+  return [...names].map((name) => valueError(["query", name], UNSTORABLE_TEXT_MESSAGE));
+}
+
+/** A request without any body (neither Content-Length nor Transfer-Encoding) where the document requires one. */
+export function absentBodyIssue(): ValidationIssue {
+  return { loc: ["body"], msg: "Field required", type: "missing" };
 }
 
 /** An optional sign and decimal digits: the only text an integer parameter may be. */

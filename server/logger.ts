@@ -1,7 +1,7 @@
 // Structured logs: pino JSON lines on stdout, one per finished request (requestLogger below) plus whatever the
 // service reports. Credentials never reach a log line: request lines carry a whitelist of request
-// fields with sensitive query parameters masked, and any logged object has its sensitive keys
-// censored by pino's redaction, whatever their depth up to five levels.
+// fields with sensitive query parameters masked (safeUrl, which trace spans use too), and any logged
+// object has its sensitive keys censored by pino's redaction, whatever their depth up to five levels.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { pino, type DestinationStream, type Logger } from "pino";
 
@@ -75,8 +75,15 @@ export function createLogger(options: LoggerOptions): Logger {
 export function safeUrl(url: string): string {
   const mark = url.indexOf("?");
   if (mark < 0) return url;
-  const pairs = url
-    .slice(mark + 1)
+  return `${url.slice(0, mark)}?${safeQuery(url.slice(mark + 1))}`;
+}
+
+/**
+ * A query string (without its `?`) with the values of sensitive parameters masked, as request lines show
+ * it; trace spans record the query through this too (server/tracing-sdk.ts).
+ */
+export function safeQuery(query: string): string {
+  return query
     .split("&")
     .map((pair) => {
       const equals = pair.indexOf("=");
@@ -88,8 +95,8 @@ export function safeUrl(url: string): string {
         // A malformed escape: judge the name as it was sent.
       }
       return SENSITIVE_QUERY.has(name.trim().toLowerCase()) ? `${rawName}=${REDACTED}` : pair;
-    });
-  return `${url.slice(0, mark)}?${pairs.join("&")}`;
+    })
+    .join("&");
 }
 
 export interface RequestLogContext<Req extends IncomingMessage, Res extends ServerResponse> {

@@ -30,7 +30,7 @@ import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from "@opentelemetry/semantic
 import { createAddHookMessageChannel } from "import-in-the-middle";
 import { register as registerSyncHooks, supportsSyncHooks } from "import-in-the-middle/register-hooks.mjs";
 import type { TracingSettings } from "./config.ts";
-import type { Logger } from "./logger.ts";
+import { safeQuery, type Logger } from "./logger.ts";
 import { useTracing } from "./tracing.ts";
 
 /** The packages whose ES-module imports are hooked: what the three instrumentations patch. */
@@ -115,8 +115,17 @@ export async function startTracing(
     instrumentations: [
       // Incoming requests only: a webhook attempt is a span of our own (worker/tasks/deliver_webhook.ts),
       // which records no URL path or query (a receiver's URL can hold its secret) and adds no traceparent
-      // header to what receivers get. Headers are never recorded (no headersToSpanAttributes).
-      new HttpInstrumentation({ disableOutgoingRequestInstrumentation: true }),
+      // header to what receivers get. Headers are never recorded (no headersToSpanAttributes). The query
+      // is recorded as the request log shows it (safeQuery: access_token, signature, client_secret,
+      // password ... masked, whatever their case or escaping) in place of the instrumentation's own
+      // url.query, whose built-in list names none of them: the hook's attributes take precedence.
+      new HttpInstrumentation({
+        disableOutgoingRequestInstrumentation: true,
+        startIncomingSpanHook: (request) => {
+          const mark = request.url?.indexOf("?") ?? -1;
+          return mark < 0 ? {} : { "url.query": safeQuery(request.url?.slice(mark + 1) ?? "") };
+        },
+      }),
       new ExpressInstrumentation(),
       // SQL text only, never the bound values (enhancedDatabaseReporting stays off); only statements run
       // inside a traced request or job, not graphile-worker's polling and bookkeeping.

@@ -13,6 +13,7 @@ import { hmacSha256Hex, signaturesEqual } from "../../server/signing.ts";
 import { RequestValidationError, valueError } from "../../http/validation.ts";
 import { recordAudit } from "../../db/audit.ts";
 import { findPartnerAccess, insertCallbackOnce } from "../../db/partners.ts";
+import { PARTNER_KEY } from "./registry.ts";
 
 import type { PartnerCallback, CallbackReceipt } from "./routing.ts";
 const PAUSED_RETRY_AFTER_SECONDS = 300;
@@ -92,7 +93,10 @@ export async function receiveCallback(services: Services, request: CallbackReque
   const tenantId = isUuid(tenantIdAsSent) ? tenantIdAsSent.toLowerCase() : undefined;
   const signedCanonical = canonicalJson({ tenant_id: tenantIdAsSent, partner_key: request.partnerKey, payload });
 
-  const partner = await findPartnerAccess(services.db, request.partnerKey, tenantId);
+  // A key no partner can have (a NUL in it, which PostgreSQL would refuse in the statement) is an unknown partner.
+  const partner = PARTNER_KEY.test(request.partnerKey)
+    ? await findPartnerAccess(services.db, request.partnerKey, tenantId)
+    : undefined;
   const secret = partner ? services.secretBox.open(partner.callback_secret_encrypted) : DECOY_SECRET;
   const verified = callbackSignatureMatches(secret, signedCanonical, presented);
   if (!verified || !partner || !partner.entitled || tenantId === undefined)

@@ -13,7 +13,7 @@ t.setTimeout(600_000);
 const CREATED_BEFORE = `        - name: created_before
           in: query
           required: false
-          description: Only deliveries created before this instant (RFC 3339).
+          description: Only deliveries created before this instant (an RFC 3339 date-time that names an instant; see Formats).
           schema:
             type: string
             format: date-time

@@ -11,6 +11,10 @@ type Page = components["schemas"]["IntakeSubmissionListResponse"];
 
 const pdf = { filename: "contract.pdf", file_size: 48213, mime_type: "application/pdf" };
 
+/** A cursor of the form this list hands out, naming `createdAt`. */
+const forgedCursor = (createdAt: string) =>
+  Buffer.from(JSON.stringify({ c: createdAt, i: "0192f0c4-8a9e-7c1b-9a4e-3f2d1c0b5a69" })).toString("base64url");
+
 t.test("listing submissions", async (t) => {
   const server = await startTestServer(t);
   const tenant = await createTestTenant(server.services);
@@ -89,6 +93,13 @@ t.test("listing submissions", async (t) => {
       before.body.submissions.every((submission) => Date.parse(submission.created_at) < Date.parse(middle.created_at)),
       "created_before is exclusive",
     );
+    // RFC 3339 allows offsets to ±23:59, PostgreSQL reads them to ±15:59 only: the bound is the instant named.
+    const shifted = new Date(Date.parse(middle.created_at) + 20 * 3600_000).toISOString().replace("Z", "+20:00");
+    t.same(
+      (await list({ created_after: shifted, limit: "200" })).body.submissions.map((submission) => submission.id),
+      after.body.submissions.map((submission) => submission.id),
+      "created_after with an offset of +20:00 is the same instant",
+    );
     t.equal(
       after.body.submissions.length + before.body.submissions.length,
       (await list({ limit: "200" })).body.submissions.length -
@@ -124,6 +135,14 @@ t.test("listing submissions", async (t) => {
       [{ limit: "201" }, ["query", "limit"], "less_than_equal"],
       [{ status: "done" }, ["query", "status"], "enum"],
       [{ created_after: "yesterday" }, ["query", "created_after"], undefined],
+      // Of the form the date-time format checks, but no instant: PostgreSQL refused them with a 500.
+      [{ created_after: "2026-02-30T00:00:00Z" }, ["query", "created_after"], "value_error"],
+      [{ created_before: "0000-01-01T00:00:00Z" }, ["query", "created_before"], "value_error"],
+      [{ created_after: "2026-01-01T00:00:00+99:00" }, ["query", "created_after"], "value_error"],
+      [{ created_before: "2026-01-01T25:00:00Z" }, ["query", "created_before"], "value_error"],
+      [{ cursor: forgedCursor("2026-02-30T00:00:00.000000Z") }, ["query", "cursor"], "value_error"],
+      [{ cursor: forgedCursor("0000-01-01T00:00:00.000000Z") }, ["query", "cursor"], "value_error"],
+      [{ external_reference: "ref\u0000" }, ["query", "external_reference"], "value_error"],
       // An empty value of a declared parameter is refused as missing (CHANGELOG, unknown inputs).
       [{ external_reference: "" }, ["query", "external_reference"], "missing"],
     ] as const) {

@@ -246,7 +246,7 @@ t.test("partner callbacks", async (t) => {
   );
 
   t.test(
-    "every attribution failure is 400 CALLBACK_SIGNATURE_INVALID with the same message: missing or wrong signature, unknown partner, unentitled tenant, non-UUID tenant_id",
+    "every attribution failure is 400 CALLBACK_SIGNATURE_INVALID with the same message: missing or wrong signature, unknown or impossible partner, unentitled tenant, non-UUID tenant_id",
     async (t) => {
       const stranger = await createTestTenant(server.services);
       const otherPartner = await createTestPartner(server.services, { entitle: [tenant.tenantId] });
@@ -264,6 +264,8 @@ t.test("partner callbacks", async (t) => {
         ["another partner's secret", callback(server, partner.partnerKey, event({}, otherPartner))],
         ["a signature over another partner key", callback(server, otherPartner.partnerKey, event())],
         ["unknown partner", callback(server, "no-such-partner", event())],
+        // PostgreSQL refuses a NUL in a statement's text: such a key is looked up nowhere.
+        ["a partner key no partner can have (a NUL in it)", callback(server, `${partner.partnerKey}\u0000`, event())],
         ["tenant not entitled", callback(server, partner.partnerKey, event({ tenant_id: stranger.tenantId }))],
         [
           "tenant that does not exist",

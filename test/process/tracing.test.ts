@@ -321,6 +321,89 @@ t.test(
   },
 );
 
+t.test(
+  "no span holds a credential or signature from a query string: url.query is masked exactly as the request log masks it",
+  async (t) => {
+    const databaseUrl = await createTestDatabase(t);
+    const otlp = await startOtlpReceiver(t);
+    const api = await startMainProcess(t, {
+      NODE_ENV: "test",
+      DATABASE_URL: databaseUrl,
+      ENCRYPTION_KEY: randomBytes(32).toString("hex"),
+      DATA_DIR: tempDir(t, "integrator-tracing-query-"),
+      PORT: "0",
+      LOG_LEVEL: "info",
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: otlp.url,
+      OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "http/json",
+      OTEL_BSP_SCHEDULE_DELAY: "100",
+    });
+    const base = `http://127.0.0.1:${api.port}`;
+    const secret = (name: string) => `${name}-${randomBytes(12).toString("hex")}`;
+    const secrets = [
+      "access_token",
+      "signature",
+      "client_secret",
+      "password",
+      "refresh_token",
+      "assertion",
+      "code",
+      "token",
+    ].map((name) => [name, secret(name)] as const);
+    const query = (names: (name: string) => string) =>
+      secrets.map(([name, value]) => `${names(name)}=${encodeURIComponent(value)}`).join("&") + "&limit=5";
+    // Some spellings the log masks as well: upper case, and a name with a percent-escape.
+    // And headers that carry credentials, which spans never record at all.
+    const headerSecrets = [
+      ["the Authorization header", secret("bearer")],
+      ["the X-Callback-Signature header", secret("header-signature")],
+      ["a cookie", secret("cookie")],
+    ] as const;
+    const [bearer, headerSignature, cookie] = headerSecrets.map(([, value]) => value);
+    const requests: [string, RequestInit][] = [
+      [`/v1/me?${query((name) => name)}`, { headers: { Authorization: `Bearer ${bearer}`, Cookie: `s=${cookie}` } }],
+      [
+        `/v1/callbacks/partner/acme?${query((name) => name.toUpperCase())}`,
+        {
+          method: "POST",
+          body: "{}",
+          headers: { "Content-Type": "application/json", "X-Callback-Signature": `${headerSignature}` },
+        },
+      ],
+      [
+        `/token?${query((name) => name.replace("_", "%5F"))}`,
+        {
+          method: "POST",
+          body: "grant_type=password&username=nobody&password=wrong",
+          headers: { "Content-Type": "application/x-www-form-urlencoded" },
+        },
+      ],
+      [`/nowhere?${query((name) => name)}`, {}],
+    ];
+    for (const [path, init] of requests) {
+      const res = await fetch(`${base}${path}`, init);
+      t.ok(res.status >= 400 && res.status < 500, `${path.slice(0, 30)}: ${res.status}`);
+    }
+    const servers = await waitFor(
+      async () => otlp.spans.filter((span) => span.kind === KIND.server && span.values["url.query"] !== undefined),
+      (found) => found.length >= requests.length,
+      { seconds: 30 },
+    );
+    t.equal(servers.length, requests.length, "a server span for each request, with its query");
+
+    const exported = otlp.bodies.join("\n");
+    for (const [name, value] of secrets) t.notOk(exported.includes(value), `no exported byte holds the ${name}`);
+    for (const [what, value] of headerSecrets) t.notOk(exported.includes(value), `no exported byte holds ${what}`);
+    // The span's path and query are the log line's URL, request by request.
+    const logged = new Map(api.logLines().map((line) => [line.request_id, (line.req as { url?: string })?.url]));
+    for (const span of servers) {
+      const url = `${String(span.values["url.path"])}?${String(span.values["url.query"])}`;
+      t.equal(url, logged.get(span.values["integrator.request_id"]), `${span.name}: as the log shows it`);
+      t.match(url, /access_token=\[Redacted\]|ACCESS_TOKEN=\[Redacted\]|access%5Ftoken=\[Redacted\]/, "masked");
+      t.match(url, /limit=5$/, "the rest kept");
+    }
+  },
+);
+
 // A preload that records, at exit, every module loaded of OpenTelemetry's SDK, exporters and
 // instrumentations and of import-in-the-middle (the API alone, @opentelemetry/api, is loaded by
 // prom-client whatever the settings, and does nothing until an SDK registers), and which of the API's

@@ -220,13 +220,31 @@ t.test("filters: subscription_id, status, event_type and the creation time range
 
 t.test("a cursor this list did not hand out is 422 value_error at query.cursor", async (t) => {
   const { who } = await tenantWithDeliveries(1);
-  for (const cursor of ["garbage", Buffer.from('{"c":"x","i":"y"}').toString("base64url"), "e30"]) {
+  const forged = (createdAt: string) =>
+    Buffer.from(JSON.stringify({ c: createdAt, i: "0192f0c4-8a9e-7c1b-9a4e-3f2d1c0b5a69" })).toString("base64url");
+  for (const cursor of [
+    "garbage",
+    Buffer.from('{"c":"x","i":"y"}').toString("base64url"),
+    "e30",
+    // Of the keyset's form, but a day that does not exist (PostgreSQL refused it with a 500).
+    forged("2026-02-30T00:00:00.000000Z"),
+    forged("0000-01-01T00:00:00.000000Z"),
+  ]) {
     const res = await rig.server.request(`/v1/webhooks/deliveries?cursor=${cursor}`, { token: who.token });
     t.equal(res.status, 422, cursor);
     const body = (await res.json()) as { detail: { loc: unknown[]; type: string }[] };
     t.match(body.detail[0], { loc: ["query", "cursor"], type: "value_error" });
   }
-  for (const query of ["?limit=0", "?limit=201", "?status=lost", "?subscription_id=x", "?created_after=yesterday"]) {
+  for (const query of [
+    "?limit=0",
+    "?limit=201",
+    "?status=lost",
+    "?subscription_id=x",
+    "?created_after=yesterday",
+    "?created_after=2026-02-30T00:00:00Z",
+    "?created_before=0000-01-01T00:00:00Z",
+    "?created_after=2026-01-01T00:00:00%2B99:00",
+  ]) {
     t.equal((await rig.server.request(`/v1/webhooks/deliveries${query}`, { token: who.token })).status, 422, query);
   }
 });

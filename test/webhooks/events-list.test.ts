@@ -209,6 +209,24 @@ t.test("a limit outside 1–200, an unknown type or a cursor this list did not h
   }
 });
 
+t.test("a time range bound or a cursor that names no instant is 422 value_error at its loc", async (t) => {
+  const { who } = await tenantSubscribed();
+  const forged = (createdAt: string) =>
+    Buffer.from(JSON.stringify({ c: createdAt, i: "0192f0c4-8a9e-7c1b-9a4e-3f2d1c0b5a69" })).toString("base64url");
+  // Of the date-time (or keyset) form, but no instant: PostgreSQL refused them with a 500.
+  for (const [query, loc] of [
+    ["created_after=2026-02-30T00:00:00Z", ["query", "created_after"]],
+    ["created_before=0000-01-01T00:00:00Z", ["query", "created_before"]],
+    ["created_before=2026-01-01T00:00:00%2B99:00", ["query", "created_before"]],
+    [`cursor=${forged("2026-02-30T00:00:00.000000Z")}`, ["query", "cursor"]],
+  ] as const) {
+    const res = await server.request(`/v1/events?${query}`, { token: who.token });
+    t.equal(res.status, 422, query);
+    const body = (await res.json()) as { detail: { loc: string[]; type: string }[] };
+    t.match(body.detail, [{ loc, type: "value_error" }], `${query}: at ${loc.join(".")}`);
+  }
+});
+
 t.test(
   "GET /v1/events/{event_id}: the event and its deliveries, one per subscription and the resends, newest first",
   async (t) => {

@@ -2,6 +2,7 @@
 // merge-patch fields (absent unchanged, description null clears), the create path's URL and events rules
 // with the same answers, 404 for what the tenant cannot see, the audit action, and what the change does
 // to events emitted afterwards and to deliveries already queued.
+import net from "node:net";
 import t from "tap";
 import type { Test } from "tap";
 import { emitEvent } from "../../db/events.ts";
@@ -274,6 +275,30 @@ t.test("an empty body, an unknown property, a secret or status is 422, nothing c
   const notAnObject = await patch(subscription.id, ["url"]);
   t.equal(notAnObject.status, 422, "an array is no patch");
   t.same(await read(subscription.id), before, "nothing changed");
+});
+
+t.test("a PATCH without any body (no Content-Length, as curl -X PATCH sends it) is 422 missing at body", async (t) => {
+  const subscription = await created({ description: "kept" });
+  const before = await read(subscription.id);
+  // fetch and node:http always send a length or chunks; this request has neither.
+  const head = await new Promise<string>((resolve, reject) => {
+    const socket = net.connect(Number(new URL(server.baseUrl).port), "127.0.0.1", () =>
+      socket.write(
+        `PATCH /v1/webhooks/subscriptions/${subscription.id} HTTP/1.1\r\nHost: 127.0.0.1\r\n` +
+          `Authorization: Bearer ${tenant.token}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n`,
+      ),
+    );
+    let text = "";
+    socket.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")));
+    socket.on("end", () => resolve(text));
+    socket.on("error", reject);
+  });
+  t.match(head, /^HTTP\/1\.1 422 /, "422");
+  t.same(JSON.parse(head.slice(head.indexOf("\r\n\r\n") + 4)), {
+    detail: [{ loc: ["body"], msg: "Field required", type: "missing" }],
+  });
+  t.same(await read(subscription.id), before, "nothing changed");
+  t.same(server.errors.map(String), [], "no unexpected error");
 });
 
 t.test("another tenant's subscription, a deleted one, an unknown id and a non-UUID answer the same 404", async (t) => {
