@@ -12,7 +12,7 @@ import { errorMessage } from "../server/error-message.ts";
 import { VERSION } from "../server/version.ts";
 import type { Role, RunningService } from "./lifecycle.ts";
 import type { RunningTracing } from "../server/tracing-sdk.ts";
-import { applyHeapGrowth, applyYoungGcTask, heapLimitMb, typeScriptSources } from "../server/memory.ts";
+import { applyHeapGrowth, applyYoungGcTask, heapLimitMb } from "../server/memory.ts";
 
 function parseRole(argv: string[]): Role {
   const flag = argv.find((arg) => arg.startsWith("--role="));
@@ -132,7 +132,6 @@ async function main(): Promise<void> {
   });
   const { services, database, port } = running;
   // What both start lines say.
-  const sources = typeScriptSources();
   const started = {
     role,
     metrics_port: running.metricsPort,
@@ -142,8 +141,6 @@ async function main(): Promise<void> {
     heap_growing_percent: config.heapGrowingPercent,
     heap_young_gc_task: config.heapYoungGcTask,
     glibc_tunables: config.glibcTunables ?? null,
-    // Present when started with app/load-stripped.mjs, as npm start and the image do.
-    ...(sources ? { typescript_sources: sources } : {}),
   };
   if (port !== undefined) {
     const base = `http://localhost:${port}`;

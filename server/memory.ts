@@ -48,16 +48,3 @@ export const SHIPPED_HEAP_YOUNG_GC_TASK = false;
 export function applyYoungGcTask(task: boolean): void {
   v8.setFlagsFromString(task ? "--minor-gc-task" : "--no-minor-gc-task");
 }
-
-/** How the process's TypeScript modules were loaded (app/load-stripped.mjs). */
-export interface TypeScriptSources {
-  /** From the JavaScript written ahead of time (scripts/strip-types.ts). */
-  prestripped: number;
-  /** Through Node's own type stripping, which keeps its stripper resident (about 28 MiB) once used. */
-  stripped_at_load: number;
-}
-
-/** What app/load-stripped.mjs counted, or undefined when the process was started without it. */
-export function typeScriptSources(): TypeScriptSources | undefined {
-  return (globalThis as Record<symbol, TypeScriptSources | undefined>)[Symbol.for("integrator.typescript-sources")];
-}

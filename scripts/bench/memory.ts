@@ -1,5 +1,5 @@
 // Memory as shipped (npm run bench:intake -- --memory): the API as `npm run start:api` runs it, a child
-// process loading the sources stripped ahead (app/load-stripped.mjs) and given package.json's
+// process given package.json's
 // config.node_options as NODE_OPTIONS, config.glibc_tunables as GLIBC_TUNABLES and HEAP_GROWING_PERCENT and
 // HEAP_YOUNG_GC_TASK at their defaults, against the same API on V8's default heap sizing and the C library's
 // own allocator settings (no NODE_OPTIONS, HEAP_GROWING_PERCENT=0: V8's own growing factor,
@@ -26,14 +26,10 @@ import { fixed, log, mean, median, met, runLoad, until } from "./common.ts";
 import type { Scenario } from "./load.ts";
 import { mainThreadCpuMs, processCpuMs, threadCpu, type ThreadCpu } from "./cpu.ts";
 import { BATCH_BODY, SUBMIT_BODY } from "./bodies.ts";
-import { shippedStart } from "../shipped-start.ts";
-import { stripServiceSources } from "../strip-types.ts";
 import { SHIPPED_HEAP_GROWING_PERCENT, SHIPPED_HEAP_YOUNG_GC_TASK } from "../../server/memory.ts";
 
 const ROOT = path.join(import.meta.dirname, "..", "..");
 const MAIN = path.join(ROOT, "app", "main.ts");
-/** As npm start loads the service: its sources stripped ahead (scripts/strip-types.ts, run first). */
-const LOADER = path.join(ROOT, "app", "load-stripped.mjs");
 const RSS_GOAL_MB = 200;
 /** The flood after the rounds: valid batches of about this many bytes each, from this many connections at once. */
 const FLOOD_BODY_BYTES = 600_000;
@@ -98,7 +94,7 @@ function statusMb(pid: number, field: "VmRSS" | "VmHWM"): number {
 async function startContender(label: string, sizing: Sizing, env: Record<string, string>): Promise<Contender> {
   const port = await freePort();
   // Logs at info, one line a request, as in production; into /dev/null.
-  const child = spawn(process.execPath, ["--import", LOADER, MAIN, "--role=api"], {
+  const child = spawn(process.execPath, [MAIN, "--role=api"], {
     env: {
       ...env,
       PORT: String(port),
@@ -307,10 +303,9 @@ async function flood(contender: Contender, auth: Record<string, string>): Promis
 }
 
 export async function memoryAsShipped(databaseUrl: string, options: MemoryOptions): Promise<string[]> {
-  const start = shippedStart();
   const shipped: Sizing = {
-    nodeOptions: options.nodeOptions ?? start.nodeOptions,
-    glibcTunables: options.glibcTunables ?? start.glibcTunables,
+    nodeOptions: options.nodeOptions ?? "",
+    glibcTunables: options.glibcTunables ?? "",
     heapGrowingPercent: options.heapGrowingPercent ?? SHIPPED_HEAP_GROWING_PERCENT,
     youngGcTask: options.youngGcTask ?? SHIPPED_HEAP_YOUNG_GC_TASK,
   };
@@ -319,7 +314,6 @@ export async function memoryAsShipped(databaseUrl: string, options: MemoryOption
     options.heapGrowingPercent !== undefined ||
     options.youngGcTask !== undefined ||
     options.glibcTunables !== undefined;
-  stripServiceSources();
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? "",
     HOME: os.tmpdir(),
