@@ -502,6 +502,8 @@ if (TRACING && !tracingIsOn()) {
 }
 
 const before = uptime();
+// Taken as the run starts: the code it measures.
+const run = revision();
 const postgres = await throwawayPostgres("integrator-bench", STATEMENTS ? STATEMENT_SETTINGS : undefined);
 let lines: string[];
 try {
@@ -521,7 +523,7 @@ try {
 const tracing = TRACING ? await (await import("./bench/tracing.ts")).finishTracing() : undefined;
 process.stdout.write(
   [
-    `Run: ${revision()}.`,
+    `Run: ${run}.`,
     `Machine: ${machine()}; PostgreSQL embedded; request logs at info to /dev/null.`,
     tracing
       ? `Tracing on (sampler ${tracing.sampler}), exported over OTLP/HTTP (${tracing.protocol}) to a sink in another process, which received ${tracing.requests} exports, ${fixed(tracing.bytes / 2 ** 20, 1)} MiB.`
