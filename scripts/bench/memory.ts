@@ -61,11 +61,15 @@ interface Api {
   metricsUrl: string;
 }
 
-/** The V8 heap's used and total size now, MB, from the API's /metrics (prom-client's default metrics). */
-async function heapMb(api: Api): Promise<{ used: number; total: number }> {
+/** What the API's /metrics says it holds now, MB: the V8 heap's used and total size, and the replay memory. */
+async function heldMb(api: Api): Promise<{ used: number; total: number; replays: number }> {
   const text = await (await fetch(`${api.metricsUrl}/metrics`)).text();
   const value = (name: string) => Number(new RegExp(`^${name} (\\S+)`, "m").exec(text)?.[1]) / 1e6;
-  return { used: value("nodejs_heap_size_used_bytes"), total: value("nodejs_heap_size_total_bytes") };
+  return {
+    used: value("nodejs_heap_size_used_bytes"),
+    total: value("nodejs_heap_size_total_bytes"),
+    replays: value("integrator_idempotency_memory_bytes"),
+  };
 }
 
 async function startApi(env: Record<string, string>): Promise<Api> {
@@ -125,7 +129,7 @@ function mix(auth: Record<string, string>): Kind[] {
 /**
  * One half (N requests): its wall-clock requests/s and the API's CPU ms per request (whole process, event
  * loop thread); then the resident set's peak over the half's last round and its reading at the end, and the
- * V8 heap at the end.
+ * V8 heap and the replay memory (API_IDEMPOTENCY_MEMORY_MB, which keyed submits fill) at the end.
  */
 interface Half {
   requests: number;
@@ -134,7 +138,7 @@ interface Half {
   loopCpuPerRequest: number;
   peakMb: number;
   rssMb: number;
-  heap: { used: number; total: number };
+  held: { used: number; total: number; replays: number };
 }
 
 /** `requests` requests of the mix in `rounds` rounds, kind by kind, each answered 2xx. */
@@ -169,7 +173,7 @@ async function half(
     loopCpuPerRequest: (mainThreadCpuMs(pid) - loopBefore) / sent,
     peakMb: statusMb(pid, "VmHWM"),
     rssMb: statusMb(pid, "VmRSS"),
-    heap: await heapMb(api),
+    held: await heldMb(api),
   };
 }
 
@@ -283,12 +287,12 @@ export async function memoryUnderDefaults(databaseUrl: string, options: MemoryOp
       .map(([code, count]) => `${count} × ${code}`)
       .join(", ");
     const row = (name: string, h: Half, total: number) =>
-      `| ${name} | ${total} | ${fixed(h.peakMb)} | ${fixed(h.rssMb)} | ${fixed(h.heap.used)} / ${fixed(h.heap.total)} | ${fixed(h.requestsPerSecond)} | ${fixed(h.cpuPerRequest, 3)} | ${fixed(h.loopCpuPerRequest, 3)} |`;
+      `| ${name} | ${total} | ${fixed(h.peakMb)} | ${fixed(h.rssMb)} | ${fixed(h.held.used)} / ${fixed(h.held.total)} | ${fixed(h.held.replays, 1)} | ${fixed(h.requestsPerSecond)} | ${fixed(h.cpuPerRequest, 3)} | ${fixed(h.loopCpuPerRequest, 3)} |`;
     return [
       `Memory under Node's defaults: the API as npm run start:api runs it (node app/main.ts --role=api, no flags; NODE_ENV=production, request logs at info to /dev/null), one throwaway database; N = ${requests} requests of the mix (${kinds.map((kind) => `${kind.share * 100} % ${kind.name}`).join(", ")}) in ${rounds} rounds, ${connections} connections, then N more.`,
       "",
-      "| After | requests | RSS peak over the last round, MB | RSS at the end, MB | V8 heap used / total, MB | requests/s | CPU ms per request | event loop thread, ms |",
-      "|---|---:|---:|---:|---:|---:|---:|---:|",
+      "| After | requests | RSS peak over the last round, MB | RSS at the end, MB | V8 heap used / total, MB | replay memory, MB | requests/s | CPU ms per request | event loop thread, ms |",
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
       row("N", first, first.requests),
       row("2N", second, first.requests + second.requests),
       "",
@@ -298,7 +302,7 @@ export async function memoryUnderDefaults(databaseUrl: string, options: MemoryOp
       "|---|---:|---|",
       `| RSS grows by at most ${GROWTH_GOAL_PERCENT} % from N to 2N (peaks over the last round) | ${fixed(first.peakMb)} → ${fixed(second.peakMb)} MB: ${growth >= 0 ? "+" : ""}${fixed(growth, 1)} % | ${met(growth <= GROWTH_GOAL_PERCENT)} |`,
       `| RSS after 2N under ${RSS_GOAL_MB} MB | ${fixed(second.peakMb)} MB | ${met(second.peakMb < RSS_GOAL_MB)} |`,
-      `| load shedding holds ${FLOOD_CONNECTIONS} connections of valid ${FLOOD_BODY_BYTES}-byte batches for ${FLOOD_SECONDS} s: the API stays up and then answers a submit 201 | ${flooded.survived ? "up" : "stopped"}: ${codes || "no answers"}, ${flooded.errors} errors or timeouts; peak RSS during the flood ${fixed(flooded.peakMb)} MB; afterwards ${flooded.afterwards} | ${met(flooded.survived && flooded.afterwards === 201)} |`,
+      `| ${FLOOD_CONNECTIONS} connections of valid ${FLOOD_BODY_BYTES}-byte batches for ${FLOOD_SECONDS} s are held: the API stays up (what it cannot hold at once is shed with 503) and then answers a submit 201 | ${flooded.survived ? "up" : "stopped"}: ${codes || "no answers"}, ${flooded.errors} errors or timeouts; peak RSS during the flood ${fixed(flooded.peakMb)} MB; afterwards ${flooded.afterwards} | ${met(flooded.survived && flooded.afterwards === 201)} |`,
     ];
   } finally {
     api.child.kill("SIGTERM");
