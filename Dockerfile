@@ -1,7 +1,6 @@
 # syntax=docker/dockerfile:1
-# The Integrator API image: Node 24 runs the TypeScript sources, stripped of their types once at build
-# time (scripts/strip-types.ts; app/load-stripped.mjs loads them, which keeps Node's own stripper out of
-# the running process); generated/ is committed. Production dependencies only, run as the unprivileged node user.
+# The Integrator API image: Node 24 runs the TypeScript sources as they are (type stripping); generated/ is
+# committed. Production dependencies only, run as the unprivileged node user.
 # Untested here (no container engine on the development machines); see docs/operating.md, "Containers".
 
 FROM node:24-bookworm-slim AS dependencies
@@ -11,13 +10,10 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 FROM node:24-bookworm-slim AS runtime
-# The heap sizing and allocator setting npm start ships (package.json's config.node_options and
-# config.glibc_tunables; docs/operating.md, "Memory"). To size the heap for a bigger machine, set
-# NODE_OPTIONS in the container's environment (it replaces this); GLIBC_TUNABLES likewise.
+# Node's defaults: it sizes the heap from the container's memory limit. To give the heap more of a
+# container's memory, set NODE_OPTIONS=--max-old-space-size=<MiB> (docs/operating.md, "Memory").
 ENV NODE_ENV=production \
-    PORT=8080 \
-    NODE_OPTIONS="--max-semi-space-size=32 --max-old-space-size=128" \
-    GLIBC_TUNABLES="glibc.malloc.mmap_threshold=32768"
+    PORT=8080
 WORKDIR /app
 COPY --from=dependencies --chown=root:root /app/node_modules ./node_modules
 COPY --chown=root:root package.json package-lock.json ./
@@ -31,8 +27,6 @@ COPY --chown=root:root db ./db
 COPY --chown=root:root worker ./worker
 COPY --chown=root:root scripts/admin.ts ./scripts/admin.ts
 COPY --chown=root:root scripts/admin ./scripts/admin
-COPY --chown=root:root scripts/strip-types.ts ./scripts/strip-types.ts
-RUN node --disable-warning=ExperimentalWarning scripts/strip-types.ts
 # The code is owned by root and read-only to the service; the service runs as node (uid 1000).
 USER node
 EXPOSE 8080 9464
@@ -41,4 +35,4 @@ EXPOSE 8080 9464
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/v1/readyz?scope=api').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # Exec form: node is the process that receives SIGTERM and shuts down gracefully.
-CMD ["node", "--import", "./app/load-stripped.mjs", "app/main.ts", "--role=api"]
+CMD ["node", "app/main.ts", "--role=api"]

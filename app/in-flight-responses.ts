@@ -1,12 +1,5 @@
-// The responses the API server is answering, for a shutdown to drain them (createApiServer in
-// app/lifecycle.ts). They are linked through one small record each rather than held in a Set: V8 gives a
-// Set that has reached the old generation its new table there too whenever it grows or rehashes (which
-// its deletions make it do every few dozen responses), and a table left behind keeps pointing at the
-// responses it held until the next full collection. Every young-generation collection then found the
-// responses in flight reachable from those dead tables, and copied them, with the request, the parsed body
-// and everything else they reach, into the old generation: about a tenth of the bytes the API allocated at
-// 32 connections (docs/performance.md, "Changes the figures justify"). A record that closes leaves the list
-// and keeps no pointer to its response or its neighbours.
+// The responses the API server is answering, for a shutdown to drain them (createApiServer in app/lifecycle.ts).
+// Invariant: a closed response is unreachable from here (a linked list: a Set's discarded tables kept them alive).
 import type { ServerResponse } from "node:http";
 
 interface Link {

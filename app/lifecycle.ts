@@ -5,8 +5,7 @@
 // in-flight requests finish, while the worker lets running jobs finish (graphile-worker releases those
 // still running at the deadline back to the queue); both within SHUTDOWN_TIMEOUT_MS. Then the metrics
 // server, the pool and, when this process started it, the embedded PostgreSQL are closed.
-import type { IncomingMessage, RequestListener, Server, ServerResponse } from "node:http";
-import { http } from "../server/node-http.ts";
+import http, { type IncomingMessage, type RequestListener, type Server, type ServerResponse } from "node:http";
 import type net from "node:net";
 import {
   createDatabase,

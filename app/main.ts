@@ -12,7 +12,6 @@ import { errorMessage } from "../server/error-message.ts";
 import { VERSION } from "../server/version.ts";
 import type { Role, RunningService } from "./lifecycle.ts";
 import type { RunningTracing } from "../server/tracing-sdk.ts";
-import { applyHeapGrowth, applyYoungGcTask, heapLimitMb, typeScriptSources } from "../server/memory.ts";
 
 function parseRole(argv: string[]): Role {
   const flag = argv.find((arg) => arg.startsWith("--role="));
@@ -41,8 +40,6 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  applyHeapGrowth(config.heapGrowingPercent);
-  applyYoungGcTask(config.heapYoungGcTask);
   let tracing: RunningTracing | undefined;
   if (config.tracing) {
     const { startTracing } = await import("../server/tracing-sdk.ts");
@@ -132,18 +129,11 @@ async function main(): Promise<void> {
   });
   const { services, database, port } = running;
   // What both start lines say.
-  const sources = typeScriptSources();
   const started = {
     role,
     metrics_port: running.metricsPort,
     database: database.embedded ? "embedded" : "DATABASE_URL",
     version: services.version,
-    heap_limit_mb: heapLimitMb(),
-    heap_growing_percent: config.heapGrowingPercent,
-    heap_young_gc_task: config.heapYoungGcTask,
-    glibc_tunables: config.glibcTunables ?? null,
-    // Present when started with app/load-stripped.mjs, as npm start and the image do.
-    ...(sources ? { typescript_sources: sources } : {}),
   };
   if (port !== undefined) {
     const base = `http://localhost:${port}`;

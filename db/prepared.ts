@@ -81,13 +81,7 @@ function planResultChanged(error: unknown): boolean {
   return code === "0A000" && typeof message === "string" && message.includes("cached plan must not change result type");
 }
 
-/**
- * Sends one statement on `connection`, its callback given in the query's config. Without a callback pg makes
- * a promise and assigns the query a callback after making it; until TurboFan has that code (some 15 000
- * requests into a process), the statement's values (a batch's items among them) then outlived the request
- * through a young-generation collection and were copied into the old generation (docs/performance.md,
- * "Warm-up"). With the callback in the config, pg assigns nothing after the fact.
- */
+/** Sends one statement. Invariant: its callback is in the query's config (one pg added later kept the values alive). */
 function send<Row extends pg.QueryResultRow>(
   connection: pg.ClientBase,
   name: string,

@@ -1,7 +1,7 @@
 // The request bodies one API process holds at once, bounded. A parsed JSON body takes many times its
-// bytes on the V8 heap until its answer is sent, and the shipped heap is small (docs/operating.md,
-// "Memory"): without a bound, a few dozen large valid bodies at once would exhaust it and stop the process
-// with every tenant's requests in it. A request reserves its declared Content-Length (a streamed body, its
+// bytes on the V8 heap until its answer is sent, and the heap has a limit (docs/operating.md, "Memory"):
+// without a bound, enough large valid bodies at once would exhaust it and stop the process with every
+// tenant's requests in it. A request reserves its declared Content-Length (a streamed body, its
 // route's limit) before a byte is read and gives it back when its connection is done with it; one that
 // would take the total past the budget is shed at once (503 SERVICE_UNAVAILABLE, Retry-After), unless no
 // body is held at all, so a body under its route's limit is never refused forever. Bodiless requests

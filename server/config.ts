@@ -2,13 +2,14 @@
 // and a one-line description; the settings table of docs/operating.md is checked against this list by a test.
 import { isIP } from "node:net";
 import path from "node:path";
+import v8 from "node:v8";
 import { DEFAULT_WEBHOOK_PORTS, parsePortRanges, type PortRanges } from "./url-safety.ts";
-import {
-  HEAP_SHARE_FOR_BODIES,
-  SHIPPED_HEAP_GROWING_PERCENT,
-  SHIPPED_HEAP_YOUNG_GC_TASK,
-  heapLimitMb,
-} from "./memory.ts";
+
+/**
+ * LOAD_SHED_BODY_MEMORY_MB's default, as a share of the V8 heap limit: a parsed JSON body holds several
+ * times its bytes on the heap until its answer is sent, beside what the process keeps anyway.
+ */
+export const HEAP_SHARE_FOR_BODIES = 24;
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -584,21 +585,6 @@ export const SETTINGS = {
     undefined,
     `MiB of request bodies the API holds at once (declared lengths; a streamed body counts as its route's limit) from reading them until their answers are sent; a request whose body would pass it is refused with 503 before it is read, unless no body is held. Default: a ${HEAP_SHARE_FOR_BODIES}th of the V8 heap limit (docs/operating.md, Memory); 0 turns this check off.`,
   ),
-  HEAP_GROWING_PERCENT: setting(
-    integer(0, 1000),
-    String(SHIPPED_HEAP_GROWING_PERCENT),
-    "How far V8 lets the old generation grow past what its last full collection kept before it collects it again, in percent, set at start (V8's --heap-growing-percent): 100 lets it double. V8 never sets the limit past halfway from what was kept to --max-old-space-size, the nearer bound at the shipped 128 MiB, so a larger percent only counts with a larger old space. 0 leaves V8's own factor, which shrinks with the old space's size (about 30 % at the shipped 128 MiB, so a small heap is collected often; docs/operating.md, Memory).",
-  ),
-  HEAP_YOUNG_GC_TASK: setting(
-    boolean,
-    String(SHIPPED_HEAP_YOUNG_GC_TASK),
-    "Whether V8 collects the young generation as a task once it is 80 % full (true, V8's own --minor-gc-task) or only once it is full (false), set at start. In a busy server the task runs at the next turn of the event loop, so with it a fifth of each semi-space goes unused and the young generation is collected about a quarter more often for the same memory (docs/operating.md, Memory).",
-  ),
-  GLIBC_TUNABLES: setting(
-    text,
-    undefined,
-    "Read by the C library (glibc) as the process starts, not by the service, which only reports it in its start line (glibc_tunables). npm start, start:api, start:worker and the image set glibc.malloc.mmap_threshold=32768: blocks of 32 KiB and more, such as V8's compiler memory on its background threads, are mapped on their own and returned to the system when freed, where glibc's per-thread pools otherwise keep the peak (docs/operating.md, Memory). Settings given to npm start come after the shipped one, so theirs win.",
-  ),
   METRICS_PORT: setting(
     integer(0, 65535),
     "0",
@@ -779,12 +765,6 @@ export interface Config {
   loadShedding: { eventLoopDelayMs: number; dbPendingAcquires: number };
   /** Bytes of request bodies the API holds at once (LOAD_SHED_BODY_MEMORY_MB); 0 = no bound. */
   bodyMemoryBytes: number;
-  /** V8's --heap-growing-percent, applied at start (HEAP_GROWING_PERCENT); 0 = V8's own factor. */
-  heapGrowingPercent: number;
-  /** V8's --minor-gc-task, applied at start (HEAP_YOUNG_GC_TASK). */
-  heapYoungGcTask: boolean;
-  /** The C library's allocator settings the process started with (GLIBC_TUNABLES), for the start line. */
-  glibcTunables: string | undefined;
   metricsPort: number;
   metricsHost: string;
   shutdownTimeoutMs: number;
@@ -938,11 +918,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     bodyMemoryBytes:
       v.LOAD_SHED_BODY_MEMORY_MB === undefined
-        ? Math.floor((heapLimitMb() * 2 ** 20) / HEAP_SHARE_FOR_BODIES)
+        ? Math.floor((Math.round(v8.getHeapStatistics().heap_size_limit / 2 ** 20) * 2 ** 20) / HEAP_SHARE_FOR_BODIES)
         : v.LOAD_SHED_BODY_MEMORY_MB * 2 ** 20,
-    heapGrowingPercent: v.HEAP_GROWING_PERCENT,
-    heapYoungGcTask: v.HEAP_YOUNG_GC_TASK,
-    glibcTunables: v.GLIBC_TUNABLES,
     metricsPort: v.METRICS_PORT,
     metricsHost: v.METRICS_HOST,
     shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS,

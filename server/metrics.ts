@@ -1,7 +1,7 @@
 // Prometheus metrics (prom-client), served as text on METRICS_PORT by a small HTTP server of its own,
 // never on the API port. Request durations, shed and rate-limited requests and webhook delivery
 // outcomes are counted where they happen; the database pool and the job queue are read at scrape time.
-import { http } from "./node-http.ts";
+import http from "node:http";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import { poolStatistics } from "../db/database.ts";
 import { jobQueueStatistics } from "../db/job-queue.ts";

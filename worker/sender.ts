@@ -9,7 +9,7 @@
 import dns from "node:dns";
 import fs from "node:fs";
 import https from "node:https";
-import { http } from "../server/node-http.ts";
+import http from "node:http";
 import net from "node:net";
 import tls from "node:tls";
 import {

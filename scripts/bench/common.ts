@@ -37,14 +37,6 @@ export function numberFlag(
   return parsed;
 }
 
-/** A flag given as true or false (a bare `--name` is true); undefined when absent. */
-export function booleanFlag(all: Map<string, string>, name: string): boolean | undefined {
-  const value = all.get(name);
-  if (value === undefined) return undefined;
-  if (value === "true" || value === "false") return value === "true";
-  throw new Error(`--${name} must be true or false, got ${value}`);
-}
-
 export function listFlag(all: Map<string, string>, name: string, fallback: number[]): number[] {
   const value = all.get(name);
   if (value === undefined) return fallback;
@@ -66,6 +58,18 @@ export function machine(): string {
     // nproc missing: Node's count stands in.
   }
   return `nproc ${nproc}, ${model}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}, ${os.type()} ${os.release()}`;
+}
+
+/** When and on what a run ran: the date (UTC) and the checkout's commit, marked when it has uncommitted changes. */
+export function revision(): string {
+  const date = new Date().toISOString().slice(0, 16).replace("T", " ");
+  try {
+    const git = (...args: string[]) => execFileSync("git", args, { encoding: "utf8", stdio: "pipe" }).trim();
+    const commit = git("rev-parse", "--short=12", "HEAD");
+    return `${date} UTC, commit ${commit}${git("status", "--porcelain", "--untracked-files=no") ? " with uncommitted changes" : ""}`;
+  } catch {
+    return `${date} UTC, commit unknown (no git)`;
+  }
 }
 
 /** `uptime` (load averages), to record the machine's load before and after a run. */

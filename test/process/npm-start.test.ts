@@ -1,32 +1,45 @@
 // A supervisor that runs `npm start` stops it with SIGTERM to the npm process: that must reach the
 // service, which then stops everything (its embedded PostgreSQL included) and exits 0, as npm does. And
-// npm start gives the service the shipped heap sizing and allocator setting, which the operator's
-// NODE_OPTIONS and GLIBC_TUNABLES can change.
-import { spawn, spawnSync } from "node:child_process";
+// npm start is plain `node app/main.ts`: no Node flags, and the environment the operator gave it, nothing
+// added (Node's defaults everywhere; docs/operating.md, "Memory").
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import t from "tap";
+import { parse } from "yaml";
 import { tempDir } from "../helpers/temp-dir.ts";
-import { shippedStart } from "../../scripts/shipped-start.ts";
 import { freePort } from "../../scripts/throwaway-postgres.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const ROOT = path.join(import.meta.dirname, "..", "..");
-const { nodeOptions: SHIPPED, glibcTunables: SHIPPED_TUNABLES } = shippedStart();
-/** An operator's own NODE_OPTIONS, given to npm start: it comes after the shipped sizing, so it wins. */
+/** An operator's own NODE_OPTIONS, given to npm start: it reaches the service as given. */
 const OPERATOR = "--max-old-space-size=300";
-/** An operator's own GLIBC_TUNABLES: after the shipped one, so it wins for any tunable both name. */
-const OPERATOR_TUNABLES = "glibc.malloc.trim_threshold=262144";
 
-/** The heap limit V8 gives these NODE_OPTIONS, MiB, as the start log reports it. */
-function heapLimitFor(nodeOptions: string): number {
-  const { stdout } = spawnSync(
-    process.execPath,
-    ["-e", "process.stdout.write(String(Math.round(require('v8').getHeapStatistics().heap_size_limit / 2 ** 20)))"],
-    { env: { PATH: process.env.PATH ?? "", NODE_OPTIONS: nodeOptions }, encoding: "utf8" },
+/** The processes whose parent is `pid` (Linux: /proc). */
+function childrenOf(pid: number): number[] {
+  return fs
+    .readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .filter((name) => {
+      try {
+        // The parent is the 4th field, after the command name in parentheses (which may hold spaces).
+        const stat = fs.readFileSync(`/proc/${name}/stat`, "utf8");
+        return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid;
+      } catch {
+        return false; // Gone since the listing.
+      }
+    })
+    .map(Number);
+}
+
+/** A process's arguments and environment (Linux: /proc). */
+function commandOf(pid: number): { argv: string[]; env: Map<string, string> } {
+  const fields = (file: string) => fs.readFileSync(`/proc/${pid}/${file}`, "utf8").split("\0").filter(Boolean);
+  const env = new Map(
+    fields("environ").map((entry) => [entry.slice(0, entry.indexOf("=")), entry.slice(entry.indexOf("=") + 1)]),
   );
-  return Number(stdout);
+  return { argv: fields("cmdline"), env };
 }
 
 function refused(port: number): Promise<boolean> {
@@ -56,7 +69,7 @@ t.test("SIGTERM to the npm start process stops the service and its embedded Post
       SEED_DEMO: "false",
       LOAD_SHED_EVENT_LOOP_DELAY_MS: "0",
       NODE_OPTIONS: OPERATOR,
-      GLIBC_TUNABLES: OPERATOR_TUNABLES,
+      GLIBC_TUNABLES: "",
     },
     stdio: ["ignore", "pipe", "pipe"],
     // A process group of its own, so that a failed test can stop everything npm started by the group's id.
@@ -101,37 +114,17 @@ t.test("SIGTERM to the npm start process stops the service and its embedded Post
     /"msg":"Integrator API \S+ listening on http:\/\/localhost:(\d+); API reference http:\/\/localhost:\1\/docs; webhook portal http:\/\/localhost:\1\/portal /,
     "the start banner names the reference page and the portal",
   );
-  // The shipped heap sizing (package.json's config.node_options) reaches the service, with the operator's
-  // NODE_OPTIONS after it: the shipped young generation with the operator's old space.
-  const expected = heapLimitFor(`${SHIPPED} ${OPERATOR}`);
-  t.not(expected, heapLimitFor(OPERATOR), "the shipped sizing changes the heap limit (else this proves nothing)");
-  t.match(
-    out,
-    new RegExp(`"heap_limit_mb":${expected}[,}][^\n]*listening on`),
-    `the service's heap limit is ${expected} MiB`,
-  );
-  // HEAP_GROWING_PERCENT at its default, set in V8 at start (test/server/memory.test.ts shows its effect).
-  t.match(
-    out,
-    /"heap_growing_percent":100[,}][^\n]*listening on/,
-    "the old generation may double between full collections",
-  );
-  // HEAP_YOUNG_GC_TASK at its default: the young generation is collected once full.
-  t.match(out, /"heap_young_gc_task":false[,}][^\n]*listening on/, "no young-generation task");
-  // The allocator setting reaches the process (glibc reads it as the process starts), the operator's after it.
-  t.match(
-    out,
-    new RegExp(
-      `"glibc_tunables":"${`${SHIPPED_TUNABLES}:${OPERATOR_TUNABLES}`.replaceAll(".", "\\.")}"[,}][^\n]*listening on`,
-    ),
-    "the shipped GLIBC_TUNABLES, then the operator's",
-  );
-  // Every module of the service loaded from the JavaScript written before the start (scripts/strip-types.ts,
-  // app/load-stripped.mjs): Node's own type stripper never loaded.
-  const sources = /"typescript_sources":\{"prestripped":(\d+),"stripped_at_load":(\d+)\}[^\n]*listening on/.exec(out);
-  t.ok(sources, "the start line says how the TypeScript modules were loaded");
-  t.ok(Number(sources?.[1]) > 50, `the modules loaded from the JavaScript written ahead (${sources?.[1]})`);
-  t.equal(Number(sources?.[2]), 0, "none stripped at load");
+  // npm ran the service in its own place (exec): node, with no flag before app/main.ts, and the environment
+  // npm was given (the operator's NODE_OPTIONS, and what the test runner adds to it), nothing added.
+  const [service, ...others] = childrenOf(npm.pid as number);
+  t.equal(others.length, 0, "npm started one process");
+  const { argv, env } = commandOf(service as number);
+  const given = commandOf(npm.pid as number).env;
+  t.equal(path.basename(argv[0] ?? ""), "node", `the service is node (${argv.join(" ")})`);
+  t.same(argv.slice(1), ["app/main.ts"], "started as node app/main.ts, no flags");
+  t.match(given.get("NODE_OPTIONS"), OPERATOR, "npm was given the operator's NODE_OPTIONS");
+  t.equal(env.get("NODE_OPTIONS"), given.get("NODE_OPTIONS"), "the service has them, nothing added");
+  t.equal(env.get("GLIBC_TUNABLES") ?? "", "", "no allocator setting added");
 
   npm.kill("SIGTERM");
   const { code, signal } = await exited;
@@ -143,14 +136,25 @@ t.test("SIGTERM to the npm start process stops the service and its embedded Post
   t.notOk(fs.existsSync(path.join(dataDir, "pg", "postmaster.pid")), "PostgreSQL stopped cleanly");
 });
 
-t.test("the image ships the heap sizing and the sources stripped ahead, as npm start does", async (t) => {
+t.test("the image and compose.yaml start the service as npm start does, on Node's defaults", async (t) => {
   const dockerfile = fs.readFileSync(path.join(ROOT, "Dockerfile"), "utf8");
-  t.equal(/^\s*NODE_OPTIONS="([^"]*)"/m.exec(dockerfile)?.[1], SHIPPED, "the Dockerfile's NODE_OPTIONS");
-  t.equal(/^\s*GLIBC_TUNABLES="([^"]*)"/m.exec(dockerfile)?.[1], SHIPPED_TUNABLES, "the Dockerfile's GLIBC_TUNABLES");
-  t.match(dockerfile, /^RUN node --disable-warning=ExperimentalWarning scripts\/strip-types\.ts$/m, "strips at build");
-  t.match(
-    dockerfile,
-    /^CMD \["node", "--import", "\.\/app\/load-stripped\.mjs", "app\/main\.ts", "--role=api"\]$/m,
-    "and loads what it stripped",
-  );
+  t.match(dockerfile, /^CMD \["node", "app\/main\.ts", "--role=api"\]$/m, "the image's command");
+  const compose = parse(fs.readFileSync(path.join(ROOT, "compose.yaml"), "utf8")) as {
+    services: Record<string, { command?: string[] }>;
+  };
+  t.same(compose.services.api?.command, ["node", "app/main.ts", "--role=api"], "compose's API");
+  t.same(compose.services.worker?.command, ["node", "app/main.ts", "--role=worker"], "compose's worker");
+  // At most a --max-old-space-size sized to the container's memory (docs/operating.md, "Memory"): no other
+  // V8 flag and no allocator setting.
+  for (const [file, text] of [
+    ["Dockerfile", dockerfile],
+    ["compose.yaml", fs.readFileSync(path.join(ROOT, "compose.yaml"), "utf8")],
+  ] as const) {
+    const settings = text.replace(/^\s*#.*$/gm, "");
+    const flags = settings.match(/--[a-z-]+-size|--[a-z]+-gc[a-z-]*|GLIBC_TUNABLES/g) ?? [];
+    t.ok(
+      flags.every((flag) => flag === "--max-old-space-size") && flags.length <= 1,
+      `${file}: at most one --max-old-space-size (${flags.join(", ") || "none"})`,
+    );
+  }
 });

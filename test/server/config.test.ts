@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import t from "tap";
-import { loadConfig } from "../../server/config.ts";
+import { HEAP_SHARE_FOR_BODIES, loadConfig } from "../../server/config.ts";
 
 /** A fixed key that looks random (a SHA-256 digest) and whose base64 and base64url forms differ. */
 const SAMPLE_KEY = "ad1c547f3610628dff55aebed55e6e022bf3858974144172e2229901d8bfe3de";
@@ -238,7 +238,6 @@ t.test(
   "LOAD_SHED_BODY_MEMORY_MB: by default a share of the heap limit; a given size; 0 for none; nothing else",
   async (t) => {
     const heapLimit = (await import("node:v8")).getHeapStatistics().heap_size_limit;
-    const { HEAP_SHARE_FOR_BODIES } = await import("../../server/memory.ts");
     t.equal(
       loadConfig({}).bodyMemoryBytes,
       Math.floor((Math.round(heapLimit / 2 ** 20) * 2 ** 20) / HEAP_SHARE_FOR_BODIES),
@@ -253,21 +252,3 @@ t.test(
       );
   },
 );
-
-t.test("HEAP_GROWING_PERCENT: 100 by default; 0 for V8's own factor; up to 1000; nothing else", async (t) => {
-  t.equal(loadConfig({}).heapGrowingPercent, 100);
-  t.equal(loadConfig({ HEAP_GROWING_PERCENT: "0" }).heapGrowingPercent, 0);
-  t.equal(loadConfig({ HEAP_GROWING_PERCENT: "250" }).heapGrowingPercent, 250);
-  for (const value of ["-1", "1001", "1.5", "double"])
-    t.throws(
-      () => loadConfig({ HEAP_GROWING_PERCENT: value }),
-      /HEAP_GROWING_PERCENT must be a whole number from 0 to 1000/,
-    );
-});
-
-t.test("HEAP_YOUNG_GC_TASK: off by default; true restores V8's own task; nothing but a boolean", async (t) => {
-  t.equal(loadConfig({}).heapYoungGcTask, false);
-  t.equal(loadConfig({ HEAP_YOUNG_GC_TASK: "true" }).heapYoungGcTask, true);
-  t.equal(loadConfig({ HEAP_YOUNG_GC_TASK: "false" }).heapYoungGcTask, false);
-  t.throws(() => loadConfig({ HEAP_YOUNG_GC_TASK: "sometimes" }), /HEAP_YOUNG_GC_TASK must be true or false/);
-});
