@@ -2,7 +2,7 @@
 // hand-written source, self-contained) and /docs, a Scalar page whose script is served from the installed
 // @scalar/api-reference package (no CDN, no web fonts, no vendor AI or MCP features: it works offline, and
 // every request the page makes goes to this origin). Served when config.serveApiDocs (API_DOCS; by
-// default everywhere but production). `npm run docs` writes the same page as a static folder.
+// default everywhere but production). `npm run build` writes the same page as a static folder.
 import fs from "node:fs";
 import express, { type Router } from "express";
 

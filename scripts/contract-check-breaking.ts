@@ -1,4 +1,4 @@
-// `npm run contract:check-breaking [-- --base FILE --current FILE]`: compares the document as written
+// `node scripts/contract-check-breaking.ts [--base FILE --current FILE]`: compares the document as written
 // (openapi/openapi.yaml, bundled in memory the way `npm run generate` bundles it, so an edit is judged
 // before anything is regenerated) with the last released one (openapi/released/openapi.json, replaced on
 // every release) and exits 1 on a change that breaks an existing integrator, unless info.version's major

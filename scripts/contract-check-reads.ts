@@ -1,4 +1,4 @@
-// `npm run contract:check-reads`: nothing the document declares goes unused. For every operation it lists
+// `node scripts/contract-check-reads.ts`: nothing the document declares goes unused. For every operation it lists
 // what the document lets a caller send (query, path and header parameters, and the request body's fields,
 // those of its objects and of the items of its lists included) and fails when the operation's handler
 // never reads one of them, naming the operation and the input.

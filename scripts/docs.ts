@@ -1,4 +1,4 @@
-// `npm run docs [-- DIR]`: writes the reference page the service serves at /docs as one static folder for
+// `npm run build` (or `node scripts/docs.ts [DIR]`): writes the reference page the service serves at /docs as one static folder for
 // publishing (default openapi/reference-site/, gitignored): index.html, the document in JSON and YAML,
 // Scalar's bundled script and the page's start script; no file refers to another host.
 import fs from "node:fs";

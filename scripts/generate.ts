@@ -4,6 +4,8 @@
 //   generated/event-kinds.ts the subscribable event kinds, their data types and descriptions
 //                          (scripts/event-kinds.ts; db/events.ts and the portal import it)
 //   generated/portal/      the webhook portal page (portal/) bundled by esbuild, served at /portal
+// and, outside generated/, the settings table of docs/operating.md from the settings' one module
+// (scripts/settings-table.ts).
 // `--check` generates into memory and exits 1 when a checked-in file differs, so CI catches drift.
 import fs from "node:fs";
 import path from "node:path";
@@ -11,6 +13,7 @@ import { build, type Plugin } from "esbuild";
 import openapiTS, { astToString, type OpenAPI3 } from "openapi-typescript";
 import { renderEventKinds } from "./event-kinds.ts";
 import { bundleDocument, ROOT, SOURCE } from "./openapi-source.ts";
+import { SETTINGS_DOCUMENT, withSettingsTable } from "./settings-table.ts";
 
 const TYPES_OUT = "generated/openapi.ts";
 const JSON_OUT = "generated/openapi.json";
@@ -124,9 +127,11 @@ export function writeOutputs(outputs: Map<string, string>): string[] {
 async function main(): Promise<void> {
   const check = process.argv.includes("--check");
   const outputs = await render();
+  const operating = fs.readFileSync(SETTINGS_DOCUMENT, "utf8");
+  const settingsStale = operating !== withSettingsTable(operating);
 
   if (check) {
-    const stale = staleFiles(outputs);
+    const stale = [...staleFiles(outputs), ...(settingsStale ? ["docs/operating.md (the settings table)"] : [])];
     if (stale.length > 0) {
       console.error(`Generated files are stale (they differ from what ${SOURCE} produces):`);
       for (const file of stale) console.error(`  ${file}`);
@@ -137,6 +142,8 @@ async function main(): Promise<void> {
     return;
   }
   for (const line of writeOutputs(outputs)) console.log(line);
+  if (settingsStale) fs.writeFileSync(SETTINGS_DOCUMENT, withSettingsTable(operating));
+  console.log(`${settingsStale ? "wrote    " : "unchanged"} docs/operating.md (the settings table)`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`)

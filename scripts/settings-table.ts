@@ -1,6 +1,5 @@
-// Prints the settings table of docs/operating.md from server/config.ts; `--write` puts it between the
-// markers in docs/operating.md (npm run settings:docs).
-import fs from "node:fs";
+// The settings table of docs/operating.md, from server/config.ts: `npm run generate` writes it between the
+// markers (and `-- --check` fails while it is stale); run alone, this prints it.
 import { SETTINGS } from "../server/config.ts";
 
 export function settingsTable(): string {
@@ -25,7 +24,5 @@ export function withSettingsTable(document: string): string {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const current = fs.readFileSync(SETTINGS_DOCUMENT, "utf8");
-  if (process.argv.includes("--write")) fs.writeFileSync(SETTINGS_DOCUMENT, withSettingsTable(current));
-  else process.stdout.write(`${settingsTable()}\n`);
+  process.stdout.write(`${settingsTable()}\n`);
 }

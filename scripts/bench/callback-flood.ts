@@ -1,4 +1,4 @@
-// The two clients of npm run bench:callbacks, each run as a child process so that neither shares the
+// The two clients of npm run bench:intake -- --callbacks, each run as a child process so that neither shares the
 // service's event loop. argv[2] is a Flood or a Reads as JSON; each prints "started" once it runs, works
 // for `seconds`, then prints its report as JSON.
 // - flood: senders post one callback body after another (each sender its own keep-alive connection from

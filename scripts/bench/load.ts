@@ -5,7 +5,7 @@ import fs from "node:fs";
 import autocannon, { type Request } from "autocannon";
 import type { EventEmitter } from "node:events";
 
-/** One kind of request a benchmark sends (scripts/bench-intake.ts builds them). */
+/** One kind of request a benchmark sends (scripts/bench/intake.ts builds them). */
 export interface Scenario {
   url: string;
   method: "GET" | "POST";

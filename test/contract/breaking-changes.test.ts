@@ -1,4 +1,4 @@
-// npm run contract:check-breaking: the document against the last released one (openapi/released/openapi.json).
+// node scripts/contract-check-breaking.ts: the document against the last released one (openapi/released/openapi.json).
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";

@@ -1,4 +1,4 @@
-// The published contract package: built and packed as `npm run contract:package -- --pack DIR` does, it
+// The published contract package: built and packed as `node scripts/contract-package.ts --pack DIR` does, it
 // stays small, depends on openapi-fetch and standardwebhooks alone, a strict TypeScript consumer of the
 // installed tarball compiles (event kinds checked by the compiler), and the installed SDK works against the
 // running service: a token from the provider, an intake call whose retry is replayed, a 429 waited out for

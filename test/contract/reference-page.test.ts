@@ -252,7 +252,7 @@ t.test("the reference page in headless Chromium, offline", async (t) => {
   });
 });
 
-t.test("npm run docs writes the same page as a static folder that names no other host", async (t) => {
+t.test("npm run build writes the same page as a static folder that names no other host", async (t) => {
   const directory = tempDir(t, "reference-site-");
   execFileSync(process.execPath, [path.join(import.meta.dirname, "../../scripts/docs.ts"), directory]);
   t.same(fs.readdirSync(directory).sort(), ["index.html", "init.js", "openapi.json", "openapi.yaml", "scalar.js"]);

@@ -1,5 +1,5 @@
 // A real HTTPS webhook receiver on loopback, with a test CA made at run time by the openssl CLI.
-// Used by the webhook tests and by scripts/bench-webhooks.ts (so it does not depend on tap).
+// Used by the webhook tests and by scripts/bench/webhooks.ts (so it does not depend on tap).
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import https from "node:https";

@@ -1,5 +1,5 @@
 // The documents say what the code does: the settings table of docs/operating.md is the one server/config.ts
-// declares (npm run settings:docs rewrites it), docs/integrating.md lists the default MIME types, every
+// declares (npm run generate rewrites it), docs/integrating.md lists the default MIME types, every
 // relative link names a file (and heading) of the repository, every citation of docs/decisions.md in the
 // code names one of its sections, and nothing cites an issue tracker the repository does not hold.
 import fs from "node:fs";
@@ -64,7 +64,7 @@ t.test(
   "docs/operating.md lists every setting with its default and meaning, as server/config.ts declares them",
   async (t) => {
     const document = fs.readFileSync(SETTINGS_DOCUMENT, "utf8");
-    t.equal(document, withSettingsTable(document), "run `npm run settings:docs` after changing a setting");
+    t.equal(document, withSettingsTable(document), "run `npm run generate` after changing a setting");
     t.notMatch(read("README.md"), /<!-- settings:start -->/, "one settings table, in docs/operating.md");
   },
 );

@@ -10,7 +10,7 @@ t.test("bench:intake --tracing reports the sink's exports and exits", async (t) 
   const bench = spawn(
     process.execPath,
     [
-      "scripts/bench-intake.ts",
+      "scripts/bench/intake.ts",
       "--only",
       "no Idem",
       "--rounds",

@@ -17,33 +17,35 @@
 //                                                (read it with scripts/bench/profile-summary.ts)
 //   npm run bench:webhooks -- --statements       also PostgreSQL's time per delivery, statement by
 //                                                statement (pg_stat_statements, the delivery segments only)
+//   npm run bench:webhooks -- --fairness         instead, the noisy neighbour (scripts/bench/fairness.ts)
 //   npm run bench:webhooks -- --db-connections   also the most connections the worker's pools held open and
 //                                                busy at once (scripts/bench/connections.ts)
 import { randomBytes, randomUUID } from "node:crypto";
-import { newWebhookSecret } from "../server/signing.ts";
-import { cpuProfiler } from "./bench/profile.ts";
-import { STATEMENT_SETTINGS, statementProfile } from "./bench/statements.ts";
-import { cpuMeter, cpuText, meanCpu, type CpuPerOperation } from "./bench/cpu.ts";
-import { sampleConnections } from "./bench/connections.ts";
+import { newWebhookSecret } from "../../server/signing.ts";
+import { cpuProfiler } from "./profile.ts";
+import { STATEMENT_SETTINGS, statementProfile } from "./statements.ts";
+import { cpuMeter, cpuText, meanCpu, type CpuPerOperation } from "./cpu.ts";
+import { sampleConnections } from "./connections.ts";
 import type { Knex } from "knex";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { buildServices, migrateAll } from "../app/lifecycle.ts";
-import { loadConfig } from "../server/config.ts";
-import { createDatabase, startEmbeddedPostgres } from "../db/database.ts";
-import { freePort } from "./throwaway-postgres.ts";
-import { emitEvent } from "../db/events.ts";
-import type { Services } from "../server/services.ts";
-import { createTenant } from "../db/principals.ts";
-import { createSubscription } from "../db/webhooks.ts";
-import { startWorker } from "../worker/runner.ts";
-import { sendSettings, sendWebhook } from "../worker/sender.ts";
-import { canonicalJson } from "../server/canonical-json.ts";
-import { taskList } from "../worker/tasks/index.ts";
-import { deliveryHeaders } from "../worker/tasks/deliver_webhook.ts";
-import { makeTestCa, startReceiver } from "../test/helpers/https-receiver.ts";
-import { intakeEventData, webhookEnv } from "../test/helpers/webhooks.ts";
+import { buildServices, migrateAll } from "../../app/lifecycle.ts";
+import { loadConfig } from "../../server/config.ts";
+import { createDatabase, startEmbeddedPostgres } from "../../db/database.ts";
+import { freePort } from "../throwaway-postgres.ts";
+import { emitEvent } from "../../db/events.ts";
+import type { Services } from "../../server/services.ts";
+import { createTenant } from "../../db/principals.ts";
+import { createSubscription } from "../../db/webhooks.ts";
+import { startWorker } from "../../worker/runner.ts";
+import { fairnessBenchmark } from "./fairness.ts";
+import { sendSettings, sendWebhook } from "../../worker/sender.ts";
+import { canonicalJson } from "../../server/canonical-json.ts";
+import { taskList } from "../../worker/tasks/index.ts";
+import { deliveryHeaders } from "../../worker/tasks/deliver_webhook.ts";
+import { makeTestCa, startReceiver } from "../../test/helpers/https-receiver.ts";
+import { intakeEventData, webhookEnv } from "../../test/helpers/webhooks.ts";
 import {
   fixed,
   flags,
@@ -57,7 +59,7 @@ import {
   percentile,
   until,
   uptime,
-} from "./bench/common.ts";
+} from "./common.ts";
 
 const options = flags();
 const FAN_OUTS = listFlag(options, "fan-outs", [1, 100]);
@@ -362,7 +364,7 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
+(options.has("fairness") ? fairnessBenchmark() : main()).then(
   () => process.exit(0),
   (error: unknown) => {
     console.error(error);

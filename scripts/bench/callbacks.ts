@@ -1,4 +1,4 @@
-// npm run bench:callbacks — a benchmark, not a test. A partner-callback flood: two senders from one address
+// npm run bench:intake -- --callbacks — a benchmark, not a test. A partner-callback flood: two senders from one address
 // post callbacks back to back with a wrong signature (one to a known partner, one to an unknown one) while
 // tenant B reads GET /v1/me every 20 ms. Each client is a child process; segments alternate in the same run,
 // flood off and flood on, so the machine's load swings hit both alike. The figure is tenant B's p50 with the
@@ -16,17 +16,17 @@ import { randomBytes } from "node:crypto";
 import path from "node:path";
 import readline from "node:readline";
 import { pino } from "pino";
-import { buildServices, createApiServer, migrateAll } from "../app/lifecycle.ts";
-import { loadConfig } from "../server/config.ts";
-import { createLogger } from "../server/logger.ts";
-import { createDatabase } from "../db/database.ts";
-import { entitleTenant, insertPartner } from "../db/partners.ts";
-import { createTenant } from "../db/principals.ts";
-import { createApp } from "../http/app.ts";
-import { handlers } from "../handlers/index.ts";
-import { throwawayPostgres } from "./throwaway-postgres.ts";
-import { fixed, flags, log, machine, median, met, numberFlag, percentile, uptime } from "./bench/common.ts";
-import type { Flood, FloodReport, Reads, ReadsReport } from "./bench/callback-flood.ts";
+import { buildServices, createApiServer, migrateAll } from "../../app/lifecycle.ts";
+import { loadConfig } from "../../server/config.ts";
+import { createLogger } from "../../server/logger.ts";
+import { createDatabase } from "../../db/database.ts";
+import { entitleTenant, insertPartner } from "../../db/partners.ts";
+import { createTenant } from "../../db/principals.ts";
+import { createApp } from "../../http/app.ts";
+import { handlers } from "../../handlers/index.ts";
+import { throwawayPostgres } from "../throwaway-postgres.ts";
+import { fixed, flags, log, machine, median, met, numberFlag, percentile, uptime } from "./common.ts";
+import type { Flood, FloodReport, Reads, ReadsReport } from "./callback-flood.ts";
 
 const BENCH_PARTNER = "bench-partner";
 const GOAL = 2;
@@ -55,7 +55,7 @@ function client<T>(script: string, job: Flood | Reads): { started: Promise<void>
   return { started: startedPromise, report };
 }
 
-async function main(): Promise<void> {
+export async function callbacksBenchmark(): Promise<void> {
   const all = flags();
   const rounds = numberFlag(all, "rounds", 3);
   const seconds = numberFlag(all, "seconds", 3);
@@ -99,7 +99,7 @@ async function main(): Promise<void> {
   await new Promise<void>((resolve) => api.server.listen(0, "127.0.0.1", resolve));
   const address = api.server.address();
   const baseUrl = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
-  const script = path.join(path.dirname(new URL(import.meta.url).pathname), "bench", "callback-flood.ts");
+  const script = path.join(import.meta.dirname, "callback-flood.ts");
 
   /** Tenant B's reads for one segment, with the service's CPU over them. */
   const measureB = async (): Promise<Omit<Segment, "flood">> => {
@@ -181,11 +181,3 @@ async function main(): Promise<void> {
     );
   }
 }
-
-main().then(
-  () => process.exit(0),
-  (error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  },
-);

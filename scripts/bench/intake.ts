@@ -24,21 +24,23 @@
 //   npm run bench:intake -- --memory            the API's memory under Node's defaults: the API in its own
 //                                               process as npm run start:api runs it, its resident set
 //                                               after N and after 2N requests of the mix (--requests N,
-//                                               default 25 000, at least 25 000) and a flood of large
+//                                               default 50 000, at least 25 000) and a flood of large
 //                                               batches load shedding must hold (scripts/bench/memory.ts)
+//   npm run bench:intake -- --callbacks         instead, another tenant's reads under a partner-callback
+//                                               flood (scripts/bench/callbacks.ts)
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { pino } from "pino";
-import { createApp } from "../http/app.ts";
-import { buildServices, migrateAll } from "../app/lifecycle.ts";
-import { createLogger } from "../server/logger.ts";
-import { ReplayMemory } from "../server/replay-memory.ts";
-import { loadConfig, type Config } from "../server/config.ts";
-import { createDatabase, createDatabaseOnServer, dropDatabaseOnServer } from "../db/database.ts";
-import { createTenant } from "../db/principals.ts";
-import { entitleTenant, insertPartner } from "../db/partners.ts";
-import { handlers } from "../handlers/index.ts";
-import { throwawayPostgres, withDatabase } from "./throwaway-postgres.ts";
+import { createApp } from "../../http/app.ts";
+import { buildServices, migrateAll } from "../../app/lifecycle.ts";
+import { createLogger } from "../../server/logger.ts";
+import { ReplayMemory } from "../../server/replay-memory.ts";
+import { loadConfig, type Config } from "../../server/config.ts";
+import { createDatabase, createDatabaseOnServer, dropDatabaseOnServer } from "../../db/database.ts";
+import { createTenant } from "../../db/principals.ts";
+import { entitleTenant, insertPartner } from "../../db/partners.ts";
+import { handlers } from "../../handlers/index.ts";
+import { throwawayPostgres, withDatabase } from "../throwaway-postgres.ts";
 import {
   fixed,
   flags,
@@ -53,17 +55,18 @@ import {
   runLoad,
   uptime,
   type LoadFigures,
-} from "./bench/common.ts";
-import { memoryUnderDefaults } from "./bench/memory.ts";
-import { BATCH_BODY, SUBMIT_BODY } from "./bench/bodies.ts";
-import { listen, startIntakeFloor, type Listening } from "./bench/floor.ts";
-import { seedTenantRows } from "./bench/seed.ts";
-import type { Scenario } from "./bench/load.ts";
-import { STATEMENT_SETTINGS, statementProfile, type StatementProfile } from "./bench/statements.ts";
-import { cpuProfiler } from "./bench/profile.ts";
-import { cpuMeter, cpuText, meanCpu, type CpuPerOperation } from "./bench/cpu.ts";
-import { tracingIsOn } from "../server/tracing.ts";
-import { sampleConnections } from "./bench/connections.ts";
+} from "./common.ts";
+import { memoryUnderDefaults } from "./memory.ts";
+import { BATCH_BODY, SUBMIT_BODY } from "./bodies.ts";
+import { listen, startIntakeFloor, type Listening } from "./floor.ts";
+import { seedTenantRows } from "./seed.ts";
+import type { Scenario } from "./load.ts";
+import { STATEMENT_SETTINGS, statementProfile, type StatementProfile } from "./statements.ts";
+import { cpuProfiler } from "./profile.ts";
+import { cpuMeter, cpuText, meanCpu, type CpuPerOperation } from "./cpu.ts";
+import { tracingIsOn } from "../../server/tracing.ts";
+import { sampleConnections } from "./connections.ts";
+import { callbacksBenchmark } from "./callbacks.ts";
 
 const options = flags();
 const DURATION = numberFlag(options, "duration", 3);
@@ -491,11 +494,16 @@ async function flatCost(adminUrl: string, rows: number): Promise<string[]> {
   }
 }
 
+if (options.has("callbacks")) {
+  await callbacksBenchmark();
+  process.exit(0);
+}
+
 // Tracing has to start before express, pg and http are loaded: the run goes on in a process that starts it first.
 if (TRACING && !tracingIsOn()) {
   const traced = spawn(
     process.execPath,
-    ["--import", new URL("./bench/tracing.ts", import.meta.url).href, ...process.argv.slice(1)],
+    ["--import", new URL("./tracing.ts", import.meta.url).href, ...process.argv.slice(1)],
     { stdio: "inherit" },
   );
   process.exit(await new Promise<number>((resolve) => traced.once("exit", (code) => resolve(code ?? 1))));
@@ -521,7 +529,7 @@ try {
 } finally {
   await postgres.stop();
 }
-const tracing = TRACING ? await (await import("./bench/tracing.ts")).finishTracing() : undefined;
+const tracing = TRACING ? await (await import("./tracing.ts")).finishTracing() : undefined;
 process.stdout.write(
   [
     `Run: ${run}.`,

@@ -1,4 +1,4 @@
-// npm run bench:fairness — a benchmark, not a test. A noisy neighbour's deliveries must not hold up another
+// npm run bench:webhooks -- --fairness — a benchmark, not a test. A noisy neighbour's deliveries must not hold up another
 // tenant's: on a throwaway embedded PostgreSQL with the real worker and a local HTTPS receiver, tenant A has
 // BENCH_NOISY_DELIVERIES (default 2000) due deliveries to endpoints that never answer (each attempt hangs
 // until WEBHOOK_TIMEOUT_MS, default 10000 here as in production); tenant B emits one event at a time. Prints
@@ -10,24 +10,24 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { buildServices, migrateAll } from "../app/lifecycle.ts";
-import { loadConfig } from "../server/config.ts";
-import { createDatabase, startEmbeddedPostgres } from "../db/database.ts";
-import { freePort } from "./throwaway-postgres.ts";
-import { emitEvent } from "../db/events.ts";
-import { createTenant } from "../db/principals.ts";
-import { createSubscription } from "../db/webhooks.ts";
-import { startWorker } from "../worker/runner.ts";
-import { makeTestCa, startReceiver } from "../test/helpers/https-receiver.ts";
-import { machine, percentile, until, uptime } from "./bench/common.ts";
-import { webhookEnv } from "../test/helpers/webhooks.ts";
+import { buildServices, migrateAll } from "../../app/lifecycle.ts";
+import { loadConfig } from "../../server/config.ts";
+import { createDatabase, startEmbeddedPostgres } from "../../db/database.ts";
+import { freePort } from "../throwaway-postgres.ts";
+import { emitEvent } from "../../db/events.ts";
+import { createTenant } from "../../db/principals.ts";
+import { createSubscription } from "../../db/webhooks.ts";
+import { startWorker } from "../../worker/runner.ts";
+import { makeTestCa, startReceiver } from "../../test/helpers/https-receiver.ts";
+import { machine, percentile, until, uptime } from "./common.ts";
+import { webhookEnv } from "../../test/helpers/webhooks.ts";
 
 const NOISY_DELIVERIES = Number(process.env.BENCH_NOISY_DELIVERIES ?? 2000);
 const NOISY_SUBSCRIPTIONS = 50;
 const B_EVENTS = Number(process.env.BENCH_B_EVENTS ?? 10);
 const TIMEOUT_MS = process.env.WEBHOOK_TIMEOUT_MS ?? "10000";
 
-async function main(): Promise<void> {
+export async function fairnessBenchmark(): Promise<void> {
   const tempDir = fs.mkdtempSync(path.join(os.tmpdir(), "integrator-bench-fairness-"));
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "integrator-bench-data-"));
   const ca = makeTestCa();
@@ -150,11 +150,3 @@ async function main(): Promise<void> {
   fs.rmSync(tempDir, { recursive: true, force: true });
   fs.rmSync(dataDir, { recursive: true, force: true });
 }
-
-main().then(
-  () => process.exit(0),
-  (error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
