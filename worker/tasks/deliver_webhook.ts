@@ -5,6 +5,8 @@
 // next_attempt_at), and this job succeeds, so graphile-worker's own backoff never drives the schedule. A job whose delivery is
 // already final, or whose attempt another run already recorded (the job carries the attempt it is
 // for), does nothing.
+// An attempt sent while the database is away is recorded once it is back (worker/database-waits.ts): its job
+// does not end before, so the attempt is never sent a second time for want of its record.
 // A subscription with a rate limit has each attempt paced first (db/functions/pace_delivery.sql): when the
 // endpoint's budget is spent, the job is moved to the delivery's slot and this run returns at once, its
 // attempt unspent (worker/pacing.ts wakes the worker then); a slot never waits for the limit.
@@ -27,8 +29,10 @@ import {
   MANUALLY_DISABLED_MESSAGE,
   paceDelivery,
   recordAttempt,
+  type AttemptRecord,
 } from "../../db/webhooks.ts";
 import type { WakeUps } from "../pacing.ts";
+import { whileDatabaseAway } from "../database-waits.ts";
 
 /** Seconds to wait before retry n (n ≥ 1): the n-th of the configured waits (server/config.ts retryWaits). */
 export function retryDelaySeconds(retry: number, waitsSeconds: readonly number[]): number {
@@ -63,10 +67,15 @@ export function deliveryHeaders(attempt: {
   };
 }
 
+/**
+ * `wakeUps` nudges the worker when a paced delivery falls due; `stopping` fires when the worker stops (a
+ * record waiting for the database gives up then).
+ */
 export function deliverWebhook(
   services: Services,
   settings: SendSettings = sendSettings(services.config.webhooks),
   wakeUps?: WakeUps,
+  stopping?: AbortSignal,
 ): Task<"deliver_webhook"> {
   const { maxAttempts, retryWaitsSeconds, disableAfterFailedDeliveries, disableAfterFailingDays } =
     services.config.webhooks;
@@ -235,15 +244,24 @@ export function deliverWebhook(
     };
     // With tracing on, a retry's job continues this delivery's trace.
     const trace = currentTraceCarrier();
+    const record = (recorded: AttemptRecord) =>
+      whileDatabaseAway(() => recordAttempt(db, recorded, trace), {
+        ...(stopping ? { stopping } : {}),
+        onWait: () =>
+          services.logger.warn(
+            { delivery_id: delivery.id, tenant: delivery.tenant_id },
+            "webhook attempt sent while the database is away; its record waits for the database",
+          ),
+      });
     if (outcome.delivered) {
-      await recordAttempt(db, { ...common, status: "delivered", errorMessage: null }, trace);
+      await record({ ...common, status: "delivered", errorMessage: null });
       recordDeliveryOutcome("delivered");
     } else if (attempt >= maxAttempts) {
-      await recordAttempt(db, { ...common, status: "failed", errorMessage: outcome.errorMessage }, trace);
+      await record({ ...common, status: "failed", errorMessage: outcome.errorMessage });
       recordDeliveryOutcome("failed");
     } else {
       const retryAt = new Date(Date.now() + retryDelaySeconds(attempt, retryWaitsSeconds) * 1000);
-      await recordAttempt(db, { ...common, status: "pending", errorMessage: outcome.errorMessage, retryAt }, trace);
+      await record({ ...common, status: "pending", errorMessage: outcome.errorMessage, retryAt });
       recordDeliveryOutcome("retrying");
     }
   }
