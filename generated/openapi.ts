@@ -556,7 +556,8 @@ export interface paths {
          *       cannot create portal sessions;
          *     - it cannot be revoked on its own before it expires (keep the lifetime short), but it stops working
          *       (401) when the user or client who made it is disabled, also when a platform_admin made it for
-         *       another tenant.
+         *       another tenant, and once it has been refreshed: a refresh retires the credential it was given, so
+         *       a link's credentials form one chain.
          *
          *     The session is for the token's tenant, or for the tenant named by `tenant_id` (platform_admin only).
          *     Each session is recorded as the audit action `webhooks.portal_session_created`.
@@ -581,8 +582,14 @@ export interface paths {
          * Refresh a webhook portal session before it ends
          * @description Exchanges a valid portal credential (`PortalSession`, the bearer token of the portal page) for a new
          *     one for the same tenant and subject, valid for `PORTAL_SESSION_TTL_MINUTES` minutes from now, so a
-         *     teammate working in the portal is not cut off after 15 minutes. The old credential stays valid until
-         *     its own `exp` (credentials cannot be revoked).
+         *     teammate working in the portal is not cut off after 15 minutes.
+         *
+         *     A refresh retires the credential it was given: from then on that credential answers 401
+         *     `UNAUTHORIZED` everywhere, a second refresh of it included, and only the new one works. Each
+         *     credential has at most one successor, so a link's credentials form one chain: a copy of a link (or of
+         *     a credential) stops working once the page holding it has refreshed, and a copy that refreshes first
+         *     cuts the page off, which shows the link has leaked. Two tabs opened from one link are one chain too:
+         *     after one refreshes, the other needs a new link.
          *
          *     A session cannot be refreshed forever: the new credential never outlives 8 hours after the link was
          *     made (`session_iat`, carried over from credential to credential); once that time has come, the
@@ -3306,7 +3313,23 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookPortalSessionResponse"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
+            /**
+             * @description `UNAUTHORIZED`: the bearer token is missing, malformed, expired or not signed by a trusted key, or
+             *     it is a portal credential that a refresh has retired already (only its successor is valid).
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReviewApiErrorEnvelope"];
+                };
+            };
             /**
              * @description `FORBIDDEN`: the session is 8 hours old and can no longer be refreshed, or the bearer token is an
              *     access token rather than a portal credential.
