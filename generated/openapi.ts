@@ -354,6 +354,11 @@ export interface paths {
          *     can be tried with each event it will get. It is sent whatever kinds the subscription subscribes to;
          *     nothing else happens (no submission or document exists behind its ids).
          *
+         *     **Marked as a test.** Either way the delivery's envelope carries `"test": true` (signed with the rest
+         *     of the body) and the request the header `X-Service-Review-Test: true`, on every attempt and every
+         *     resend; the deliveries of real events carry neither. A receiver tells an example `document.completed`
+         *     from a real one by them (see `WebhookEventEnvelope`).
+         *
          *     Manual sends (test events and redeliveries together) are limited per tenant to
          *     `WEBHOOK_MANUAL_SENDS_PER_MINUTE` in any 60 seconds (default 10): beyond it 429 `RATE_LIMITED` with
          *     `Retry-After` and `error.details.scope` `webhook_manual_sends`. A disabled subscription answers 409
@@ -1665,7 +1670,14 @@ export interface components {
          *     (`{"a":1,"b":[1,2]}`) and POSTed with `Content-Type: application/json` and the headers
          *     `X-Service-Review-Signature`, `X-Service-Review-Event`, `X-Service-Review-Delivery`, `User-Agent`,
          *     and the Standard Webhooks headers `webhook-id` (the event's `id`), `webhook-timestamp` and
-         *     `webhook-signature`.
+         *     `webhook-signature`; a test delivery also carries `X-Service-Review-Test: true`.
+         *
+         *     **Test deliveries.** A test (`POST /v1/webhooks/subscriptions/{subscription_id}/test`: a
+         *     `webhook.test` event, or an example of a real kind, the portal's *Send example*) is signed like any
+         *     delivery and carries `"test": true` in the envelope, covered by the signatures, and the header
+         *     `X-Service-Review-Test: true`; a resend of it carries both too. The delivery of an event that
+         *     happened has no `test` property and no such header. Anyone holding a portal link can send tests, so
+         *     a receiver checks `test` after verifying the signature and does not act on a test as on a real event.
          *
          *     **Signing.** Two schemes, side by side; verify `webhook-signature`, the replay-safe one.
          *     - `X-Service-Review-Signature` (deprecated) is the lowercase hex HMAC-SHA256 of the raw body bytes,
@@ -1718,6 +1730,13 @@ export interface components {
             data: {
                 [key: string]: unknown;
             };
+            /**
+             * @description Present, and `true`, only on a test delivery (`POST /v1/webhooks/subscriptions/{subscription_id}/test`,
+             *     the portal's *Send example* included, and resends of one): its `data` is an example, not a real
+             *     event. Absent on the deliveries of events that happened.
+             * @constant
+             */
+            test?: true;
         };
         /**
          * @description The body of a delivery, one schema per event kind, told apart by `event` (the same body the
@@ -2457,6 +2476,14 @@ export interface components {
         WebhookDelivery: string;
         /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
         WebhookUserAgent: string;
+        /**
+         * @description `true` on a test delivery: one made by `POST /v1/webhooks/subscriptions/{subscription_id}/test`
+         *     (a `webhook.test` event, or *Send example*: the document's example of a real kind such as
+         *     `document.completed`), and on every resend of one. Absent on the deliveries of events that happened.
+         *     The body says the same (`"test": true`, signed with it); read that one, since a header is not signed.
+         *     Whoever holds a portal link can send test deliveries: never act on one as on a real event.
+         */
+        WebhookTest: "true";
     };
     requestBodies: never;
     headers: {
@@ -3779,6 +3806,14 @@ export interface operations {
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+                /**
+                 * @description `true` on a test delivery: one made by `POST /v1/webhooks/subscriptions/{subscription_id}/test`
+                 *     (a `webhook.test` event, or *Send example*: the document's example of a real kind such as
+                 *     `document.completed`), and on every resend of one. Absent on the deliveries of events that happened.
+                 *     The body says the same (`"test": true`, signed with it); read that one, since a header is not signed.
+                 *     Whoever holds a portal link can send test deliveries: never act on one as on a real event.
+                 */
+                "X-Service-Review-Test"?: components["parameters"]["WebhookTest"];
             };
             path?: never;
             cookie?: never;
@@ -3836,6 +3871,14 @@ export interface operations {
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+                /**
+                 * @description `true` on a test delivery: one made by `POST /v1/webhooks/subscriptions/{subscription_id}/test`
+                 *     (a `webhook.test` event, or *Send example*: the document's example of a real kind such as
+                 *     `document.completed`), and on every resend of one. Absent on the deliveries of events that happened.
+                 *     The body says the same (`"test": true`, signed with it); read that one, since a header is not signed.
+                 *     Whoever holds a portal link can send test deliveries: never act on one as on a real event.
+                 */
+                "X-Service-Review-Test"?: components["parameters"]["WebhookTest"];
             };
             path?: never;
             cookie?: never;
@@ -3893,6 +3936,14 @@ export interface operations {
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+                /**
+                 * @description `true` on a test delivery: one made by `POST /v1/webhooks/subscriptions/{subscription_id}/test`
+                 *     (a `webhook.test` event, or *Send example*: the document's example of a real kind such as
+                 *     `document.completed`), and on every resend of one. Absent on the deliveries of events that happened.
+                 *     The body says the same (`"test": true`, signed with it); read that one, since a header is not signed.
+                 *     Whoever holds a portal link can send test deliveries: never act on one as on a real event.
+                 */
+                "X-Service-Review-Test"?: components["parameters"]["WebhookTest"];
             };
             path?: never;
             cookie?: never;
@@ -3950,6 +4001,14 @@ export interface operations {
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+                /**
+                 * @description `true` on a test delivery: one made by `POST /v1/webhooks/subscriptions/{subscription_id}/test`
+                 *     (a `webhook.test` event, or *Send example*: the document's example of a real kind such as
+                 *     `document.completed`), and on every resend of one. Absent on the deliveries of events that happened.
+                 *     The body says the same (`"test": true`, signed with it); read that one, since a header is not signed.
+                 *     Whoever holds a portal link can send test deliveries: never act on one as on a real event.
+                 */
+                "X-Service-Review-Test"?: components["parameters"]["WebhookTest"];
             };
             path?: never;
             cookie?: never;
@@ -4007,6 +4066,14 @@ export interface operations {
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+                /**
+                 * @description `true` on a test delivery: one made by `POST /v1/webhooks/subscriptions/{subscription_id}/test`
+                 *     (a `webhook.test` event, or *Send example*: the document's example of a real kind such as
+                 *     `document.completed`), and on every resend of one. Absent on the deliveries of events that happened.
+                 *     The body says the same (`"test": true`, signed with it); read that one, since a header is not signed.
+                 *     Whoever holds a portal link can send test deliveries: never act on one as on a real event.
+                 */
+                "X-Service-Review-Test"?: components["parameters"]["WebhookTest"];
             };
             path?: never;
             cookie?: never;
@@ -4064,6 +4131,14 @@ export interface operations {
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+                /**
+                 * @description `true` on a test delivery: one made by `POST /v1/webhooks/subscriptions/{subscription_id}/test`
+                 *     (a `webhook.test` event, or *Send example*: the document's example of a real kind such as
+                 *     `document.completed`), and on every resend of one. Absent on the deliveries of events that happened.
+                 *     The body says the same (`"test": true`, signed with it); read that one, since a header is not signed.
+                 *     Whoever holds a portal link can send test deliveries: never act on one as on a real event.
+                 */
+                "X-Service-Review-Test"?: components["parameters"]["WebhookTest"];
             };
             path?: never;
             cookie?: never;
@@ -4121,6 +4196,14 @@ export interface operations {
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+                /**
+                 * @description `true` on a test delivery: one made by `POST /v1/webhooks/subscriptions/{subscription_id}/test`
+                 *     (a `webhook.test` event, or *Send example*: the document's example of a real kind such as
+                 *     `document.completed`), and on every resend of one. Absent on the deliveries of events that happened.
+                 *     The body says the same (`"test": true`, signed with it); read that one, since a header is not signed.
+                 *     Whoever holds a portal link can send test deliveries: never act on one as on a real event.
+                 */
+                "X-Service-Review-Test"?: components["parameters"]["WebhookTest"];
             };
             path?: never;
             cookie?: never;
@@ -4178,6 +4261,14 @@ export interface operations {
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+                /**
+                 * @description `true` on a test delivery: one made by `POST /v1/webhooks/subscriptions/{subscription_id}/test`
+                 *     (a `webhook.test` event, or *Send example*: the document's example of a real kind such as
+                 *     `document.completed`), and on every resend of one. Absent on the deliveries of events that happened.
+                 *     The body says the same (`"test": true`, signed with it); read that one, since a header is not signed.
+                 *     Whoever holds a portal link can send test deliveries: never act on one as on a real event.
+                 */
+                "X-Service-Review-Test"?: components["parameters"]["WebhookTest"];
             };
             path?: never;
             cookie?: never;
@@ -4235,6 +4326,14 @@ export interface operations {
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+                /**
+                 * @description `true` on a test delivery: one made by `POST /v1/webhooks/subscriptions/{subscription_id}/test`
+                 *     (a `webhook.test` event, or *Send example*: the document's example of a real kind such as
+                 *     `document.completed`), and on every resend of one. Absent on the deliveries of events that happened.
+                 *     The body says the same (`"test": true`, signed with it); read that one, since a header is not signed.
+                 *     Whoever holds a portal link can send test deliveries: never act on one as on a real event.
+                 */
+                "X-Service-Review-Test"?: components["parameters"]["WebhookTest"];
             };
             path?: never;
             cookie?: never;

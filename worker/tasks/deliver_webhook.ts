@@ -39,14 +39,20 @@ export function retryDelaySeconds(retry: number, waitsSeconds: readonly number[]
   return waitsSeconds[Math.min(Math.max(retry, 1), waitsSeconds.length) - 1] ?? 0;
 }
 
+/** The header marking a test delivery (its envelope says `test: true`); absent on the deliveries of real events. */
+export const TEST_HEADER = "X-Service-Review-Test";
+
 /**
- * The headers of one attempt: content type, user agent, the event kind and delivery id, and its signatures;
- * the Standard Webhooks message id is the event's id (`evt_…`), the same for every delivery of the event.
+ * The headers of one attempt: content type, user agent, the event kind and delivery id, the test mark when
+ * the envelope is a test's, and its signatures; the Standard Webhooks message id is the event's id
+ * (`evt_…`), the same for every delivery of the event.
  */
 export function deliveryHeaders(attempt: {
   userAgent: string;
   eventType: string;
   deliveryId: string;
+  /** A test delivery (sendWebhookTestEvent, Send example, or a resend of one): its envelope says `test: true`. */
+  test: boolean;
   /** The event's id as the envelope carries it (`evt_…`). */
   eventId: string;
   /** Every secret that signs now, newest first. */
@@ -59,6 +65,7 @@ export function deliveryHeaders(attempt: {
     "User-Agent": attempt.userAgent,
     "X-Service-Review-Event": attempt.eventType,
     "X-Service-Review-Delivery": attempt.deliveryId,
+    ...(attempt.test ? { [TEST_HEADER]: "true" } : {}),
     ...signatureHeaders(attempt.secrets, {
       id: attempt.eventId,
       timestamp: Math.floor(attempt.attemptedAt.getTime() / 1000),
@@ -201,6 +208,7 @@ export function deliverWebhook(
               userAgent,
               eventType: delivery.event_type,
               deliveryId: delivery.id,
+              test: delivery.payload.test === true,
               eventId: eventIdOf(delivery.event_id),
               secrets,
               attemptedAt,
