@@ -118,9 +118,9 @@ export interface RunningService {
   port: number | undefined;
   metricsPort: number | undefined;
   /**
-   * Settles when a part of the process ends by itself, with why (the worker's job runner: no job would run
-   * any more): the process should stop and exit non-zero, so that its supervisor starts it again. Never
-   * settles otherwise.
+   * Settles when a part of the process ends by itself for good, with why (the worker's job runner after a
+   * breaking migration of graphile-worker's schema: no job would run any more): the process should stop and
+   * exit non-zero, so that its supervisor starts it again. Never settles otherwise.
    */
   failed: Promise<string>;
   /** Idempotent: a second call returns the first call's report. */

@@ -1,8 +1,9 @@
 // npm start (API and worker), npm run start:api, npm run start:worker.
 // Logs are JSON lines on stdout; a bad setting stops the start with a plain message on stderr naming
 // the variable. SIGTERM and SIGINT stop the process gracefully (app/lifecycle.ts), exit code 0. A part
-// that ends by itself (the worker's job runner) stops it the same way, exit code 1, for its supervisor
-// to start it again.
+// that ends by itself for good (the worker's job runner, after a newer version's breaking migration of
+// graphile-worker's schema) stops it the same way, exit code 1, for its supervisor to start it again; a
+// runner lost to a database outage is started again inside the process (worker/runner.ts).
 //
 // Only the settings are loaded before tracing starts: when the OTEL_ settings turn it on, its
 // instrumentations must be in place before pg, express and http are loaded, so everything else is

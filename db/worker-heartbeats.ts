@@ -39,6 +39,14 @@ export async function releaseJobsOfDeadWorkers(db: Knex, deadAfterSeconds: numbe
   return runnerIds;
 }
 
+/**
+ * Releases the jobs still locked by these runner ids back to the queue at once (graphile_worker.force_unlock_workers):
+ * for a runner of this process that has shut down, whose jobs run nowhere any more.
+ */
+export async function releaseJobsOfRunners(db: Knex, runnerIds: readonly string[]): Promise<void> {
+  if (runnerIds.length > 0) await db.raw("select graphile_worker.force_unlock_workers(?::text[])", [[...runnerIds]]);
+}
+
 export interface LockedJobCounts {
   /** Locked by a worker whose heartbeat stopped (see releaseJobsOfDeadWorkers). */
   stranded: number;

@@ -354,6 +354,11 @@ export interface paths {
          *     can be tried with each event it will get. It is sent whatever kinds the subscription subscribes to;
          *     nothing else happens (no submission or document exists behind its ids).
          *
+         *     **Marked as a test.** Either way the delivery's envelope carries `"test": true` (signed with the rest
+         *     of the body) and the request the header `X-Service-Review-Test: true`, on every attempt and every
+         *     resend; the deliveries of real events carry neither. A receiver tells an example `document.completed`
+         *     from a real one by them (see `WebhookEventEnvelope`).
+         *
          *     Manual sends (test events and redeliveries together) are limited per tenant to
          *     `WEBHOOK_MANUAL_SENDS_PER_MINUTE` in any 60 seconds (default 10): beyond it 429 `RATE_LIMITED` with
          *     `Retry-After` and `error.details.scope` `webhook_manual_sends`. A disabled subscription answers 409
@@ -556,7 +561,8 @@ export interface paths {
          *       cannot create portal sessions;
          *     - it cannot be revoked on its own before it expires (keep the lifetime short), but it stops working
          *       (401) when the user or client who made it is disabled, also when a platform_admin made it for
-         *       another tenant.
+         *       another tenant, and once it has been refreshed: a refresh retires the credential it was given, so
+         *       a link's credentials form one chain.
          *
          *     The session is for the token's tenant, or for the tenant named by `tenant_id` (platform_admin only).
          *     Each session is recorded as the audit action `webhooks.portal_session_created`.
@@ -581,8 +587,14 @@ export interface paths {
          * Refresh a webhook portal session before it ends
          * @description Exchanges a valid portal credential (`PortalSession`, the bearer token of the portal page) for a new
          *     one for the same tenant and subject, valid for `PORTAL_SESSION_TTL_MINUTES` minutes from now, so a
-         *     teammate working in the portal is not cut off after 15 minutes. The old credential stays valid until
-         *     its own `exp` (credentials cannot be revoked).
+         *     teammate working in the portal is not cut off after 15 minutes.
+         *
+         *     A refresh retires the credential it was given: from then on that credential answers 401
+         *     `UNAUTHORIZED` everywhere, a second refresh of it included, and only the new one works. Each
+         *     credential has at most one successor, so a link's credentials form one chain: a copy of a link (or of
+         *     a credential) stops working once the page holding it has refreshed, and a copy that refreshes first
+         *     cuts the page off, which shows the link has leaked. Two tabs opened from one link are one chain too:
+         *     after one refreshes, the other needs a new link.
          *
          *     A session cannot be refreshed forever: the new credential never outlives 8 hours after the link was
          *     made (`session_iat`, carried over from credential to credential); once that time has come, the
@@ -1658,7 +1670,14 @@ export interface components {
          *     (`{"a":1,"b":[1,2]}`) and POSTed with `Content-Type: application/json` and the headers
          *     `X-Service-Review-Signature`, `X-Service-Review-Event`, `X-Service-Review-Delivery`, `User-Agent`,
          *     and the Standard Webhooks headers `webhook-id` (the event's `id`), `webhook-timestamp` and
-         *     `webhook-signature`.
+         *     `webhook-signature`; a test delivery also carries `X-Service-Review-Test: true`.
+         *
+         *     **Test deliveries.** A test (`POST /v1/webhooks/subscriptions/{subscription_id}/test`: a
+         *     `webhook.test` event, or an example of a real kind, the portal's *Send example*) is signed like any
+         *     delivery and carries `"test": true` in the envelope, covered by the signatures, and the header
+         *     `X-Service-Review-Test: true`; a resend of it carries both too. The delivery of an event that
+         *     happened has no `test` property and no such header. Anyone holding a portal link can send tests, so
+         *     a receiver checks `test` after verifying the signature and does not act on a test as on a real event.
          *
          *     **Signing.** Two schemes, side by side; verify `webhook-signature`, the replay-safe one.
          *     - `X-Service-Review-Signature` (deprecated) is the lowercase hex HMAC-SHA256 of the raw body bytes,
@@ -1711,6 +1730,13 @@ export interface components {
             data: {
                 [key: string]: unknown;
             };
+            /**
+             * @description Present, and `true`, only on a test delivery (`POST /v1/webhooks/subscriptions/{subscription_id}/test`,
+             *     the portal's *Send example* included, and resends of one): its `data` is an example, not a real
+             *     event. Absent on the deliveries of events that happened.
+             * @constant
+             */
+            test?: true;
         };
         /**
          * @description The body of a delivery, one schema per event kind, told apart by `event` (the same body the
@@ -2450,6 +2476,14 @@ export interface components {
         WebhookDelivery: string;
         /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
         WebhookUserAgent: string;
+        /**
+         * @description `true` on a test delivery: one made by `POST /v1/webhooks/subscriptions/{subscription_id}/test`
+         *     (a `webhook.test` event, or *Send example*: the document's example of a real kind such as
+         *     `document.completed`), and on every resend of one. Absent on the deliveries of events that happened.
+         *     The body says the same (`"test": true`, signed with it); read that one, since a header is not signed.
+         *     Whoever holds a portal link can send test deliveries: never act on one as on a real event.
+         */
+        WebhookTest: "true";
     };
     requestBodies: never;
     headers: {
@@ -3306,7 +3340,23 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookPortalSessionResponse"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
+            /**
+             * @description `UNAUTHORIZED`: the bearer token is missing, malformed, expired or not signed by a trusted key, or
+             *     it is a portal credential that a refresh has retired already (only its successor is valid).
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReviewApiErrorEnvelope"];
+                };
+            };
             /**
              * @description `FORBIDDEN`: the session is 8 hours old and can no longer be refreshed, or the bearer token is an
              *     access token rather than a portal credential.
@@ -3756,6 +3806,14 @@ export interface operations {
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+                /**
+                 * @description `true` on a test delivery: one made by `POST /v1/webhooks/subscriptions/{subscription_id}/test`
+                 *     (a `webhook.test` event, or *Send example*: the document's example of a real kind such as
+                 *     `document.completed`), and on every resend of one. Absent on the deliveries of events that happened.
+                 *     The body says the same (`"test": true`, signed with it); read that one, since a header is not signed.
+                 *     Whoever holds a portal link can send test deliveries: never act on one as on a real event.
+                 */
+                "X-Service-Review-Test"?: components["parameters"]["WebhookTest"];
             };
             path?: never;
             cookie?: never;
@@ -3813,6 +3871,14 @@ export interface operations {
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+                /**
+                 * @description `true` on a test delivery: one made by `POST /v1/webhooks/subscriptions/{subscription_id}/test`
+                 *     (a `webhook.test` event, or *Send example*: the document's example of a real kind such as
+                 *     `document.completed`), and on every resend of one. Absent on the deliveries of events that happened.
+                 *     The body says the same (`"test": true`, signed with it); read that one, since a header is not signed.
+                 *     Whoever holds a portal link can send test deliveries: never act on one as on a real event.
+                 */
+                "X-Service-Review-Test"?: components["parameters"]["WebhookTest"];
             };
             path?: never;
             cookie?: never;
@@ -3870,6 +3936,14 @@ export interface operations {
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+                /**
+                 * @description `true` on a test delivery: one made by `POST /v1/webhooks/subscriptions/{subscription_id}/test`
+                 *     (a `webhook.test` event, or *Send example*: the document's example of a real kind such as
+                 *     `document.completed`), and on every resend of one. Absent on the deliveries of events that happened.
+                 *     The body says the same (`"test": true`, signed with it); read that one, since a header is not signed.
+                 *     Whoever holds a portal link can send test deliveries: never act on one as on a real event.
+                 */
+                "X-Service-Review-Test"?: components["parameters"]["WebhookTest"];
             };
             path?: never;
             cookie?: never;
@@ -3927,6 +4001,14 @@ export interface operations {
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+                /**
+                 * @description `true` on a test delivery: one made by `POST /v1/webhooks/subscriptions/{subscription_id}/test`
+                 *     (a `webhook.test` event, or *Send example*: the document's example of a real kind such as
+                 *     `document.completed`), and on every resend of one. Absent on the deliveries of events that happened.
+                 *     The body says the same (`"test": true`, signed with it); read that one, since a header is not signed.
+                 *     Whoever holds a portal link can send test deliveries: never act on one as on a real event.
+                 */
+                "X-Service-Review-Test"?: components["parameters"]["WebhookTest"];
             };
             path?: never;
             cookie?: never;
@@ -3984,6 +4066,14 @@ export interface operations {
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+                /**
+                 * @description `true` on a test delivery: one made by `POST /v1/webhooks/subscriptions/{subscription_id}/test`
+                 *     (a `webhook.test` event, or *Send example*: the document's example of a real kind such as
+                 *     `document.completed`), and on every resend of one. Absent on the deliveries of events that happened.
+                 *     The body says the same (`"test": true`, signed with it); read that one, since a header is not signed.
+                 *     Whoever holds a portal link can send test deliveries: never act on one as on a real event.
+                 */
+                "X-Service-Review-Test"?: components["parameters"]["WebhookTest"];
             };
             path?: never;
             cookie?: never;
@@ -4041,6 +4131,14 @@ export interface operations {
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+                /**
+                 * @description `true` on a test delivery: one made by `POST /v1/webhooks/subscriptions/{subscription_id}/test`
+                 *     (a `webhook.test` event, or *Send example*: the document's example of a real kind such as
+                 *     `document.completed`), and on every resend of one. Absent on the deliveries of events that happened.
+                 *     The body says the same (`"test": true`, signed with it); read that one, since a header is not signed.
+                 *     Whoever holds a portal link can send test deliveries: never act on one as on a real event.
+                 */
+                "X-Service-Review-Test"?: components["parameters"]["WebhookTest"];
             };
             path?: never;
             cookie?: never;
@@ -4098,6 +4196,14 @@ export interface operations {
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+                /**
+                 * @description `true` on a test delivery: one made by `POST /v1/webhooks/subscriptions/{subscription_id}/test`
+                 *     (a `webhook.test` event, or *Send example*: the document's example of a real kind such as
+                 *     `document.completed`), and on every resend of one. Absent on the deliveries of events that happened.
+                 *     The body says the same (`"test": true`, signed with it); read that one, since a header is not signed.
+                 *     Whoever holds a portal link can send test deliveries: never act on one as on a real event.
+                 */
+                "X-Service-Review-Test"?: components["parameters"]["WebhookTest"];
             };
             path?: never;
             cookie?: never;
@@ -4155,6 +4261,14 @@ export interface operations {
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+                /**
+                 * @description `true` on a test delivery: one made by `POST /v1/webhooks/subscriptions/{subscription_id}/test`
+                 *     (a `webhook.test` event, or *Send example*: the document's example of a real kind such as
+                 *     `document.completed`), and on every resend of one. Absent on the deliveries of events that happened.
+                 *     The body says the same (`"test": true`, signed with it); read that one, since a header is not signed.
+                 *     Whoever holds a portal link can send test deliveries: never act on one as on a real event.
+                 */
+                "X-Service-Review-Test"?: components["parameters"]["WebhookTest"];
             };
             path?: never;
             cookie?: never;
@@ -4212,6 +4326,14 @@ export interface operations {
                  *     separated by spaces, newest first.
                  */
                 "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+                /**
+                 * @description `true` on a test delivery: one made by `POST /v1/webhooks/subscriptions/{subscription_id}/test`
+                 *     (a `webhook.test` event, or *Send example*: the document's example of a real kind such as
+                 *     `document.completed`), and on every resend of one. Absent on the deliveries of events that happened.
+                 *     The body says the same (`"test": true`, signed with it); read that one, since a header is not signed.
+                 *     Whoever holds a portal link can send test deliveries: never act on one as on a real event.
+                 */
+                "X-Service-Review-Test"?: components["parameters"]["WebhookTest"];
             };
             path?: never;
             cookie?: never;

@@ -9,6 +9,13 @@ import { permits, TokenRejected, type Principal, type TokenService } from "../se
 
 const CHALLENGE = 'Bearer realm="integrator-api"';
 
+/** 401 for a bearer token that was presented but is not (or no longer) valid, its challenge saying so. */
+export function invalidToken(message = "The bearer token is invalid or expired"): ApiError {
+  return new ApiError("UNAUTHORIZED", message, {
+    headers: { "WWW-Authenticate": `${CHALLENGE}, error="invalid_token"` },
+  });
+}
+
 declare module "express-serve-static-core" {
   interface Request {
     /** The verified principal of a protected operation's request (set here, read by dispatch and the limits). */
@@ -123,13 +130,12 @@ export function requireBearer(
       if (error) return next(error);
       if (!principal) {
         const presented = /^bearer\s+\S/i.test(req.headers.authorization ?? "");
-        const challenge = presented ? `${CHALLENGE}, error="invalid_token"` : CHALLENGE;
         return next(
-          new ApiError(
-            "UNAUTHORIZED",
-            presented ? "The bearer token is invalid or expired" : "A bearer token is required",
-            { headers: { "WWW-Authenticate": challenge } },
-          ),
+          presented
+            ? invalidToken()
+            : new ApiError("UNAUTHORIZED", "A bearer token is required", {
+                headers: { "WWW-Authenticate": CHALLENGE },
+              }),
         );
       }
       if (!permits(principal)) {

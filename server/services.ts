@@ -10,6 +10,11 @@ import type { ReplayMemory } from "./replay-memory.ts";
 /** Where this process is in its life, shared with the handlers (readiness turns 503 once a shutdown starts). */
 export interface ProcessState {
   shuttingDown: boolean;
+  /**
+   * Set by a process that runs the worker: whether its job runner runs. False from the moment graphile-worker
+   * shuts it down by itself (a lost database) until it runs again (worker/runner.ts): readiness is 503 then.
+   */
+  jobRunnerRunning?: boolean;
 }
 
 export interface Services {

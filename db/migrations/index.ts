@@ -32,6 +32,7 @@ import * as deliveryNextAttempt from "./0026_delivery_next_attempt.ts";
 import * as attemptDetails from "./0027_attempt_details.ts";
 import * as writePath from "./0010_write_path.ts";
 import * as replacedFunctionsDropped from "./0034_replaced_functions_dropped.ts";
+import * as retiredPortalCredentials from "./0035_retired_portal_credentials.ts";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -73,6 +74,7 @@ const migrations: [string, Migration][] = [
   ["0032_idempotency_keys_expire_by_tenant", idempotencyKeysExpireByTenant],
   ["0033_webhook_rate_limits", webhookRateLimits],
   ["0034_replaced_functions_dropped", replacedFunctionsDropped],
+  ["0035_retired_portal_credentials", retiredPortalCredentials],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

@@ -1,6 +1,8 @@
 // The dependency checks behind GET /v1/health and GET /v1/readyz: the database answers, every
 // migration this code knows is applied, and the worker is alive, keeping up with due jobs, and no job is
 // stranded (locked by a worker whose heartbeat stopped) or overdue (locked longer than any attempt takes).
+// A process that runs the worker itself also needs its own job runner running (it is down between a
+// shutdown graphile-worker made by itself and its restart, worker/runner.ts).
 import { pendingMigrations, pingDatabase } from "../../db/database.ts";
 import { oldestDueJobAge } from "../../db/job-queue.ts";
 import { lockedJobCounts, workerLiveness } from "../../db/worker-heartbeats.ts";
@@ -74,7 +76,7 @@ async function checkWorker(services: Services): Promise<HealthReport["checks"]["
       "worker check",
     );
     const seenAge = liveness.secondsSinceSeen;
-    const alive = seenAge !== null && seenAge <= workerStaleSeconds;
+    const alive = seenAge !== null && seenAge <= workerStaleSeconds && services.state?.jobRunnerRunning !== false;
     const keepingUp = oldestDue === null || oldestDue <= queueLagSeconds;
     const noStuckJobs = locked.stranded === 0 && locked.overdue === 0;
     return {

@@ -24,11 +24,14 @@ function documentExamples(): Map<string, Record<string, unknown>> {
   return found;
 }
 
-/** The example payload of `kind` as event `id` of `tenantId`, stamped `timestamp` (the examples match their schemas: test/contract/examples.test.ts). */
+/**
+ * The example payload of `kind` as event `id` of `tenantId`, stamped `timestamp` (the examples match their
+ * schemas: test/contract/examples.test.ts), marked `test: true`: a receiver tells it from a real event.
+ */
 export function examplePayload(kind: EventKind, id: string, tenantId: string, timestamp: string): EventPayload {
   examples ??= documentExamples();
   const data = examples.get(kind);
   // test/webhooks checks that every kind has one; a kind without would be a defect of the document.
   if (!data) throw new Error(`the document has no example event of kind ${kind}`);
-  return { id, event: kind, tenant_id: tenantId, timestamp, data: structuredClone(data) } as EventPayload;
+  return { id, event: kind, tenant_id: tenantId, timestamp, data: structuredClone(data), test: true } as EventPayload;
 }

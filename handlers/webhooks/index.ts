@@ -322,7 +322,7 @@ export const sendWebhookTestEvent: OperationHandler<"sendWebhookTestEvent"> = as
   const perMinute = services.config.webhooks.manualSendsPerMinute;
   const now = rfc3339(new Date());
   const kind = body?.event_type;
-  // A test is an event of its own.
+  // A test is an event of its own, marked `test: true` in its envelope (and so on the wire, worker/tasks/deliver_webhook.ts).
   const eventUuid = uuidV7();
   const id = eventIdOf(eventUuid);
   const outcome = await services.db.transaction(async (trx) => {
@@ -339,6 +339,7 @@ export const sendWebhookTestEvent: OperationHandler<"sendWebhookTestEvent"> = as
             tenant_id: tenantId,
             timestamp: now,
             data: { subscription_id: subscription.id },
+            test: true,
           },
       origin: "test",
       redeliveryOf: null,

@@ -1,10 +1,13 @@
 // Webhook portal links: a short-lived credential for one tenant's webhook operations, in the fragment
-// of a link to the /portal page (browsers never send a fragment to a server, so it reaches no log).
+// of a link to the /portal page (browsers never send a fragment to a server, so it reaches no log). A
+// refresh retires the credential it was given (db/portal-credentials.ts): one chain of credentials per link.
 import { effectiveTenant } from "../../http/tenancy.ts";
 import { ApiError, notFound } from "../../http/errors.ts";
 import { PORTAL_SESSION_MAX_AGE_SECONDS, PORTAL_SUBJECT_PREFIX } from "../../server/auth/tokens.ts";
 import { principalOf, type OperationHandler } from "../../http/operations.ts";
 import { recordAudit } from "../../db/audit.ts";
+import { retirePortalCredential } from "../../db/portal-credentials.ts";
+import { invalidToken } from "../../http/authentication.ts";
 import { tenantExists } from "../../db/principals.ts";
 import { rfc3339 } from "../../db/timestamps.ts";
 
@@ -44,7 +47,10 @@ export const createWebhookPortalSession: OperationHandler<"createWebhookPortalSe
   };
 };
 
-/** A fresh credential for the portal page's own session, never past PORTAL_SESSION_MAX_AGE_SECONDS from its link. */
+/**
+ * A fresh credential for the portal page's own session, never past PORTAL_SESSION_MAX_AGE_SECONDS from its
+ * link; the credential presented is retired (401 from then on), and one already retired is refused.
+ */
 export const refreshWebhookPortalSession: OperationHandler<"refreshWebhookPortalSession"> = async ({
   principal,
   requestId,
@@ -72,6 +78,15 @@ export const refreshWebhookPortalSession: OperationHandler<"refreshWebhookPortal
     expiresInSeconds: lifetime,
     sessionStartedAt: startedAt,
   });
+  // Its successor exists now: the presented credential is retired, unless a concurrent refresh retired it first.
+  const retired =
+    caller.tokenId !== undefined &&
+    (await retirePortalCredential(services.db, {
+      tenantId: caller.tenantId,
+      credentialId: caller.tokenId,
+      expiresAt: caller.expiresAt ?? now + PORTAL_SESSION_MAX_AGE_SECONDS,
+    }));
+  if (!retired) throw invalidToken("This portal credential has been refreshed already; only its successor is valid");
   const expiresAtText = rfc3339(new Date(expiresAt * 1000));
   await recordAudit(services.db, {
     tenantId: caller.tenantId,

@@ -181,6 +181,7 @@ async function main(): Promise<void> {
                 userAgent: "integrator-api-webhooks/bench",
                 eventType: "intake.submitted",
                 deliveryId: id,
+                test: false,
                 eventId: sendEventId,
                 secrets: [sendSecret],
                 attemptedAt: new Date(),

@@ -35,6 +35,7 @@ import {
   type StoredSigningKey,
 } from "../../db/signing-keys.ts";
 import { disabledPrincipals } from "../../db/principals.ts";
+import { portalCredentialRetired } from "../../db/portal-credentials.ts";
 import type { Logger } from "../logger.ts";
 import { isUuid } from "../../db/ids.ts";
 
@@ -118,7 +119,8 @@ export interface TokenService {
   }): Promise<{ token: string; expiresIn: number; /** The exp claim, seconds since the epoch. */ expiresAt: number }>;
   /**
    * Verifies an access token. With allowPortal, a portal credential (aud integrator-portal, scope
-   * webhooks:portal) is accepted too and yields a principal with portal set; without it one is rejected.
+   * webhooks:portal) is accepted too and yields a principal with portal set, unless a refresh has retired
+   * it; without allowPortal one is rejected.
    */
   verify(token: string, options?: { allowPortal?: boolean }): Promise<Principal>;
   /**
@@ -296,7 +298,8 @@ export async function createTokenService(
           audience: PORTAL_AUDIENCE,
           algorithms: ["ES256"],
           clockTolerance: SELF_TOLERANCE,
-          requiredClaims: ["exp", "iat", "scope"],
+          // jti: a refresh retires the credential by it (db/portal-credentials.ts).
+          requiredClaims: ["exp", "iat", "scope", "jti"],
           maxTokenAge: Math.min(maxLifetime, PORTAL_MAX_LIFETIME_SECONDS),
         });
         checkLifetime(payload);
@@ -308,6 +311,8 @@ export async function createTokenService(
         const creatorTenantId = payload[PORTAL_CREATOR_TENANT_CLAIM];
         if (typeof creatorTenantId !== "string" || !isUuid(creatorTenantId))
           throw new TokenRejected("portal credential does not name the tenant of its creator");
+        if (principal.tokenId === undefined || !isUuid(principal.tokenId))
+          throw new TokenRejected("portal credential has no valid jti");
         return {
           principal: {
             ...principal,
@@ -420,6 +425,11 @@ export async function createTokenService(
         ? `${principal.creatorTenantId}:${principal.subject.slice(PORTAL_SUBJECT_PREFIX.length)}`
         : `${principal.tenantId}:${principal.subject}`;
       if (state.disabled.has(owner)) throw new TokenRejected("the token's user or client is disabled");
+      // A refreshed portal credential is retired (read each time: a refresh may happen on another replica).
+      // Its jti is a UUID (verifySignature refuses a portal credential without one).
+      const { tokenId } = principal;
+      if (principal.portal && tokenId !== undefined && (await portalCredentialRetired(db, principal.tenantId, tokenId)))
+        throw new TokenRejected("the portal credential was refreshed; only its successor is valid");
       return principal;
     },
   };

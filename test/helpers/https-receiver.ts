@@ -103,6 +103,8 @@ export interface Receiver {
   received: ReceivedRequest[];
   /** Requests received for one path, in order. */
   receivedAt(pathname: string): ReceivedRequest[];
+  /** Requests received whose answer has not ended yet (delayed, stalled or still being written). */
+  inFlight(): number;
   /** Calls `listener` on every TCP connection, before TLS and HTTP. */
   onConnection(listener: () => void): void;
   close(): Promise<void>;
@@ -121,7 +123,10 @@ export async function startReceiver(
   const received: ReceivedRequest[] = [];
   const counts = new Map<string, number>();
   const stalled = new Set<ServerResponse>();
+  let inFlight = 0;
   const server = https.createServer({ key: ca.key, cert: ca.cert }, (req, res) => {
+    inFlight++;
+    res.once("close", () => inFlight--);
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
@@ -169,6 +174,7 @@ export async function startReceiver(
     url: (pathname) => `https://${RECEIVER_HOST}:${port}${pathname}`,
     received,
     receivedAt: (pathname) => received.filter((request) => request.path === pathname),
+    inFlight: () => inFlight,
     onConnection: (listener) => {
       server.on("connection", listener);
     },

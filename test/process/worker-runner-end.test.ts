@@ -1,8 +1,9 @@
-// A worker whose graphile-worker job runner ends by itself (here: graphile-worker's notice of a breaking
-// migration of its schema, as during a rolling upgrade; a runner error alike) exits non-zero so that its
-// supervisor restarts it, and readiness says so at once: its heartbeat goes with it, and a process that
-// also serves the API answers readiness 503 while it drains. It used to stay up with a fresh heartbeat and
-// a healthy readiness while no job ran. A normal stop (SIGTERM), which ends the runner too, still exits 0.
+// A worker whose graphile-worker job runner ends by itself for good (graphile-worker's notice of a
+// breaking migration of its schema, as during a rolling upgrade) exits non-zero so that its supervisor
+// restarts it, and readiness says so at once: its heartbeat goes with it, and a process that also serves
+// the API answers readiness 503 while it drains. It used to stay up with a fresh heartbeat and a healthy
+// readiness while no job ran. A normal stop (SIGTERM), which ends the runner too, still exits 0. (A runner
+// lost to a database outage is started again inside the process: test/worker/runner-restart.test.ts.)
 import t, { type Test } from "tap";
 import { startMainProcess, type MainProcess } from "../helpers/main-process.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";

@@ -3,13 +3,15 @@
 // same body naming the original; both are limited per tenant (429 RATE_LIMITED with Retry-After),
 // refused for disabled or deleted subscriptions, and isolated between tenants.
 import t from "tap";
+import { Webhook } from "standardwebhooks";
+import { emitEvent } from "../../db/events.ts";
 import { hmacSha256Hex } from "../../server/signing.ts";
 import { canonicalJson } from "../../server/canonical-json.ts";
 import { EVENT_KINDS } from "../../db/events.ts";
 import type { DeliveryView } from "../../db/webhooks.ts";
 import type { ReceivedRequest } from "../helpers/https-receiver.ts";
 import { createTestTenant } from "../helpers/server.ts";
-import { startWebhookRig, testCa, type WebhookRig } from "../helpers/webhooks.ts";
+import { intakeEventData, startWebhookRig, testCa, type WebhookRig } from "../helpers/webhooks.ts";
 import { webhookSchemaErrors } from "../helpers/webhook-schemas.ts";
 import { waitFor } from "../helpers/wait.ts";
 
@@ -114,6 +116,56 @@ t.test("an example of each kind: the document's example event, signed, valid aga
     t.equal(res.status, 422, `${event_type} is no kind to send an example of`);
   }
 });
+
+t.test(
+  "test and example deliveries are marked on the wire (X-Service-Review-Test, test: true in the signed envelope); a real event's are not",
+  async (t) => {
+    const who = await tenant();
+    const path = `/marked-${crypto.randomUUID()}`;
+    const { id, secret } = await subscribeAs(who.token, rig.receiver.url(path));
+    // As an integrator verifies: the standardwebhooks package, the secret exactly as returned, the raw body.
+    const verified = (request: ReceivedRequest) =>
+      new Webhook(secret).verify(request.rawBody.toString("utf8"), request.headers as Record<string, string>) as {
+        event: string;
+        test?: unknown;
+      };
+
+    const example = await rig.server.request(`/v1/webhooks/subscriptions/${id}/test`, {
+      method: "POST",
+      token: who.token,
+      json: { event_type: "document.completed" },
+    });
+    t.equal(example.status, 202);
+    const [sent] = await received(path, 1);
+    if (!sent) return t.fail("the example was not received");
+    t.equal(sent.headers["x-service-review-test"], "true", "an example carries X-Service-Review-Test: true");
+    t.match(verified(sent), { event: "document.completed", test: true }, "and test: true in the verified envelope");
+    t.equal(sent.rawBody.toString("utf8"), canonicalJson(JSON.parse(sent.rawBody.toString("utf8"))), "keys sorted");
+
+    t.equal((await post(`/v1/webhooks/subscriptions/${id}/test`, who.token)).status, 202);
+    const [, test] = await received(path, 2);
+    if (!test) return t.fail("the test event was not received");
+    t.equal(test.headers["x-service-review-test"], "true", "a webhook.test carries the header");
+    t.match(verified(test), { event: "webhook.test", test: true }, "and the field");
+
+    const exampleId = String(sent.headers["x-service-review-delivery"]);
+    t.equal((await post(`/v1/webhooks/deliveries/${exampleId}/redeliver`, who.token)).status, 202);
+    const [, , resent] = await received(path, 3);
+    if (!resent) return t.fail("the resend was not received");
+    t.equal(resent.headers["x-service-review-test"], "true", "a resend of an example is marked too");
+    t.match(verified(resent), { event: "document.completed", test: true });
+
+    await rig.server.services.db.transaction((trx) =>
+      emitEvent(trx, who.tenantId, "intake.submitted", intakeEventData()),
+    );
+    const [, , , real] = await received(path, 4);
+    if (!real) return t.fail("the real event was not received");
+    t.equal(real.headers["x-service-review-test"], undefined, "a real event's delivery has no test header");
+    const envelope = verified(real);
+    t.equal(envelope.event, "intake.submitted");
+    t.notOk("test" in envelope, "and no test property");
+  },
+);
 
 t.test("a lifecycle event never produces webhook.test deliveries", async (t) => {
   const path = `/no-test-${crypto.randomUUID()}`;

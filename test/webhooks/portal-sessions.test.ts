@@ -3,7 +3,13 @@
 import { decodeJwt } from "jose";
 import t from "tap";
 import { loadDocument } from "../../http/openapi-document.ts";
-import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "../helpers/server.ts";
+import {
+  createTestTenant,
+  startReplica,
+  startTestServer,
+  type TestServer,
+  type TestTenant,
+} from "../helpers/server.ts";
 import { emitEvent } from "../../db/events.ts";
 import { loadConfig, ConfigError } from "../../server/config.ts";
 import { intakeEventData } from "../helpers/webhooks.ts";
@@ -183,7 +189,6 @@ t.test("a portal session is refreshed with a new credential, up to 8 hours after
   t.equal(claims.sub, tenantA.subject, "the link creator's subject, as in the first credential");
   t.equal(claims.session_iat, started, "the session's start is carried over");
   t.equal((await server.request("/v1/webhooks/subscriptions", { token: second })).status, 200, "it works");
-  t.equal((await server.request("/v1/webhooks/subscriptions", { token: first })).status, 200, "the old one too");
   const audit = await server.services.db("integrator.audit_actions").where({
     tenant_id: tenantA.tenantId,
     action: "webhooks.portal_session_refreshed",
@@ -212,6 +217,38 @@ t.test("a portal session is refreshed with a new credential, up to 8 hours after
   t.match(await refused.json(), { error: { code: "FORBIDDEN", message: /ask for a new portal link/ } });
   t.equal((await refresh(tenantA.token)).status, 403, "an access token is no portal credential to refresh");
   t.equal((await server.request("/v1/webhooks/portal-sessions/refresh", { method: "POST" })).status, 401);
+});
+
+t.test("a refresh retires the credential it was given: one chain of credentials per link", async (t) => {
+  const refresh = (token: string) => server.request("/v1/webhooks/portal-sessions/refresh", { method: "POST", token });
+  const tokenOf = async (res: Response) => new URL(((await res.json()) as { url: string }).url).hash.slice(7);
+  const first = await portalToken(tenantA);
+  const refreshed = await refresh(first);
+  t.equal(refreshed.status, 201);
+  const second = await tokenOf(refreshed);
+
+  const again = await refresh(first);
+  t.equal(again.status, 401, "a second refresh of the same credential is refused");
+  t.match(await again.json(), { error: { code: "UNAUTHORIZED" } });
+  t.match(again.headers.get("www-authenticate"), /error="invalid_token"/);
+  for (const [name, call] of [
+    ["the deliveries", () => server.request("/v1/webhooks/deliveries", { token: first })],
+    ["the subscriptions", () => server.request("/v1/webhooks/subscriptions", { token: first })],
+    ["GET /v1/me", () => server.request("/v1/me", { token: first })],
+  ] as const)
+    t.equal((await call()).status, 401, `the retired credential is refused: ${name}`);
+
+  t.equal((await server.request("/v1/webhooks/subscriptions", { token: second })).status, 200, "its successor works");
+  const third = await tokenOf(await refresh(second));
+  t.equal((await server.request("/v1/webhooks/subscriptions", { token: second })).status, 401, "until it is refreshed");
+  t.equal((await server.request("/v1/webhooks/subscriptions", { token: third })).status, 200, "the chain goes on");
+
+  // Two refreshes of one credential at once: one wins, the other is refused.
+  const racing = await Promise.all([refresh(third), refresh(third)]);
+  t.same(racing.map((res) => res.status).sort(), [201, 401], "only one successor, however close the refreshes");
+  // Another replica of the deployment sees the retirement too (it is in the database, not in a process).
+  const replica = await startReplica(t, server);
+  t.equal((await replica.request("/v1/webhooks/subscriptions", { token: third })).status, 401, "on every replica");
 });
 
 t.test("an expired, tampered or foreign-scoped credential is refused by the portal operations", async (t) => {

@@ -5,6 +5,8 @@
 // next_attempt_at), and this job succeeds, so graphile-worker's own backoff never drives the schedule. A job whose delivery is
 // already final, or whose attempt another run already recorded (the job carries the attempt it is
 // for), does nothing.
+// An attempt sent while the database is away is recorded once it is back (worker/database-waits.ts): its job
+// does not end before, so the attempt is never sent a second time for want of its record.
 // A subscription with a rate limit has each attempt paced first (db/functions/pace_delivery.sql): when the
 // endpoint's budget is spent, the job is moved to the delivery's slot and this run returns at once, its
 // attempt unspent (worker/pacing.ts wakes the worker then); a slot never waits for the limit.
@@ -27,22 +29,30 @@ import {
   MANUALLY_DISABLED_MESSAGE,
   paceDelivery,
   recordAttempt,
+  type AttemptRecord,
 } from "../../db/webhooks.ts";
 import type { WakeUps } from "../pacing.ts";
+import { whileDatabaseAway } from "../database-waits.ts";
 
 /** Seconds to wait before retry n (n ≥ 1): the n-th of the configured waits (server/config.ts retryWaits). */
 export function retryDelaySeconds(retry: number, waitsSeconds: readonly number[]): number {
   return waitsSeconds[Math.min(Math.max(retry, 1), waitsSeconds.length) - 1] ?? 0;
 }
 
+/** The header marking a test delivery (its envelope says `test: true`); absent on the deliveries of real events. */
+export const TEST_HEADER = "X-Service-Review-Test";
+
 /**
- * The headers of one attempt: content type, user agent, the event kind and delivery id, and its signatures;
- * the Standard Webhooks message id is the event's id (`evt_…`), the same for every delivery of the event.
+ * The headers of one attempt: content type, user agent, the event kind and delivery id, the test mark when
+ * the envelope is a test's, and its signatures; the Standard Webhooks message id is the event's id
+ * (`evt_…`), the same for every delivery of the event.
  */
 export function deliveryHeaders(attempt: {
   userAgent: string;
   eventType: string;
   deliveryId: string;
+  /** A test delivery (sendWebhookTestEvent, Send example, or a resend of one): its envelope says `test: true`. */
+  test: boolean;
   /** The event's id as the envelope carries it (`evt_…`). */
   eventId: string;
   /** Every secret that signs now, newest first. */
@@ -55,6 +65,7 @@ export function deliveryHeaders(attempt: {
     "User-Agent": attempt.userAgent,
     "X-Service-Review-Event": attempt.eventType,
     "X-Service-Review-Delivery": attempt.deliveryId,
+    ...(attempt.test ? { [TEST_HEADER]: "true" } : {}),
     ...signatureHeaders(attempt.secrets, {
       id: attempt.eventId,
       timestamp: Math.floor(attempt.attemptedAt.getTime() / 1000),
@@ -63,10 +74,15 @@ export function deliveryHeaders(attempt: {
   };
 }
 
+/**
+ * `wakeUps` nudges the worker when a paced delivery falls due; `stopping` fires when the worker stops (a
+ * record waiting for the database gives up then).
+ */
 export function deliverWebhook(
   services: Services,
   settings: SendSettings = sendSettings(services.config.webhooks),
   wakeUps?: WakeUps,
+  stopping?: AbortSignal,
 ): Task<"deliver_webhook"> {
   const { maxAttempts, retryWaitsSeconds, disableAfterFailedDeliveries, disableAfterFailingDays } =
     services.config.webhooks;
@@ -192,6 +208,7 @@ export function deliverWebhook(
               userAgent,
               eventType: delivery.event_type,
               deliveryId: delivery.id,
+              test: delivery.payload.test === true,
               eventId: eventIdOf(delivery.event_id),
               secrets,
               attemptedAt,
@@ -235,15 +252,24 @@ export function deliverWebhook(
     };
     // With tracing on, a retry's job continues this delivery's trace.
     const trace = currentTraceCarrier();
+    const record = (recorded: AttemptRecord) =>
+      whileDatabaseAway(() => recordAttempt(db, recorded, trace), {
+        ...(stopping ? { stopping } : {}),
+        onWait: () =>
+          services.logger.warn(
+            { delivery_id: delivery.id, tenant: delivery.tenant_id },
+            "webhook attempt sent while the database is away; its record waits for the database",
+          ),
+      });
     if (outcome.delivered) {
-      await recordAttempt(db, { ...common, status: "delivered", errorMessage: null }, trace);
+      await record({ ...common, status: "delivered", errorMessage: null });
       recordDeliveryOutcome("delivered");
     } else if (attempt >= maxAttempts) {
-      await recordAttempt(db, { ...common, status: "failed", errorMessage: outcome.errorMessage }, trace);
+      await record({ ...common, status: "failed", errorMessage: outcome.errorMessage });
       recordDeliveryOutcome("failed");
     } else {
       const retryAt = new Date(Date.now() + retryDelaySeconds(attempt, retryWaitsSeconds) * 1000);
-      await recordAttempt(db, { ...common, status: "pending", errorMessage: outcome.errorMessage, retryAt }, trace);
+      await record({ ...common, status: "pending", errorMessage: outcome.errorMessage, retryAt });
       recordDeliveryOutcome("retrying");
     }
   }

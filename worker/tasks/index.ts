@@ -17,10 +17,14 @@ export type Tasks = { [N in JobName]: Task<N> };
 /**
  * `lockRenewalMs`: how often a running deliver_webhooks job renews its lock, at most (tests shorten it).
  * `wakeUps`: wakes the worker when a delivery paced by its subscription's rate limit falls due (without
- * it, the worker's poll finds it).
+ * it, the worker's poll finds it). `stopping`: fires when the worker stops (an attempt's record waiting
+ * for the database gives up then).
  */
-export function taskList(services: Services, options: { lockRenewalMs?: number; wakeUps?: WakeUps } = {}): Tasks {
-  const deliverOne = deliverWebhook(services, undefined, options.wakeUps);
+export function taskList(
+  services: Services,
+  options: { lockRenewalMs?: number; wakeUps?: WakeUps; stopping?: AbortSignal } = {},
+): Tasks {
+  const deliverOne = deliverWebhook(services, undefined, options.wakeUps, options.stopping);
   // With tracing on, each job runs in a span of its own (worker/job-spans.ts).
   const span = tracingIsOn() ? traced : <N extends JobName>(_name: N, task: Task<N>) => task;
   return {
