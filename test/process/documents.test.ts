@@ -140,11 +140,8 @@ function textFiles(folder = ""): string[] {
   });
 }
 
-/**
- * Not read: merged migrations, which never change (test/db/migration-checksums.test.ts), and
- * docs/performance.md, whose dated history of measurements still names one.
- */
-const NOT_READ = [/^db\/migrations\/\d{4}_\w+\.ts$/, /^docs\/performance\.md$/];
+/** Not read: merged migrations, which never change (test/db/migration-checksums.test.ts). */
+const NOT_READ = [/^db\/migrations\/\d{4}_\w+\.ts$/];
 
 /** How a comment or a document would point at an issue tracker: an issue, task or finding by number, or `#12`. */
 const TRACKER_REFERENCE = /\b(?:issues?|tasks?|findings?|tickets?) #?\d+\b|(?:^|[\s(])#\d+\b/gim;
