@@ -1550,7 +1550,7 @@ export interface components {
          * @description Why an attempt failed, as a coarse class (the detail is only in the service's logs; the attempt's
          *     `error_message` says it in a sentence): `timeout` (no answer within `WEBHOOK_TIMEOUT_MS`),
          *     `connection_failed` (the address could not be resolved, was refused by the send-time address rules,
-         *     or the connection failed), `tls_failed` (TLS handshake or certificate), `http_status` (an answer other
+         *     the connection failed, or the answer could not be read as HTTP), `tls_failed` (TLS handshake or certificate), `http_status` (an answer other
          *     than 2xx, including redirects; see `response_code`).
          * @enum {string}
          */
@@ -1591,7 +1591,15 @@ export interface components {
             } | null;
             /**
              * @description The answer's headers as received, names in lowercase, a repeated header's values joined with
-             *     `, `. Null when no answer was received (`timeout`, `connection_failed`, `tls_failed`).
+             *     `, `. At most 4 KiB of them are kept (4096 bytes of names and values as UTF-8): whole headers in
+             *     the order received, each that no longer fits left out; when any were, the object ends with the
+             *     entry `"(left out)": "<n> headers not kept: …"` (no header can have that name: parentheses are not
+             *     allowed in one). An answer whose status line is valid but whose header values hold control
+             *     characters (which HTTP forbids, and Node's parser refuses) still counts by its status: each such
+             *     character is shown as `\u00XX` (`a\u0001b`), and its body is not read (`response_body` empty,
+             *     `response_body_truncated` true). An answer that cannot be read as HTTP at all is `connection_failed`
+             *     with an `error_message` that says so. Null when no answer was received (`timeout`,
+             *     `connection_failed`, `tls_failed`).
              */
             response_headers: {
                 [key: string]: string;
@@ -1604,8 +1612,9 @@ export interface components {
             response_body: string | null;
             /**
              * @description True when `response_body` is only the beginning of the answer's body: the body was longer than
-             *     4 KiB, or had not ended when the attempt's time (`WEBHOOK_TIMEOUT_MS`) ran out. False otherwise,
-             *     and when no answer was received.
+             *     4 KiB, or had not ended when the attempt's time (`WEBHOOK_TIMEOUT_MS`) ran out, or was not read
+             *     (headers with control characters, see `response_headers`). False otherwise, and when no answer
+             *     was received.
              */
             response_body_truncated: boolean;
         };
