@@ -20,7 +20,8 @@ export interface paths {
          *     (`INTAKE_ALLOWED_MIME_TYPES`) or not a media type at all, `file_size` above `INTAKE_MAX_FILE_SIZE_BYTES`
          *     (default 100 MiB), or a filename containing a path separator, a control character, a Unicode format
          *     character (category Cf: bidi controls such as U+202E, zero-width characters) or a line or paragraph
-         *     separator (U+2028, U+2029), or made only of dots. The submission's status is derived from its items
+         *     separator (U+2028, U+2029), or made only of dots, a colon (an NTFS alternate data stream), or a Windows
+         *     device name (`CON.pdf`, `NUL`; the `filename` field lists every rule). The submission's status is derived from its items
          *     (`rejected` when every item is rejected). `mime_type` is stored and returned as the media type alone,
          *     lower-case, without parameters (`Application/PDF; charset=binary` is stored as `application/pdf`).
          *
@@ -1148,7 +1149,12 @@ export interface components {
              *     - begins or ends with a space, or pads with spaces: one before a dot (`invoice.pdf   .exe`) or three
              *       in a row (no-break and other Unicode spaces count);
              *     - is made only of dots, or ends with a dot;
-             *     - stacks more than 4 combining marks on one character.
+             *     - stacks more than 4 combining marks on one character;
+             *     - holds a colon (or a character NFKC makes one, such as U+FF1A): on Windows `invoice.pdf:evil.exe`
+             *       names an alternate data stream of `invoice.pdf`;
+             *     - is a Windows device name, in any case, with or without an extension (`CON`, `PRN`, `AUX`, `NUL`,
+             *       `COM0`–`COM9`, `LPT0`–`LPT9`, also with a superscript ¹ ² ³, `CONIN$`, `CONOUT$`: `CON.pdf`,
+             *       `nul.tar.gz`).
              */
             filename: string;
             /**
@@ -1188,7 +1194,12 @@ export interface components {
              *     - begins or ends with a space, or pads with spaces: one before a dot (`invoice.pdf   .exe`) or three
              *       in a row (no-break and other Unicode spaces count);
              *     - is made only of dots, or ends with a dot;
-             *     - stacks more than 4 combining marks on one character.
+             *     - stacks more than 4 combining marks on one character;
+             *     - holds a colon (or a character NFKC makes one, such as U+FF1A): on Windows `invoice.pdf:evil.exe`
+             *       names an alternate data stream of `invoice.pdf`;
+             *     - is a Windows device name, in any case, with or without an extension (`CON`, `PRN`, `AUX`, `NUL`,
+             *       `COM0`–`COM9`, `LPT0`–`LPT9`, also with a superscript ¹ ² ³, `CONIN$`, `CONOUT$`: `CON.pdf`,
+             *       `nul.tar.gz`).
              */
             filename: string;
             /**
