@@ -1997,7 +1997,11 @@ export interface components {
         };
         /** @description A launch into a partner product. An unknown field is 422 `extra_forbidden`. */
         LaunchRequest: {
-            /** @description The partner to launch into. */
+            /**
+             * @description The partner to launch into. Partner keys are registered by the operator: 1 to 64 letters, digits,
+             *     `.`, `_` or `-`, starting with a letter or digit, and never starting with `integrator-` (in any
+             *     case), a prefix reserved for the service's own names such as its token audiences.
+             */
             partner_key: string;
             context_values?: components["schemas"]["ContextValues"];
             /**
