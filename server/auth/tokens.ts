@@ -156,12 +156,12 @@ async function newSigningKey(box: SecretBox): Promise<StoredSigningKey> {
 /**
  * signing-key:rotate: a new key signs from now on; the retired ones keep verifying until their tokens
  * expire, unless `revokePrevious` (a key leaked): then every earlier key stops verifying and leaves the
- * JWKS, in each process at its next reload (TokenService.refresh() for this one).
+ * JWKS, in each process at its next reload (TokenService.refresh() for this one). Audited as `actor`'s.
  */
 export async function rotateSigningKeys(
   db: Database,
   box: SecretBox,
-  options: { revokePrevious?: boolean } = {},
+  options: { revokePrevious?: boolean; actor: string },
 ): Promise<{ kid: string; retired: string[]; revoked: string[] }> {
   return rotateSigningKey(db, () => newSigningKey(box), options);
 }
