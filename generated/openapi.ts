@@ -355,8 +355,10 @@ export interface paths {
          *     can be tried with each event it will get. It is sent whatever kinds the subscription subscribes to;
          *     nothing else happens (no submission or document exists behind its ids).
          *
-         *     Manual sends (test events and redeliveries together) are limited per tenant to
-         *     `WEBHOOK_MANUAL_SENDS_PER_MINUTE` in any 60 seconds (default 10): beyond it 429 `RATE_LIMITED` with
+         *     Manual sends (test events and redeliveries together) are limited to `WEBHOOK_MANUAL_SENDS_PER_MINUTE`
+         *     in any 60 seconds (default 10) per bucket: one for the tenant's own callers (access tokens), and one
+         *     for each portal link (a `PortalSession` credential and those refreshed from it), so a link's holder
+         *     cannot use up the tenant's manual sends, nor another link's. Beyond it 429 `RATE_LIMITED` with
          *     `Retry-After` and `error.details.scope` `webhook_manual_sends`. A disabled subscription answers 409
          *     `WEBHOOK_SUBSCRIPTION_DISABLED` (enable it first); a deleted one 404.
          */
@@ -448,8 +450,9 @@ export interface paths {
          *     event's id again, so a receiver that already handled the event recognises the resend. The original
          *     is left as it is. Any delivery can be resent, whatever its status. No request body.
          *
-         *     Counted with test events in `WEBHOOK_MANUAL_SENDS_PER_MINUTE` per tenant (429 `RATE_LIMITED` with
-         *     `Retry-After` beyond it). A delivery whose subscription was deleted answers 409
+         *     Counted with test events in `WEBHOOK_MANUAL_SENDS_PER_MINUTE`, per tenant for its own callers and per
+         *     portal link for a link's holder (429 `RATE_LIMITED` with `Retry-After` beyond it; see
+         *     `sendWebhookTestEvent`). A delivery whose subscription was deleted answers 409
          *     `WEBHOOK_SUBSCRIPTION_INACTIVE`; one whose subscription is disabled 409 `WEBHOOK_SUBSCRIPTION_DISABLED`.
          */
         post: operations["redeliverWebhookDelivery"];
@@ -546,8 +549,8 @@ export interface paths {
          *     The link is `PUBLIC_BASE_URL` + `/portal#token=<credential>`. The credential sits in the URL fragment,
          *     which browsers never send to a server, so it does not reach request logs or `Referer` headers. It is an
          *     ES256 JWT (`aud` `integrator-portal`, `scope` `webhooks:portal`, `tenant_id`, `sub` = the caller's
-         *     subject, `creator_tenant_id` = the caller's own tenant, `iat`, `exp`, `jti`, and `session_iat`, when
-         *     the link was made) valid for `PORTAL_SESSION_TTL_MINUTES` minutes (default 15); the page can exchange
+         *     subject, `creator_tenant_id` = the caller's own tenant, `iat`, `exp`, `jti`, `session_iat`, when
+         *     the link was made, and `sid`, the link's id) valid for `PORTAL_SESSION_TTL_MINUTES` minutes (default 15); the page can exchange
          *     it for a fresh one before it ends (`POST /v1/webhooks/portal-sessions/refresh`), up to 8 hours after
          *     the link was made:
          *     - it is accepted only by the operations that declare the `PortalSession` security scheme (the
@@ -586,8 +589,9 @@ export interface paths {
          *     its own `exp` (credentials cannot be revoked).
          *
          *     A session cannot be refreshed forever: the new credential never outlives 8 hours after the link was
-         *     made (`session_iat`, carried over from credential to credential); once that time has come, the
-         *     answer is 403 `FORBIDDEN` and a new link is needed (`POST /v1/webhooks/portal-sessions`). An access
+         *     made (`session_iat`, carried over from credential to credential, as the link's id `sid` is); once
+         *     that time has come, the answer is 403 `FORBIDDEN` and a new link is needed
+         *     (`POST /v1/webhooks/portal-sessions`). An access
          *     token (not a portal credential) answers 403 `FORBIDDEN` too: it creates portal sessions instead. Each
          *     refresh is recorded as the audit action `webhooks.portal_session_refreshed`. No request body.
          */

@@ -14,6 +14,7 @@ import * as webhookSubscriptionDescription from "./0030_webhook_subscription_des
 import * as intakeItemsKeyedByTenant from "./0031_intake_items_keyed_by_tenant.ts";
 import * as idempotencyKeysExpireByTenant from "./0032_idempotency_keys_expire_by_tenant.ts";
 import * as webhookRateLimits from "./0033_webhook_rate_limits.ts";
+import * as manualSendBuckets from "./0034_manual_send_buckets.ts";
 import * as foundation from "./0001_foundation.ts";
 import * as idempotencyExactBytes from "./0009_idempotency_exact_bytes.ts";
 import * as intake from "./0002_intake.ts";
@@ -71,6 +72,7 @@ const migrations: [string, Migration][] = [
   ["0031_intake_items_keyed_by_tenant", intakeItemsKeyedByTenant],
   ["0032_idempotency_keys_expire_by_tenant", idempotencyKeysExpireByTenant],
   ["0033_webhook_rate_limits", webhookRateLimits],
+  ["0034_manual_send_buckets", manualSendBuckets],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

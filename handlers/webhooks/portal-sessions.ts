@@ -71,6 +71,7 @@ export const refreshWebhookPortalSession: OperationHandler<"refreshWebhookPortal
     creatorTenantId: caller.creatorTenantId ?? caller.tenantId,
     expiresInSeconds: lifetime,
     sessionStartedAt: startedAt,
+    ...(caller.portalSessionId === undefined ? {} : { sessionId: caller.portalSessionId }),
   });
   const expiresAtText = rfc3339(new Date(expiresAt * 1000));
   await recordAudit(services.db, {
