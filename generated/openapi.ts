@@ -782,7 +782,7 @@ export interface paths {
          *     one `partner.callback_received` audit action), so partners may retry safely; they should retry with
          *     backoff, not in storms. Only a correctly signed callback learns that its partner is paused: 503
          *     `SERVICE_UNAVAILABLE` with `Retry-After: 300`. An unavailable database answers 503 with
-         *     `Retry-After: 30`.
+         *     `Retry-After: 2` (the service is back as soon as its database is).
          *
          *     **Lenient by design.** Query parameters and body fields the service does not read are ignored: the
          *     partner shapes its callbacks, and only `tenant_id`, `payload` and the signature matter here.
@@ -2334,7 +2334,7 @@ export interface components {
                 "application/json": components["schemas"]["ReviewApiErrorEnvelope"];
             };
         };
-        /** @description `SERVICE_UNAVAILABLE`: a dependency is unavailable or the process is overloaded (`details.reason`: `event_loop_delay`, `db_pool_pending`, or `body_memory` when the request bodies it holds at once would pass its bound); retry after `Retry-After` seconds. */
+        /** @description `SERVICE_UNAVAILABLE`: a dependency is unavailable or the process is overloaded (`details.reason`: `event_loop_delay`, `db_pool_pending`, or `body_memory` when the request bodies it holds at once would pass its bound); retry after `Retry-After` seconds (1 when overloaded, 2 when the database cannot be reached: the service is back as soon as its database is). */
         ServiceUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
