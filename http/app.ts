@@ -10,7 +10,7 @@ import { apiDocsRouter } from "./api-docs.ts";
 import { cors } from "./cors.ts";
 import { dispatch, handlerTable } from "./dispatch.ts";
 import { errorHandler, logUnexpectedError, type ErrorReport } from "./error-handler.ts";
-import { loadShedding } from "./load-shedding.ts";
+import { loadShedding, ShedLog } from "./load-shedding.ts";
 import { loadDocument } from "./openapi-document.ts";
 import type { HandlerTable } from "./operations.ts";
 import { portalPage } from "./portal-page.ts";
@@ -51,6 +51,8 @@ export async function createApp(services: Services, options: AppOptions): Promis
 
   // One set of rate-limit counters for the whole pipeline: preflights spend their address's open-route allowance.
   const rateLimits = createRateLimits(services, logger);
+  // One log of shed requests for the load-shedding step and the body memory bound.
+  const shedLog = new ShedLog(logger);
   const pages = [portalPage(config.portal.frameAncestors)];
   if (config.serveApiDocs) pages.push(apiDocsRouter({ redirectRoot: !config.isProduction }));
   app.use(
@@ -78,6 +80,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
       loadShedding(
         { ...config.loadShedding, pendingAcquires: () => poolStatistics(services.db)?.pendingAcquires ?? 0 },
         isProbe,
+        shedLog,
       ),
       access(services, rateLimits),
       // The portal page and the description are no operations of the document: served before validation,
@@ -87,7 +90,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
           (req, res, next) =>
             operationOf(res) === undefined ? page(req, res, next) : next(),
       ),
-      bodyParsing(config.callbacks.maxBodyBytes, config.bodyMemoryBytes),
+      bodyParsing(config.callbacks.maxBodyBytes, config.bodyMemoryBytes, shedLog),
       requestValidation(config.validateResponses),
       dispatch(handlers),
     ]),
