@@ -1612,8 +1612,9 @@ export interface components {
              *     allowed in one). An answer whose status line is valid but whose header values hold control
              *     characters (which HTTP forbids, and Node's parser refuses) still counts by its status: each such
              *     character is shown as `\u00XX` (`a\u0001b`), and its body is not read (`response_body` empty,
-             *     `response_body_truncated` true). An answer that cannot be read as HTTP at all is `connection_failed`
-             *     with an `error_message` that says so. Null when no answer was received (`timeout`,
+             *     `response_body_truncated` true). An answer that cannot be read as HTTP (no valid status line, a
+             *     malformed header line, or ambiguous framing: several `Content-Length` headers, or one beside
+             *     `Transfer-Encoding`) is `connection_failed` with an `error_message` that says so. Null when no answer was received (`timeout`,
              *     `connection_failed`, `tls_failed`).
              */
             response_headers: {

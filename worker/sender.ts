@@ -4,9 +4,10 @@
 // connect, TLS, the answer's headers and reading its body — runs under one timeout. The answer's status,
 // headers and first 4 KiB of body are kept for the tenant to read (SendOutcome.response), and what was
 // sent (requestHeaders). An answer Node's parser refuses for a control character in a header value is
-// still the receiver's answer: its status line decides (readRefusedHead). What a failed attempt tells the tenant is a coarse class and a sentence
-// (FAILURE), never an address, a port's state or a TLS error code: those would make the service a port
-// scanner of public hosts. The detail goes to our logs only (SendOutcome.detail).
+// still the receiver's answer: its status line decides (readRefusedHead). What a failed attempt tells the
+// tenant is a coarse class and a sentence (FAILURE), never an address, a port's state or a TLS error code:
+// those would make the service a port scanner of public hosts. The detail goes to our logs only
+// (SendOutcome.detail).
 import dns from "node:dns";
 import fs from "node:fs";
 import https from "node:https";
@@ -134,7 +135,7 @@ export const FAILURE = {
     errorClass: "connection_failed",
     message: "Invalid HTTP response",
     sentence:
-      "The endpoint's answer could not be read as HTTP: no valid status line, a malformed header line, or more than 16 KiB of headers.",
+      "The endpoint's answer could not be read as HTTP: its status line, a header line or its framing (Content-Length, Transfer-Encoding) is malformed, or its headers pass 16 KiB.",
   },
   targetNotAllowed: {
     errorClass: "connection_failed",
@@ -431,6 +432,12 @@ function headersOf(rawHeaders: string[]): Record<string, string> {
   return headers;
 }
 
+/**
+ * The parser's refusals of a character in a header line (llhttp: "Invalid header value char", and a CR not
+ * followed by LF); only these are read again by readRefusedHead. A refusal of the answer's framing (two
+ * lengths, a length that is no number) is never read around.
+ */
+const HEADER_CHARACTER_REFUSALS = new Set(["HPE_INVALID_HEADER_TOKEN", "HPE_LF_EXPECTED"]);
 /** A header name: an HTTP token (RFC 9110 §5.1). */
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** HTTP/1.x status line: the version, a three-digit status, an optional reason phrase. */
@@ -439,6 +446,7 @@ const STATUS_LINE = /^HTTP\/1\.[01] ([1-5][0-9]{2})(?: [^\r\n]*)?$/;
 const VALUE_CONTROLS = /[\u0000-\u0008\u000a-\u001f\u007f]/g;
 /** Whitespace around a field value (RFC 9110 §5.5: not part of it). */
 const VALUE_PADDING = /^[ \t]+|[ \t]+$/g;
+const DIGITS = /^[0-9]+$/;
 
 /**
  * The status and headers of an answer that Node's parser refused, read from the bytes of its head as
@@ -446,9 +454,11 @@ const VALUE_PADDING = /^[ \t]+|[ \t]+$/g;
  * interim (1xx) heads are passed over. Only header values are read leniently: RFC 9110 §5.5 lets a
  * recipient keep or replace control characters in a value, and here each is kept visibly as `\u00XX`,
  * never parsed further (the connection is closed, the body is not read). Undefined when the head is not
- * that shape (no status line, a malformed line or name, a head not ended within the bytes kept).
+ * that shape (no status line, a malformed line or name, a head not ended within the bytes kept) or its
+ * framing is one Node's parser refuses too (several Content-Length headers, one that is no number, or one
+ * beside Transfer-Encoding): a control character elsewhere does not make those readable.
  */
-export function readRefusedHead(head: Buffer): { status: number; rawHeaders: string[] } | undefined {
+function readRefusedHead(head: Buffer): { status: number; rawHeaders: string[] } | undefined {
   // Node decodes header bytes as Latin-1 too.
   const text = head.toString("latin1");
   let start = 0;
@@ -458,7 +468,7 @@ export function readRefusedHead(head: Buffer): { status: number; rawHeaders: str
     const [statusLine = "", ...lines] = text.slice(start, end).split("\r\n");
     const status = STATUS_LINE.exec(statusLine);
     if (!status) return undefined;
-    const rawHeaders: string[] = [];
+    const fields: [name: string, value: string][] = [];
     for (const line of lines) {
       const colon = line.indexOf(":");
       const name = line.slice(0, colon);
@@ -470,10 +480,14 @@ export function readRefusedHead(head: Buffer): { status: number; rawHeaders: str
           VALUE_CONTROLS,
           (control) => `\\u${control.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`,
         );
-      rawHeaders.push(name, value);
+      fields.push([name, value]);
     }
+    const lengths = fields.filter(([name]) => name.toLowerCase() === "content-length").map(([, value]) => value);
+    const transferEncoded = fields.some(([name]) => name.toLowerCase() === "transfer-encoding");
+    if (lengths.length > 1 || (lengths.length === 1 && (transferEncoded || !DIGITS.test(lengths[0] ?? ""))))
+      return undefined;
     const code = Number(status[1]);
-    if (code >= 200) return { status: code, rawHeaders };
+    if (code >= 200) return { status: code, rawHeaders: fields.flat() };
     start = end + 4;
   }
 }
@@ -591,9 +605,11 @@ function post(
       stopKeepingHead();
       // Once the answer has begun, an error (the reading cut short) ends the body: "close" settles it.
       if (responded) return;
-      // The parser refused the answer's head; if its status line and header lines can still be read, the
-      // status decides. The connection is closed and the body not read.
-      const refused = error.code?.startsWith("HPE_") ? readRefusedHead(Buffer.concat(head)) : undefined;
+      // The parser refused a character of the answer's head; if its status line and header lines can still
+      // be read, the status decides. The connection is closed and the body not read.
+      const refused = HEADER_CHARACTER_REFUSALS.has(error.code ?? "")
+        ? readRefusedHead(Buffer.concat(head))
+        : undefined;
       if (refused) {
         responded = true;
         answered();

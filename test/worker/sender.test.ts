@@ -144,6 +144,9 @@ t.test(
       "/not-http": "SSH-2.0-OpenSSH_9.6\r\n\r\n",
       "/bad-name": "HTTP/1.1 200 OK\r\nX Bad\u0001: v\r\nContent-Length: 0\r\n\r\n",
       "/cut": "HTTP/1.1 200 OK\r\nX-Trace: a\u0001b\r\n",
+      "/bare-cr": "HTTP/1.1 200 OK\r\nX-Trace: a\rb\r\nContent-Length: 0\r\n\r\n",
+      "/framing": "HTTP/1.1 200 OK\r\nX-Trace: a\u0001b\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok",
+      "/two-lengths": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\nok",
     };
     const receiver = await startReceiver(ca, (request) => ({
       raw: Buffer.from(answers[request.path] ?? "", "latin1"),
@@ -178,7 +181,12 @@ t.test(
       { delivered: false, responseCode: 503, errorClass: "http_status", errorMessage: "HTTP status 503" },
       "a refusal stays a refusal, by its status",
     );
-    for (const path of ["/not-http", "/bad-name", "/cut"])
+    t.match(
+      await send("/bare-cr"),
+      { delivered: true, responseCode: 200, response: { headers: { "x-trace": "a\\u000Db" } } },
+      "a CR without its LF in a value is a control character like the others",
+    );
+    for (const path of ["/not-http", "/bad-name", "/cut", "/two-lengths", "/framing"])
       t.match(
         await send(path),
         {
