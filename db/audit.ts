@@ -2,6 +2,12 @@
 import type { Knex } from "knex";
 import { rfc3339 } from "./timestamps.ts";
 
+/**
+ * The tenant_id of the service's own actions, which belong to no tenant (admin signing-key:rotate): the nil
+ * UUID, which no tenant has (tenants get UUIDv7s). `admin audit:list --tenant` with it lists them.
+ */
+export const SERVICE_AUDIT_TENANT_ID = "00000000-0000-0000-0000-000000000000";
+
 export interface AuditEntry {
   tenantId: string;
   action: string;

@@ -3,6 +3,7 @@
 // have expired; `signing-key:rotate` adds a key and retires the others, and with --revoke-previous also
 // revokes them: a revoked key stops verifying (and leaves the JWKS) at once.
 import type { Knex } from "knex";
+import { recordAudit, SERVICE_AUDIT_TENANT_ID } from "./audit.ts";
 
 export interface StoredSigningKey {
   kid: string;
@@ -25,12 +26,14 @@ export async function verificationSigningKeys(
 
 /**
  * Adds a new signing key and retires every other active one, in one transaction. With `revokePrevious`,
- * every earlier key not yet revoked (retired ones still verifying included) is revoked too.
+ * every earlier key not yet revoked (retired ones still verifying included) is revoked too. The same
+ * transaction records the audit action `auth.signing_key_rotated` of `actor` among the service's own
+ * (SERVICE_AUDIT_TENANT_ID): the key ids, never a key.
  */
 export async function rotateSigningKey(
   db: Knex,
   make: () => Promise<StoredSigningKey>,
-  options: { revokePrevious?: boolean } = {},
+  options: { revokePrevious?: boolean; actor: string },
 ): Promise<{ kid: string; retired: string[]; revoked: string[] }> {
   return db.transaction(async (trx) => {
     await trx.raw("select pg_advisory_xact_lock(hashtext('integrator.signing_keys'))");
@@ -46,7 +49,21 @@ export async function rotateSigningKey(
           .returning("kid")) as { kid: string }[])
       : [];
     await trx("integrator.signing_keys").insert(key);
-    return { kid: key.kid, retired: retired.map((row) => row.kid), revoked: revoked.map((row) => row.kid) };
+    const rotation = { kid: key.kid, retired: retired.map((row) => row.kid), revoked: revoked.map((row) => row.kid) };
+    await recordAudit(trx, {
+      tenantId: SERVICE_AUDIT_TENANT_ID,
+      action: "auth.signing_key_rotated",
+      actor: options.actor,
+      resourceType: "signing_key",
+      resourceId: key.kid,
+      requestId: undefined,
+      details: {
+        retired: rotation.retired,
+        revoked: rotation.revoked,
+        revoke_previous: options.revokePrevious === true,
+      },
+    });
+    return rotation;
   });
 }
 

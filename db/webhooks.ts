@@ -478,9 +478,9 @@ export async function findDeliveryForRedelivery(
 export type ManualDeliveryOutcome = { queued: DeliveryView } | { retryAfterSeconds: number };
 
 /**
- * Queues a redelivery or a test delivery with its job and counts it, unless the tenant already asked for
- * `perMinute` manual sends in the last 60 seconds. The count is read under a per-tenant lock, so
- * concurrent requests (on any replica) cannot overshoot it. A redelivery belongs to the event of the
+ * Queues a redelivery or a test delivery with its job and counts it, unless its bucket (the tenant's own
+ * callers, or one portal link) already asked for `perMinute` manual sends in the last 60 seconds. The count
+ * is read under a lock per tenant and bucket, so concurrent requests (on any replica) cannot overshoot it. A redelivery belongs to the event of the
  * delivery it resends; a test is an event of its own, recorded here with its delivery.
  */
 export async function queueManualDelivery(
@@ -495,16 +495,21 @@ export async function queueManualDelivery(
     /** The UUID of the event the delivery carries (the payload's `id` is `evt_` and it). */
     eventUuid: string;
     perMinute: number;
+    /** The bucket the send counts in: null for the tenant's own callers, a portal link's key for its holder. */
+    bucket: string | null;
   },
 ): Promise<ManualDeliveryOutcome> {
   return db.transaction(async (trx) => {
-    await trx.raw("select pg_advisory_xact_lock(hashtextextended(?, 0))", [`webhook_manual_sends:${input.tenantId}`]);
+    await trx.raw("select pg_advisory_xact_lock(hashtextextended(?, 0))", [
+      `webhook_manual_sends:${input.tenantId}:${input.bucket ?? ""}`,
+    ]);
     const window = await trx.raw<{ rows: { sent: number; retry_after: number | null }[] }>(
       `select count(*)::int as sent,
               ceil(extract(epoch from (min(created_at) + interval '60 seconds' - clock_timestamp())))::int as retry_after
          from integrator.webhook_deliveries
-        where tenant_id = ? and origin <> 'event' and created_at > clock_timestamp() - interval '60 seconds'`,
-      [input.tenantId],
+        where tenant_id = ? and origin <> 'event' and created_at > clock_timestamp() - interval '60 seconds'
+          and manual_send_bucket is not distinct from ?`,
+      [input.tenantId, input.bucket],
     );
     const recent = window.rows[0];
     if (recent && recent.sent >= input.perMinute) return { retryAfterSeconds: Math.max(1, recent.retry_after ?? 1) };
@@ -525,6 +530,7 @@ export async function queueManualDelivery(
         payload: JSON.stringify(input.payload),
         origin: input.origin,
         redelivery_of: input.redeliveryOf,
+        manual_send_bucket: input.bucket,
         created_at: trx.raw("clock_timestamp()"),
         next_attempt_at: trx.raw("clock_timestamp()"),
       })

@@ -20,7 +20,8 @@ export interface paths {
          *     (`INTAKE_ALLOWED_MIME_TYPES`) or not a media type at all, `file_size` above `INTAKE_MAX_FILE_SIZE_BYTES`
          *     (default 100 MiB), or a filename containing a path separator, a control character, a Unicode format
          *     character (category Cf: bidi controls such as U+202E, zero-width characters) or a line or paragraph
-         *     separator (U+2028, U+2029), or made only of dots. The submission's status is derived from its items
+         *     separator (U+2028, U+2029), or made only of dots, a colon (an NTFS alternate data stream), or a Windows
+         *     device name (`CON.pdf`, `NUL`; the `filename` field lists every rule). The submission's status is derived from its items
          *     (`rejected` when every item is rejected). `mime_type` is stored and returned as the media type alone,
          *     lower-case, without parameters (`Application/PDF; charset=binary` is stored as `application/pdf`).
          *
@@ -359,8 +360,10 @@ export interface paths {
          *     resend; the deliveries of real events carry neither. A receiver tells an example `document.completed`
          *     from a real one by them (see `WebhookEventEnvelope`).
          *
-         *     Manual sends (test events and redeliveries together) are limited per tenant to
-         *     `WEBHOOK_MANUAL_SENDS_PER_MINUTE` in any 60 seconds (default 10): beyond it 429 `RATE_LIMITED` with
+         *     Manual sends (test events and redeliveries together) are limited to `WEBHOOK_MANUAL_SENDS_PER_MINUTE`
+         *     in any 60 seconds (default 10) per bucket: one for the tenant's own callers (access tokens), and one
+         *     for each portal link (a `PortalSession` credential and those refreshed from it), so a link's holder
+         *     cannot use up the tenant's manual sends, nor another link's. Beyond it 429 `RATE_LIMITED` with
          *     `Retry-After` and `error.details.scope` `webhook_manual_sends`. A disabled subscription answers 409
          *     `WEBHOOK_SUBSCRIPTION_DISABLED` (enable it first); a deleted one 404.
          */
@@ -452,8 +455,9 @@ export interface paths {
          *     event's id again, so a receiver that already handled the event recognises the resend. The original
          *     is left as it is. Any delivery can be resent, whatever its status. No request body.
          *
-         *     Counted with test events in `WEBHOOK_MANUAL_SENDS_PER_MINUTE` per tenant (429 `RATE_LIMITED` with
-         *     `Retry-After` beyond it). A delivery whose subscription was deleted answers 409
+         *     Counted with test events in `WEBHOOK_MANUAL_SENDS_PER_MINUTE`, per tenant for its own callers and per
+         *     portal link for a link's holder (429 `RATE_LIMITED` with `Retry-After` beyond it; see
+         *     `sendWebhookTestEvent`). A delivery whose subscription was deleted answers 409
          *     `WEBHOOK_SUBSCRIPTION_INACTIVE`; one whose subscription is disabled 409 `WEBHOOK_SUBSCRIPTION_DISABLED`.
          */
         post: operations["redeliverWebhookDelivery"];
@@ -550,8 +554,8 @@ export interface paths {
          *     The link is `PUBLIC_BASE_URL` + `/portal#token=<credential>`. The credential sits in the URL fragment,
          *     which browsers never send to a server, so it does not reach request logs or `Referer` headers. It is an
          *     ES256 JWT (`aud` `integrator-portal`, `scope` `webhooks:portal`, `tenant_id`, `sub` = the caller's
-         *     subject, `creator_tenant_id` = the caller's own tenant, `iat`, `exp`, `jti`, and `session_iat`, when
-         *     the link was made) valid for `PORTAL_SESSION_TTL_MINUTES` minutes (default 15); the page can exchange
+         *     subject, `creator_tenant_id` = the caller's own tenant, `iat`, `exp`, `jti`, `session_iat`, when
+         *     the link was made, and `sid`, the link's id) valid for `PORTAL_SESSION_TTL_MINUTES` minutes (default 15); the page can exchange
          *     it for a fresh one before it ends (`POST /v1/webhooks/portal-sessions/refresh`), up to 8 hours after
          *     the link was made:
          *     - it is accepted only by the operations that declare the `PortalSession` security scheme (the
@@ -597,8 +601,9 @@ export interface paths {
          *     after one refreshes, the other needs a new link.
          *
          *     A session cannot be refreshed forever: the new credential never outlives 8 hours after the link was
-         *     made (`session_iat`, carried over from credential to credential); once that time has come, the
-         *     answer is 403 `FORBIDDEN` and a new link is needed (`POST /v1/webhooks/portal-sessions`). An access
+         *     made (`session_iat`, carried over from credential to credential, as the link's id `sid` is); once
+         *     that time has come, the answer is 403 `FORBIDDEN` and a new link is needed
+         *     (`POST /v1/webhooks/portal-sessions`). An access
          *     token (not a portal credential) answers 403 `FORBIDDEN` too: it creates portal sessions instead. Each
          *     refresh is recorded as the audit action `webhooks.portal_session_refreshed`. No request body.
          */
@@ -789,7 +794,7 @@ export interface paths {
          *     one `partner.callback_received` audit action), so partners may retry safely; they should retry with
          *     backoff, not in storms. Only a correctly signed callback learns that its partner is paused: 503
          *     `SERVICE_UNAVAILABLE` with `Retry-After: 300`. An unavailable database answers 503 with
-         *     `Retry-After: 30`.
+         *     `Retry-After: 2` (the service is back as soon as its database is).
          *
          *     **Lenient by design.** Query parameters and body fields the service does not read are ignored: the
          *     partner shapes its callbacks, and only `tenant_id`, `payload` and the signature matter here.
@@ -1160,7 +1165,12 @@ export interface components {
              *     - begins or ends with a space, or pads with spaces: one before a dot (`invoice.pdf   .exe`) or three
              *       in a row (no-break and other Unicode spaces count);
              *     - is made only of dots, or ends with a dot;
-             *     - stacks more than 4 combining marks on one character.
+             *     - stacks more than 4 combining marks on one character;
+             *     - holds a colon (or a character NFKC makes one, such as U+FF1A): on Windows `invoice.pdf:evil.exe`
+             *       names an alternate data stream of `invoice.pdf`;
+             *     - is a Windows device name, in any case, with or without an extension (`CON`, `PRN`, `AUX`, `NUL`,
+             *       `COM0`–`COM9`, `LPT0`–`LPT9`, also with a superscript ¹ ² ³, `CONIN$`, `CONOUT$`: `CON.pdf`,
+             *       `nul.tar.gz`).
              */
             filename: string;
             /**
@@ -1200,7 +1210,12 @@ export interface components {
              *     - begins or ends with a space, or pads with spaces: one before a dot (`invoice.pdf   .exe`) or three
              *       in a row (no-break and other Unicode spaces count);
              *     - is made only of dots, or ends with a dot;
-             *     - stacks more than 4 combining marks on one character.
+             *     - stacks more than 4 combining marks on one character;
+             *     - holds a colon (or a character NFKC makes one, such as U+FF1A): on Windows `invoice.pdf:evil.exe`
+             *       names an alternate data stream of `invoice.pdf`;
+             *     - is a Windows device name, in any case, with or without an extension (`CON`, `PRN`, `AUX`, `NUL`,
+             *       `COM0`–`COM9`, `LPT0`–`LPT9`, also with a superscript ¹ ² ³, `CONIN$`, `CONOUT$`: `CON.pdf`,
+             *       `nul.tar.gz`).
              */
             filename: string;
             /**
@@ -1562,7 +1577,7 @@ export interface components {
          * @description Why an attempt failed, as a coarse class (the detail is only in the service's logs; the attempt's
          *     `error_message` says it in a sentence): `timeout` (no answer within `WEBHOOK_TIMEOUT_MS`),
          *     `connection_failed` (the address could not be resolved, was refused by the send-time address rules,
-         *     or the connection failed), `tls_failed` (TLS handshake or certificate), `http_status` (an answer other
+         *     the connection failed, or the answer could not be read as HTTP), `tls_failed` (TLS handshake or certificate), `http_status` (an answer other
          *     than 2xx, including redirects; see `response_code`).
          * @enum {string}
          */
@@ -1603,7 +1618,16 @@ export interface components {
             } | null;
             /**
              * @description The answer's headers as received, names in lowercase, a repeated header's values joined with
-             *     `, `. Null when no answer was received (`timeout`, `connection_failed`, `tls_failed`).
+             *     `, `. At most 4 KiB of them are kept (4096 bytes of names and values as UTF-8): whole headers in
+             *     the order received, each that no longer fits left out; when any were, the object ends with the
+             *     entry `"(left out)": "<n> headers not kept: …"` (no header can have that name: parentheses are not
+             *     allowed in one). An answer whose status line is valid but whose header values hold control
+             *     characters (which HTTP forbids, and Node's parser refuses) still counts by its status: each such
+             *     character is shown as `\u00XX` (`a\u0001b`), and its body is not read (`response_body` empty,
+             *     `response_body_truncated` true). An answer that cannot be read as HTTP (no valid status line, a
+             *     malformed header line, or ambiguous framing: several `Content-Length` headers, or one beside
+             *     `Transfer-Encoding`) is `connection_failed` with an `error_message` that says so. Null when no answer was received (`timeout`,
+             *     `connection_failed`, `tls_failed`).
              */
             response_headers: {
                 [key: string]: string;
@@ -1616,8 +1640,9 @@ export interface components {
             response_body: string | null;
             /**
              * @description True when `response_body` is only the beginning of the answer's body: the body was longer than
-             *     4 KiB, or had not ended when the attempt's time (`WEBHOOK_TIMEOUT_MS`) ran out. False otherwise,
-             *     and when no answer was received.
+             *     4 KiB, or had not ended when the attempt's time (`WEBHOOK_TIMEOUT_MS`) ran out, or was not read
+             *     (headers with control characters, see `response_headers`). False otherwise, and when no answer
+             *     was received.
              */
             response_body_truncated: boolean;
         };
@@ -2003,7 +2028,11 @@ export interface components {
         };
         /** @description A launch into a partner product. An unknown field is 422 `extra_forbidden`. */
         LaunchRequest: {
-            /** @description The partner to launch into. */
+            /**
+             * @description The partner to launch into. Partner keys are registered by the operator: 1 to 64 letters, digits,
+             *     `.`, `_` or `-`, starting with a letter or digit, and never starting with `integrator-` (in any
+             *     case), a prefix reserved for the service's own names such as its token audiences.
+             */
             partner_key: string;
             context_values?: components["schemas"]["ContextValues"];
             /**
@@ -2332,7 +2361,7 @@ export interface components {
                 "application/json": components["schemas"]["ReviewApiErrorEnvelope"];
             };
         };
-        /** @description `SERVICE_UNAVAILABLE`: a dependency is unavailable or the process is overloaded (`details.reason`: `event_loop_delay`, `db_pool_pending`, or `body_memory` when the request bodies it holds at once would pass its bound); retry after `Retry-After` seconds. */
+        /** @description `SERVICE_UNAVAILABLE`: a dependency is unavailable or the process is overloaded (`details.reason`: `event_loop_delay`, `db_pool_pending`, or `body_memory` when the request bodies it holds at once would pass its bound); retry after `Retry-After` seconds (1 when overloaded, 2 when the database cannot be reached: the service is back as soon as its database is). */
         ServiceUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -11,7 +11,7 @@ import { cors } from "./cors.ts";
 import { declaredInput } from "./declared-input.ts";
 import { dispatch, handlerTable } from "./dispatch.ts";
 import { errorHandler, logUnexpectedError, type ErrorReport } from "./error-handler.ts";
-import { loadShedding } from "./load-shedding.ts";
+import { loadShedding, ShedLog } from "./load-shedding.ts";
 import { loadDocument } from "./openapi-document.ts";
 import type { HandlerTable } from "./operations.ts";
 import { portalPage } from "./portal-page.ts";
@@ -52,6 +52,8 @@ export async function createApp(services: Services, options: AppOptions): Promis
 
   // One set of rate-limit counters for the whole pipeline: preflights spend their address's open-route allowance.
   const rateLimits = createRateLimits(services, logger);
+  // One log of shed requests for the load-shedding step and the body memory bound.
+  const shedLog = new ShedLog(logger);
   const pages = [portalPage(config.portal.frameAncestors)];
   if (config.serveApiDocs) pages.push(apiDocsRouter({ redirectRoot: !config.isProduction }));
   app.use(
@@ -79,6 +81,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
       loadShedding(
         { ...config.loadShedding, pendingAcquires: () => poolStatistics(services.db)?.pendingAcquires ?? 0 },
         isProbe,
+        shedLog,
       ),
       access(services, rateLimits),
       // The portal page and the description are no operations of the document: served before validation,
@@ -88,7 +91,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
           (req, res, next) =>
             operationOf(res) === undefined ? page(req, res, next) : next(),
       ),
-      bodyParsing(config.callbacks.maxBodyBytes, config.bodyMemoryBytes),
+      bodyParsing(config.callbacks.maxBodyBytes, config.bodyMemoryBytes, shedLog),
       declaredInput(),
       requestValidation(config.validateResponses),
       dispatch(handlers),

@@ -7,11 +7,14 @@
 // body is held at all, so a body under its route's limit is never refused forever. Bodiless requests
 // reserve nothing and pass.
 import type { NextFunction, Request, Response } from "express";
-import { shed } from "./load-shedding.ts";
+import { shed, type ShedLog } from "./load-shedding.ts";
 import { recordBodyBytesHeld } from "../server/metrics.ts";
 
-/** `budgetBytes` 0 turns the bound off; `limitOf` is the route's body limit, reserved for a streamed body. */
-export function bodyMemory(budgetBytes: number, limitOf: (res: Response) => number) {
+/**
+ * `budgetBytes` 0 turns the bound off; `limitOf` is the route's body limit, reserved for a streamed body;
+ * `shedLog` notes a refusal with the bytes the body would have made.
+ */
+export function bodyMemory(budgetBytes: number, limitOf: (res: Response) => number, shedLog: ShedLog) {
   let held = 0;
   return (req: Request, res: Response, next: NextFunction): void => {
     if (budgetBytes === 0) return next();
@@ -19,7 +22,8 @@ export function bodyMemory(budgetBytes: number, limitOf: (res: Response) => numb
     const streamed = declared === undefined && req.headers["transfer-encoding"] !== undefined;
     const bytes = streamed ? limitOf(res) : Number(declared ?? 0);
     if (!(bytes > 0)) return next();
-    if (held > 0 && held + bytes > budgetBytes) return next(shed("body_memory"));
+    if (held > 0 && held + bytes > budgetBytes)
+      return next(shed({ reason: "body_memory", measured: held + bytes, threshold: budgetBytes }, shedLog));
     held += bytes;
     recordBodyBytesHeld(held);
     // 'close' comes once, whether the answer was sent or the client went away first.

@@ -19,7 +19,13 @@ import {
   type ValidationIssue,
 } from "./validation.ts";
 
-const DATABASE_RETRY_AFTER_SECONDS = 30;
+/**
+ * What a 503 for a lost database asks a client to wait. The service has no back-off of its own: every request
+ * takes a new connection once the pooled ones are gone, so the first request after PostgreSQL accepts
+ * connections again is served (test/http/database-unavailable.test.ts), and a PostgreSQL restart takes about
+ * a second. Two seconds lets a restart finish without having clients hammer a database that is down.
+ */
+export const DATABASE_RETRY_AFTER_SECONDS = 2;
 
 export type ErrorReport = (error: unknown, req: Request) => void;
 

@@ -4,10 +4,12 @@
 // waits that long before any of its code runs) and the number of callers waiting for a database
 // connection (each new request would wait behind all of them). Probes are never shed: an overloaded
 // instance must still be able to say how it is. A third reason, body_memory, is checked where bodies are
-// read (http/body-memory.ts).
+// read (http/body-memory.ts). Why requests are shed is logged at warn with what was measured (ShedLog),
+// a line per reason at most every SHED_LOG_INTERVAL_MS, so that a flood of refusals is a few lines.
 import { monitorEventLoopDelay, performance, type ELDHistogram } from "node:perf_hooks";
 import type { NextFunction, Request, Response } from "express";
 import { ApiError } from "./errors.ts";
+import type { Logger } from "../server/logger.ts";
 import { recordShedRequest } from "../server/metrics.ts";
 
 const SAMPLE_INTERVAL_MS = 500;
@@ -15,6 +17,65 @@ const HISTOGRAM_RESOLUTION_MS = 10;
 const RETRY_AFTER_SECONDS = 1;
 
 export type ShedReason = "event_loop_delay" | "db_pool_pending" | "body_memory";
+
+/** Why a request is shed: its reason, the value measured and the threshold it passed, in the setting's unit. */
+export interface Overload {
+  reason: ShedReason;
+  measured: number;
+  threshold: number;
+}
+
+/** The setting of each reason's threshold, and the unit of its values. */
+const SHED_MEASURES: Record<ShedReason, { setting: string; unit: string; what: string }> = {
+  event_loop_delay: { setting: "LOAD_SHED_EVENT_LOOP_DELAY_MS", unit: "ms", what: "event-loop delay" },
+  db_pool_pending: {
+    setting: "LOAD_SHED_DB_PENDING_ACQUIRES",
+    unit: "requests",
+    what: "requests waiting for a database connection",
+  },
+  body_memory: { setting: "LOAD_SHED_BODY_MEMORY_MB", unit: "bytes", what: "request body bytes held" },
+};
+
+/** The shortest time between two log lines about one reason of shedding. */
+export const SHED_LOG_INTERVAL_MS = 10_000;
+
+/**
+ * The warn lines about shed requests, one per process (createApp makes it): the first request shed for a
+ * reason is logged at once with what was measured; further ones within SHED_LOG_INTERVAL_MS are counted,
+ * and the next line says how many there were.
+ */
+export class ShedLog {
+  private readonly logger: Logger;
+  private readonly intervalMs: number;
+  private readonly lastLine = new Map<ShedReason, { at: number; shedSince: number }>();
+
+  constructor(logger: Logger, intervalMs = SHED_LOG_INTERVAL_MS) {
+    this.logger = logger;
+    this.intervalMs = intervalMs;
+  }
+
+  note(overload: Overload): void {
+    const now = performance.now();
+    const last = this.lastLine.get(overload.reason);
+    if (last && now - last.at < this.intervalMs) {
+      last.shedSince++;
+      return;
+    }
+    const { setting, unit, what } = SHED_MEASURES[overload.reason];
+    this.logger.warn(
+      {
+        reason: overload.reason,
+        measured: overload.measured,
+        threshold: overload.threshold,
+        unit,
+        setting,
+        shed_since_last_line: last?.shedSince ?? 0,
+      },
+      `requests shed (503): ${what} ${overload.measured} ${unit}, over the threshold of ${overload.threshold} ${unit} (${setting})`,
+    );
+    this.lastLine.set(overload.reason, { at: now, shedSince: 0 });
+  }
+}
 
 /**
  * The event loop's recent delay in milliseconds. Every SAMPLE_INTERVAL_MS the mean delay measured by
@@ -77,9 +138,18 @@ export interface LoadSheddingOptions {
   pendingAcquires(): number;
 }
 
-export function overloadReason(options: LoadSheddingOptions): ShedReason | undefined {
-  if (options.eventLoopDelayMs > 0 && eventLoopDelayMs() > options.eventLoopDelayMs) return "event_loop_delay";
-  if (options.dbPendingAcquires > 0 && options.pendingAcquires() > options.dbPendingAcquires) return "db_pool_pending";
+/** Why the process is overloaded now, with what was measured; undefined when it is not. */
+export function overload(options: LoadSheddingOptions): Overload | undefined {
+  if (options.eventLoopDelayMs > 0) {
+    const delay = eventLoopDelayMs();
+    if (delay > options.eventLoopDelayMs)
+      return { reason: "event_loop_delay", measured: Math.round(delay), threshold: options.eventLoopDelayMs };
+  }
+  if (options.dbPendingAcquires > 0) {
+    const pending = options.pendingAcquires();
+    if (pending > options.dbPendingAcquires)
+      return { reason: "db_pool_pending", measured: pending, threshold: options.dbPendingAcquires };
+  }
   return undefined;
 }
 
@@ -87,20 +157,23 @@ export function overloadReason(options: LoadSheddingOptions): ShedReason | undef
 export function loadShedding(
   options: LoadSheddingOptions,
   isProbe: (res: Response) => boolean,
+  shedLog: ShedLog,
 ): (req: Request, res: Response, next: NextFunction) => void {
   // Start measuring now (after the app's synchronous set-up), not at the first request.
   if (options.eventLoopDelayMs > 0) eventLoopDelayMs();
   return (_req, res, next) => {
     if (isProbe(res)) return next();
-    const reason = overloadReason(options);
-    if (!reason) return next();
-    next(shed(reason));
+    const found = overload(options);
+    if (!found) return next();
+    next(shed(found, shedLog));
   };
 }
 
-/** The 503 a shed request gets, counted by its reason. */
-export function shed(reason: ShedReason): ApiError {
+/** The 503 a shed request gets, counted by its reason and noted in the shed log. */
+export function shed(found: Overload, shedLog: ShedLog): ApiError {
+  const { reason } = found;
   recordShedRequest(reason);
+  shedLog.note(found);
   return new ApiError(
     "SERVICE_UNAVAILABLE",
     "The service is overloaded; retry after the number of seconds in Retry-After",

@@ -11,6 +11,7 @@ import * as OpenApiValidator from "express-openapi-validator";
 import { loadDocument } from "./openapi-document.ts";
 import { operationOf, routeOf } from "./request-context.ts";
 import { bodyMemory } from "./body-memory.ts";
+import type { ShedLog } from "./load-shedding.ts";
 import {
   integerTextIssues,
   RequestValidationError,
@@ -30,7 +31,7 @@ const JSON_TYPES = ["application/json", "application/*+json"];
  * JSON bodies up to BODY_LIMIT, except partner callbacks (open to anyone) up to `callbackMaxBytes`; a
  * declared length over the limit is refused before the body is read, a streamed one as soon as it passes it.
  */
-export function bodyParsing(callbackMaxBytes: number, bodyMemoryBytes: number): Middleware[] {
+export function bodyParsing(callbackMaxBytes: number, bodyMemoryBytes: number, shedLog: ShedLog): Middleware[] {
   // The text is kept (a reference, no copy) for what JSON.parse loses: integers beyond 2^53 (json-limits).
   const keepText = (_req: unknown, res: unknown, text: Buffer) => {
     (res as Response).locals.jsonText = text;
@@ -47,7 +48,7 @@ export function bodyParsing(callbackMaxBytes: number, bodyMemoryBytes: number): 
       if (Number(req.headers["content-length"] ?? 0) > limit) return next(tooLarge(limit));
       next();
     },
-    bodyMemory(bodyMemoryBytes, limitOf),
+    bodyMemory(bodyMemoryBytes, limitOf, shedLog),
     (req, res, next) => (isCallback(res) ? callback : general)(req, res, next),
     express.urlencoded({ limit: "64kb", extended: false, type: "application/x-www-form-urlencoded" }),
   ];

@@ -36,3 +36,16 @@ export function time(iso: string | null | undefined): HTMLElement | string {
   const date = new Date(iso);
   return h("time", { datetime: iso, title: iso }, date.toLocaleString());
 }
+
+// The bidirectional controls (Unicode's Bidi_Control: ALM, LRM, RLM, the embeddings and overrides U+202A–U+202E,
+// the isolates U+2066–U+2069): set as text they still reorder what follows them ("\u202Egnp.exe" reads
+// "exe.png"), so text from outside the service would read other than it is.
+const BIDI_CONTROLS = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+
+/** `text` with every bidirectional control shown as its escape (`\u202E`) instead of acting on what follows. */
+export function visibleBidi(text: string): string {
+  return text.replace(
+    BIDI_CONTROLS,
+    (control) => `\\u${(control.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, "0")}`,
+  );
+}

@@ -13,7 +13,7 @@ import {
   type PortalApi,
   type Subscription,
 } from "./api.ts";
-import { h, replace, time } from "./dom.ts";
+import { h, replace, time, visibleBidi } from "./dom.ts";
 // The subscribable kinds and the catalogue's line for each, generated from the document's `webhooks` section.
 import { EVENT_DESCRIPTIONS, EVENT_KINDS } from "../generated/event-kinds.ts";
 import { forgetSession, readSession, storeSession, type Session } from "./session.ts";
@@ -986,7 +986,7 @@ class Portal {
           this.action("Resend", () => this.resend(current), { primary: true }),
         ),
         h("h3", {}, "Payload"),
-        h("pre", { class: "payload", tabindex: 0 }, JSON.stringify(current.payload, null, 2)),
+        h("pre", { class: "payload", tabindex: 0 }, visibleBidi(JSON.stringify(current.payload, null, 2))),
       );
     } catch (error) {
       if (this.refused(error)) return;
@@ -1044,9 +1044,11 @@ class Portal {
       h(
         "pre",
         { class: "headers" },
-        Object.entries(values ?? {})
-          .map(([name, value]) => `${name}: ${value}`)
-          .join("\n"),
+        visibleBidi(
+          Object.entries(values ?? {})
+            .map(([name, value]) => `${name}: ${value}`)
+            .join("\n"),
+        ),
       );
     const body = attempt.response_body;
     return h(
@@ -1076,7 +1078,7 @@ class Portal {
               ),
               body === null || body === ""
                 ? h("p", { class: "meta" }, "Empty.")
-                : h("pre", { class: "response-body", tabindex: 0 }, body),
+                : h("pre", { class: "response-body", tabindex: 0 }, visibleBidi(body)),
             ],
       ),
     );

@@ -477,7 +477,7 @@ export const SETTINGS = {
   WEBHOOK_MANUAL_SENDS_PER_MINUTE: setting(
     integer(1, 100_000),
     "10",
-    "Redeliveries and test events together a tenant may request in any 60 seconds (429 RATE_LIMITED beyond).",
+    "Redeliveries and test events together a tenant's own callers may request in any 60 seconds, and the holder of each portal link apart (429 RATE_LIMITED beyond).",
   ),
   WEBHOOK_RETENTION_DAYS: setting(
     integer(1, 3650),

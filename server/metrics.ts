@@ -6,6 +6,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom
 import { poolStatistics } from "../db/database.ts";
 import { jobQueueStatistics } from "../db/job-queue.ts";
 import { withTimeout } from "./timeouts.ts";
+import { SECURITY_HEADERS } from "./security-headers.ts";
 import type { Services } from "./services.ts";
 
 /** Metrics recorded anywhere in this process; every metrics server serves them. */
@@ -177,6 +178,9 @@ let defaultMetricsStarted = false;
 /**
  * Serves GET /metrics (Prometheus text format) on its own port, and GET /health (the operator's health
  * report with every detail the public probes leave out) when `healthReport` is given; port 0 picks a free one.
+ * Every answer carries the service's security headers, and a request must arrive within the API's own
+ * limits (HTTP_HEADERS_TIMEOUT_MS for its headers, HTTP_REQUEST_TIMEOUT_MS in all), else Node answers 408
+ * and closes the connection: a client that never finishes its request cannot hold a connection open.
  */
 export async function startMetricsServer(
   services: Services,
@@ -187,44 +191,54 @@ export async function startMetricsServer(
     defaultMetricsStarted = true;
   }
   const scrape = scrapeRegistry(services);
-  const server = http.createServer((req, res) => {
-    const path = (req.url ?? "/").split("?")[0];
-    const healthReport = options.healthReport;
-    if (path !== "/metrics" && !(path === "/health" && healthReport)) {
-      res.writeHead(404, { "Content-Type": "text/plain" }).end("Not found: metrics are at /metrics\n");
-      return;
-    }
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      res.writeHead(405, { Allow: "GET, HEAD", "Content-Type": "text/plain" }).end("Method not allowed\n");
-      return;
-    }
-    if (path === "/health" && healthReport) {
-      healthReport().then(
-        (report) => {
-          res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-store" });
-          res.end(req.method === "HEAD" ? undefined : JSON.stringify(report));
-        },
-        (error: unknown) => {
-          services.logger.error({ err: error }, "metrics: health report failed");
-          res.writeHead(500, { "Content-Type": "text/plain" }).end("Health report failed\n");
-        },
-      );
-      return;
-    }
-    scrape
-      .refresh()
-      .then(() => Registry.merge([processRegistry, scrape.registry]).metrics())
-      .then(
-        (text) => {
-          res.writeHead(200, { "Content-Type": processRegistry.contentType, "Cache-Control": "no-store" });
-          res.end(req.method === "HEAD" ? undefined : text);
-        },
-        (error: unknown) => {
-          services.logger.error({ err: error }, "metrics: scrape failed");
-          res.writeHead(500, { "Content-Type": "text/plain" }).end("Scrape failed\n");
-        },
-      );
-  });
+  const limits = services.config.http;
+  const server = http.createServer(
+    {
+      requestTimeout: limits.requestTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      // Node checks those timeouts on this interval (30 s by default, coarser than the timeouts themselves).
+      connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
+    },
+    (req, res) => {
+      for (const [name, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(name, value);
+      const path = (req.url ?? "/").split("?")[0];
+      const healthReport = options.healthReport;
+      if (path !== "/metrics" && !(path === "/health" && healthReport)) {
+        res.writeHead(404, { "Content-Type": "text/plain" }).end("Not found: metrics are at /metrics\n");
+        return;
+      }
+      if (req.method !== "GET" && req.method !== "HEAD") {
+        res.writeHead(405, { Allow: "GET, HEAD", "Content-Type": "text/plain" }).end("Method not allowed\n");
+        return;
+      }
+      if (path === "/health" && healthReport) {
+        healthReport().then(
+          (report) => {
+            res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-store" });
+            res.end(req.method === "HEAD" ? undefined : JSON.stringify(report));
+          },
+          (error: unknown) => {
+            services.logger.error({ err: error }, "metrics: health report failed");
+            res.writeHead(500, { "Content-Type": "text/plain" }).end("Health report failed\n");
+          },
+        );
+        return;
+      }
+      scrape
+        .refresh()
+        .then(() => Registry.merge([processRegistry, scrape.registry]).metrics())
+        .then(
+          (text) => {
+            res.writeHead(200, { "Content-Type": processRegistry.contentType, "Cache-Control": "no-store" });
+            res.end(req.method === "HEAD" ? undefined : text);
+          },
+          (error: unknown) => {
+            services.logger.error({ err: error }, "metrics: scrape failed");
+            res.writeHead(500, { "Content-Type": "text/plain" }).end("Scrape failed\n");
+          },
+        );
+    },
+  );
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

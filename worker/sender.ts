@@ -3,9 +3,11 @@
 // checked address (no second lookup). Redirects are never followed; the whole attempt — resolution,
 // connect, TLS, the answer's headers and reading its body — runs under one timeout. The answer's status,
 // headers and first 4 KiB of body are kept for the tenant to read (SendOutcome.response), and what was
-// sent (requestHeaders). What a failed attempt tells the tenant is a coarse class and a sentence
-// (FAILURE), never an address, a port's state or a TLS error code: those would make the service a port
-// scanner of public hosts. The detail goes to our logs only (SendOutcome.detail).
+// sent (requestHeaders). An answer Node's parser refuses for a control character in a header value is
+// still the receiver's answer: its status line decides (readRefusedHead). What a failed attempt tells the
+// tenant is a coarse class and a sentence (FAILURE), never an address, a port's state or a TLS error code:
+// those would make the service a port scanner of public hosts. The detail goes to our logs only
+// (SendOutcome.detail).
 import dns from "node:dns";
 import fs from "node:fs";
 import https from "node:https";
@@ -26,6 +28,13 @@ import type { AttemptErrorClass } from "../db/webhooks.ts";
 
 /** The most of an answer's body kept (and read): its first 4 KiB. */
 export const MAX_RESPONSE_BODY_BYTES = 4096;
+/** The most of an answer's headers kept: 4 KiB of names and values (UTF-8), whole headers in the order received. */
+export const MAX_RESPONSE_HEADER_BYTES = 4096;
+/**
+ * The entry that ends a headers object some headers were left out of (MAX_RESPONSE_HEADER_BYTES). A header's
+ * name is a token, which holds no parentheses, so no answer's header can be called this.
+ */
+export const HEADERS_LEFT_OUT = "(left out)";
 const MAX_ERROR_LENGTH = 500;
 
 export interface SendSettings {
@@ -125,7 +134,8 @@ export const FAILURE = {
   invalidResponse: {
     errorClass: "connection_failed",
     message: "Invalid HTTP response",
-    sentence: "The endpoint's answer was not valid HTTP.",
+    sentence:
+      "The endpoint's answer could not be read as HTTP: its status line, a header line or its framing (Content-Length, Transfer-Encoding) is malformed, or its headers pass 16 KiB.",
   },
   targetNotAllowed: {
     errorClass: "connection_failed",
@@ -169,7 +179,10 @@ export interface Failure {
 /** What the endpoint answered, as far as the attempt read it. */
 export interface AnswerExcerpt {
   status: number;
-  /** Names in lowercase; a repeated header's values joined with ", ". */
+  /**
+   * Names in lowercase; a repeated header's values joined with ", "; at most MAX_RESPONSE_HEADER_BYTES of
+   * them, then HEADERS_LEFT_OUT saying how many were not kept.
+   */
   headers: Record<string, string>;
   /** The first MAX_RESPONSE_BODY_BYTES of the body as UTF-8 text (no NUL characters). */
   body: string;
@@ -276,13 +289,11 @@ function classify(error: unknown): { failure: Failure; detail: string } {
     case "ETIMEDOUT":
     case "EADDRNOTAVAIL":
       return { failure: FAILURE.connection, detail };
-    case "HPE_INVALID_CONSTANT":
-    case "HPE_INVALID_STATUS":
-    case "HPE_INVALID_HEADER_TOKEN":
-      return { failure: FAILURE.invalidResponse, detail };
     default:
       break;
   }
+  // llhttp's refusals of what the endpoint sent (HPE_INVALID_STATUS, HPE_HEADER_OVERFLOW, ...).
+  if (typeof code === "string" && code.startsWith("HPE_")) return { failure: FAILURE.invalidResponse, detail };
   if (
     typeof code === "string" &&
     /^(ERR_TLS_|ERR_SSL_|UNABLE_TO_|CERT_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_|ERR_TLS_CERT)/.test(code)
@@ -390,15 +401,95 @@ function verdictOf(status: number): Verdict {
   return failed(FAILURE.httpStatus(status), `HTTP ${status}`, status);
 }
 
-/** The answer's headers by lowercase name, a repeated header's values joined with ", ". */
+/**
+ * The answer's headers by lowercase name, a repeated header's values joined with ", ", kept whole in the order
+ * received while their names and values fit in MAX_RESPONSE_HEADER_BYTES; one that does not fit is left out,
+ * and HEADERS_LEFT_OUT then says how many were.
+ */
 function headersOf(rawHeaders: string[]): Record<string, string> {
-  const headers: Record<string, string> = {};
+  const joined = new Map<string, string>();
   for (let index = 0; index + 1 < rawHeaders.length; index += 2) {
     const name = (rawHeaders[index] ?? "").toLowerCase();
     const value = rawHeaders[index + 1] ?? "";
-    headers[name] = name in headers ? `${headers[name]}, ${value}` : value;
+    const before = joined.get(name);
+    joined.set(name, before === undefined ? value : `${before}, ${value}`);
   }
+  const headers: Record<string, string> = {};
+  let bytes = 0;
+  let leftOut = 0;
+  for (const [name, value] of joined) {
+    const size = Buffer.byteLength(name) + Buffer.byteLength(value);
+    if (bytes + size > MAX_RESPONSE_HEADER_BYTES) {
+      leftOut++;
+      continue;
+    }
+    bytes += size;
+    headers[name] = value;
+  }
+  if (leftOut > 0)
+    headers[HEADERS_LEFT_OUT] =
+      `${leftOut} ${leftOut === 1 ? "header" : "headers"} not kept: the answer's headers passed ${MAX_RESPONSE_HEADER_BYTES} bytes`;
   return headers;
+}
+
+/**
+ * The parser's refusals of a character in a header line (llhttp: "Invalid header value char", and a CR not
+ * followed by LF); only these are read again by readRefusedHead. A refusal of the answer's framing (two
+ * lengths, a length that is no number) is never read around.
+ */
+const HEADER_CHARACTER_REFUSALS = new Set(["HPE_INVALID_HEADER_TOKEN", "HPE_LF_EXPECTED"]);
+/** A header name: an HTTP token (RFC 9110 §5.1). */
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** HTTP/1.x status line: the version, a three-digit status, an optional reason phrase. */
+const STATUS_LINE = /^HTTP\/1\.[01] ([1-5][0-9]{2})(?: [^\r\n]*)?$/;
+/** Control characters but the tab, which RFC 9110 §5.5 forbids in a field value. */
+const VALUE_CONTROLS = /[\u0000-\u0008\u000a-\u001f\u007f]/g;
+/** Whitespace around a field value (RFC 9110 §5.5: not part of it). */
+const VALUE_PADDING = /^[ \t]+|[ \t]+$/g;
+const DIGITS = /^[0-9]+$/;
+
+/**
+ * The status and headers of an answer that Node's parser refused, read from the bytes of its head as
+ * received: a status line, then header lines (`name: value`), each ending in CRLF, up to an empty line;
+ * interim (1xx) heads are passed over. Only header values are read leniently: RFC 9110 §5.5 lets a
+ * recipient keep or replace control characters in a value, and here each is kept visibly as `\u00XX`,
+ * never parsed further (the connection is closed, the body is not read). Undefined when the head is not
+ * that shape (no status line, a malformed line or name, a head not ended within the bytes kept) or its
+ * framing is one Node's parser refuses too (several Content-Length headers, one that is no number, or one
+ * beside Transfer-Encoding): a control character elsewhere does not make those readable.
+ */
+function readRefusedHead(head: Buffer): { status: number; rawHeaders: string[] } | undefined {
+  // Node decodes header bytes as Latin-1 too.
+  const text = head.toString("latin1");
+  let start = 0;
+  for (;;) {
+    const end = text.indexOf("\r\n\r\n", start);
+    if (end === -1) return undefined;
+    const [statusLine = "", ...lines] = text.slice(start, end).split("\r\n");
+    const status = STATUS_LINE.exec(statusLine);
+    if (!status) return undefined;
+    const fields: [name: string, value: string][] = [];
+    for (const line of lines) {
+      const colon = line.indexOf(":");
+      const name = line.slice(0, colon);
+      if (colon === -1 || !TOKEN.test(name)) return undefined;
+      const value = line
+        .slice(colon + 1)
+        .replace(VALUE_PADDING, "")
+        .replace(
+          VALUE_CONTROLS,
+          (control) => `\\u${control.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`,
+        );
+      fields.push([name, value]);
+    }
+    const lengths = fields.filter(([name]) => name.toLowerCase() === "content-length").map(([, value]) => value);
+    const transferEncoded = fields.some(([name]) => name.toLowerCase() === "transfer-encoding");
+    if (lengths.length > 1 || (lengths.length === 1 && (transferEncoded || !DIGITS.test(lengths[0] ?? ""))))
+      return undefined;
+    const code = Number(status[1]);
+    if (code >= 200) return { status: code, rawHeaders: fields.flat() };
+    start = end + 4;
+  }
 }
 
 /**
@@ -432,6 +523,21 @@ function post(
   const isLiteral = parseIpLiteral(host) !== undefined;
   return new Promise<AnswerExcerpt>((resolve, reject) => {
     let responded = false;
+    // The bytes of the answer's head as received, until Node's parser has read it: should the parser refuse
+    // it, readRefusedHead reads them. Node refuses a head past http.maxHeaderSize, so no more is kept.
+    let head: Buffer[] = [];
+    let headBytes = 0;
+    let headSocket: net.Socket | undefined;
+    const keepHead = (chunk: Buffer) => {
+      if (headBytes >= http.maxHeaderSize) return;
+      const kept = chunk.subarray(0, http.maxHeaderSize - headBytes);
+      head.push(kept);
+      headBytes += kept.length;
+    };
+    const stopKeepingHead = () => {
+      headSocket?.off("data", keepHead);
+      headSocket = undefined;
+    };
     const req = https.request(
       url,
       {
@@ -450,6 +556,8 @@ function post(
         // whole answer leaves its connection to the pool, anything less closes it.
         responded = true;
         answered();
+        stopKeepingHead();
+        head = [];
         const chunks: Buffer[] = [];
         let received = 0;
         let more = false;
@@ -486,9 +594,28 @@ function post(
         });
       },
     );
+    // Before Node's own listener sees a chunk (prepended): its parser may refuse the chunk and end the
+    // request at once, and the chunk must be kept by then.
+    req.on("socket", (socket) => {
+      headSocket = socket;
+      socket.prependListener("data", keepHead);
+    });
+    req.on("close", stopKeepingHead);
     req.on("error", (error: NodeJS.ErrnoException) => {
+      stopKeepingHead();
       // Once the answer has begun, an error (the reading cut short) ends the body: "close" settles it.
       if (responded) return;
+      // The parser refused a character of the answer's head; if its status line and header lines can still
+      // be read, the status decides. The connection is closed and the body not read.
+      const refused = HEADER_CHARACTER_REFUSALS.has(error.code ?? "")
+        ? readRefusedHead(Buffer.concat(head))
+        : undefined;
+      if (refused) {
+        responded = true;
+        answered();
+        resolve({ status: refused.status, headers: headersOf(refused.rawHeaders), body: "", bodyTruncated: true });
+        return;
+      }
       const stale =
         req.reusedSocket && (error.code === "ECONNRESET" || error.code === "EPIPE" || error.code === "ECONNABORTED");
       reject(stale ? new StaleConnection("kept-alive connection closed", { cause: error }) : error);

@@ -33,6 +33,7 @@ import * as attemptDetails from "./0027_attempt_details.ts";
 import * as writePath from "./0010_write_path.ts";
 import * as replacedFunctionsDropped from "./0034_replaced_functions_dropped.ts";
 import * as retiredPortalCredentials from "./0035_retired_portal_credentials.ts";
+import * as manualSendBuckets from "./0036_manual_send_buckets.ts";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -75,6 +76,7 @@ const migrations: [string, Migration][] = [
   ["0033_webhook_rate_limits", webhookRateLimits],
   ["0034_replaced_functions_dropped", replacedFunctionsDropped],
   ["0035_retired_portal_credentials", retiredPortalCredentials],
+  ["0036_manual_send_buckets", manualSendBuckets],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

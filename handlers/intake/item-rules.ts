@@ -81,12 +81,23 @@ const BLANK = /^[\s\p{Default_Ignorable_Code_Point}\u2800]*$/u;
 const PATH_SEPARATOR = /[/\\]/;
 const DOTS_ONLY = /^\.+$/;
 
+// Windows opens `name:stream` as an alternate data stream of `name` (NTFS): `invoice.pdf:evil.exe` is a
+// hidden executable beside an innocent-looking file. Checked in NFKC too (fullwidth U+FF1A, small U+FE55).
+const COLON = ":";
+
+// Windows device names: a file called so, in any case and whatever its extension (`CON.pdf`, `nul.tar.gz`),
+// is the device, not a file.
+const DEVICE_NAME =
+  /^(?:CON|PRN|AUX|NUL|COM[0-9\u00b9\u00b2\u00b3]|LPT[0-9\u00b9\u00b2\u00b3]|CONIN\$|CONOUT\$)(?:\.|$)/i;
+
 /**
  * Why a filename is refused, or undefined, given its stored (NFC) form. The patterns are constants: a
  * regular expression literal in here is a new object on every call, for every item of a batch.
  */
 function filenameRejection(name: string): string | undefined {
-  if (SEPARATOR_LOOK_ALIKE.test(name) || PATH_SEPARATOR.test(name.normalize("NFKC")))
+  // The compatibility form folds look-alikes (fullwidth, small) into the ASCII characters they imitate.
+  const folded = name.normalize("NFKC");
+  if (SEPARATOR_LOOK_ALIKE.test(name) || PATH_SEPARATOR.test(folded))
     return "filename must not contain a path separator or a character that looks like one";
   if (INVISIBLE.test(name))
     return "filename must not contain control characters, Unicode format characters (such as bidi controls) or line separators";
@@ -99,6 +110,10 @@ function filenameRejection(name: string): string | undefined {
   if (name.endsWith(".")) return "filename must not end with a dot";
   if (STACKED_MARKS.test(name))
     return `filename must not stack more than ${MAX_COMBINING_MARKS} combining marks on one character`;
+  if (folded.includes(COLON))
+    return "filename must not contain a colon (on Windows, invoice.pdf:evil.exe names an alternate data stream)";
+  if (DEVICE_NAME.test(name))
+    return "filename must not be a Windows device name (CON, PRN, AUX, NUL, COM0-9, LPT0-9), with or without an extension";
   return undefined;
 }
 

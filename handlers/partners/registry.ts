@@ -15,6 +15,12 @@ import { ChangeRefused } from "../../server/refusals.ts";
 import { PORTAL_AUDIENCE } from "../../server/auth/tokens.ts";
 
 export const PARTNER_KEY = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+/**
+ * The prefix of the service's own names (its token audiences integrator-api and integrator-portal, its
+ * OpenTelemetry service names): a partner key never starts with it, in any case, so no partner's assertion
+ * audience can be, or later become, one of the service's own.
+ */
+export const RESERVED_PARTNER_KEY_PREFIX = "integrator-";
 const CONTEXT_KEY = /^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/;
 const MAX_CONTEXT_KEYS = 50;
 
@@ -49,6 +55,11 @@ export async function registerPartner(
         "partner_key",
         `partner_key must not be an audience of the service's own tokens (${audience})`,
       );
+  if (input.partnerKey.toLowerCase().startsWith(RESERVED_PARTNER_KEY_PREFIX))
+    throw new ChangeRefused(
+      "partner_key",
+      `partner_key must not start with "${RESERVED_PARTNER_KEY_PREFIX}" (in any case): the prefix is reserved for the service's own names, such as its token audiences`,
+    );
   if (input.name.length > 200) throw new ChangeRefused("name", "name must be at most 200 characters");
   const urlProblem = launchUrlProblem(input.launchUrl);
   if (urlProblem) throw new ChangeRefused("launch_url", urlProblem);

@@ -61,13 +61,23 @@ function auditChange(
 const subscriptionDisabled = (): ApiError =>
   new ApiError("WEBHOOK_SUBSCRIPTION_DISABLED", "The webhook subscription is disabled; enable it first");
 
-/** The queued delivery, or 429 RATE_LIMITED when the tenant's manual sends are used up. */
-function queuedOrLimited(outcome: ManualDeliveryOutcome, perMinute: number) {
+/**
+ * The bucket a caller's manual sends count in: null for the tenant's own callers (access tokens), and for a
+ * portal link's holder that link (its session id, which its refreshed credentials keep; for a credential
+ * made before links had one, its creator and session start), so a link cannot use up the tenant's.
+ */
+function manualSendBucket(caller: Principal): string | null {
+  if (!caller.portal) return null;
+  return `portal-link:${caller.portalSessionId ?? `${caller.subject}@${caller.portalSessionStartedAt ?? ""}`}`;
+}
+
+/** The queued delivery, or 429 RATE_LIMITED when the caller's bucket of manual sends is used up. */
+function queuedOrLimited(outcome: ManualDeliveryOutcome, perMinute: number, caller: Principal) {
   if ("queued" in outcome) return outcome.queued;
   const wait = String(outcome.retryAfterSeconds);
   throw new ApiError(
     "RATE_LIMITED",
-    `Too many redeliveries and test events; retry after ${outcome.retryAfterSeconds} s`,
+    `Too many redeliveries and test events${caller.portal ? " through this portal link" : ""}; retry after ${outcome.retryAfterSeconds} s`,
     {
       headers: { "Retry-After": wait },
       details: { scope: "webhook_manual_sends", limit: perMinute, window_seconds: MANUAL_SENDS_WINDOW_SECONDS },
@@ -344,6 +354,7 @@ export const sendWebhookTestEvent: OperationHandler<"sendWebhookTestEvent"> = as
       origin: "test",
       redeliveryOf: null,
       perMinute,
+      bucket: manualSendBucket(caller),
     });
     if ("queued" in queued)
       await auditChange(
@@ -356,7 +367,7 @@ export const sendWebhookTestEvent: OperationHandler<"sendWebhookTestEvent"> = as
       );
     return queued;
   });
-  return { status: 202, body: queuedOrLimited(outcome, perMinute) };
+  return { status: 202, body: queuedOrLimited(outcome, perMinute, caller) };
 };
 
 export const redeliverWebhookDelivery: OperationHandler<"redeliverWebhookDelivery"> = async ({
@@ -384,6 +395,7 @@ export const redeliverWebhookDelivery: OperationHandler<"redeliverWebhookDeliver
       origin: "redelivery",
       redeliveryOf: found.delivery.id,
       perMinute,
+      bucket: manualSendBucket(caller),
     });
     if ("queued" in queued)
       await auditChange(
@@ -396,7 +408,7 @@ export const redeliverWebhookDelivery: OperationHandler<"redeliverWebhookDeliver
       );
     return queued;
   });
-  return { status: 202, body: queuedOrLimited(outcome, perMinute) };
+  return { status: 202, body: queuedOrLimited(outcome, perMinute, caller) };
 };
 
 /** The UUID of the `event_id` filter (its pattern is the document's, checked before the handler runs). */

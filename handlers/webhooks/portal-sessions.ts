@@ -77,6 +77,7 @@ export const refreshWebhookPortalSession: OperationHandler<"refreshWebhookPortal
     creatorTenantId: caller.creatorTenantId ?? caller.tenantId,
     expiresInSeconds: lifetime,
     sessionStartedAt: startedAt,
+    ...(caller.portalSessionId === undefined ? {} : { sessionId: caller.portalSessionId }),
   });
   // Its successor exists now: the presented credential is retired, unless a concurrent refresh retired it first.
   const retired =

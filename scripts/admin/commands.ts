@@ -3,12 +3,16 @@ import type { Services } from "../../server/services.ts";
 import { createTenant, disableClient, disableUser, findPrincipalOfTenant, tenantExists } from "../../db/principals.ts";
 import { rotateSigningKeys } from "../../server/auth/tokens.ts";
 import { registerClient, registerUser } from "../../handlers/auth/principals.ts";
-import { listAudit } from "../../db/audit.ts";
+import { decodeJwt } from "jose";
+import { listAudit, recordAudit, SERVICE_AUDIT_TENANT_ID } from "../../db/audit.ts";
 import { linkItem, setItemStatus, type ItemChange } from "../../handlers/intake/item-changes.ts";
 import { changePartnerStatus, entitlePartner, registerPartner } from "../../handlers/partners/registry.ts";
 import { ChangeRefused } from "../../server/refusals.ts";
 import { emitEvent, EVENT_KINDS, isEventKind, type EventDataByKind } from "../../db/events.ts";
 import { isUuid } from "../../db/ids.ts";
+
+/** The actor of the audit actions the admin CLI records. */
+export const ADMIN_CLI_ACTOR = "admin-cli";
 
 export class UsageError extends Error {
   override name = "UsageError";
@@ -115,7 +119,10 @@ export const adminCommands: Record<string, AdminCommand> = {
     switches: ["revoke-previous"],
     run: async (services, flags) => {
       const revokePrevious = flags["revoke-previous"] === "true";
-      const { kid, retired, revoked } = await rotateSigningKeys(services.db, services.secretBox, { revokePrevious });
+      const { kid, retired, revoked } = await rotateSigningKeys(services.db, services.secretBox, {
+        revokePrevious,
+        actor: ADMIN_CLI_ACTOR,
+      });
       // This process verifies with the new set at once; every other within AUTH_REFRESH_SECONDS.
       await services.tokens.refresh();
       return {
@@ -170,6 +177,20 @@ export const adminCommands: Record<string, AdminCommand> = {
         roles,
         ...(expiresIn === undefined ? {} : { expiresInSeconds: expiresIn }),
       });
+      // Recorded before the token is printed: no token leaves the CLI unaudited. Its id, never the token.
+      await recordAudit(services.db, {
+        tenantId,
+        action: "auth.token_issued",
+        actor: ADMIN_CLI_ACTOR,
+        resourceType: principal.kind,
+        resourceId: principal.subject,
+        requestId: undefined,
+        details: {
+          token_id: decodeJwt(issued.token).jti,
+          roles,
+          expires_at: new Date(issued.expiresAt * 1000).toISOString(),
+        },
+      });
       return {
         access_token: issued.token,
         token_type: "bearer",
@@ -180,9 +201,13 @@ export const adminCommands: Record<string, AdminCommand> = {
     },
   },
   "audit:list": {
-    usage: "--tenant T [--action A]",
+    usage: `--tenant T [--action A] (T ${SERVICE_AUDIT_TENANT_ID}: the service's own actions, such as signing-key:rotate)`,
     flags: ["tenant", "action"],
-    run: async (services, flags) => listAudit(services.db, await requiredTenant(services, flags), flags.action),
+    run: async (services, flags) => {
+      const own = required(flags, "tenant").toLowerCase() === SERVICE_AUDIT_TENANT_ID;
+      const tenantId = own ? SERVICE_AUDIT_TENANT_ID : await requiredTenant(services, flags);
+      return listAudit(services.db, tenantId, flags.action);
+    },
   },
   // An item is addressed with its tenant (the submission's tenant_id), as every key of a tenant's rows is.
   "item:link": {

@@ -57,6 +57,11 @@ export interface Principal {
   expiresAt: number | undefined;
   /** A portal credential's session start (its session_iat claim, else its iat; seconds since the epoch). */
   portalSessionStartedAt?: number;
+  /**
+   * A portal credential's link: its `sid` claim, made with the link and kept by every credential refreshed
+   * from it; undefined for a credential made before links had one.
+   */
+  portalSessionId?: string;
 }
 
 /** The audience and scope of webhook portal credentials (POST /v1/webhooks/portal-sessions). */
@@ -134,6 +139,8 @@ export interface TokenService {
     expiresInSeconds: number;
     /** When the session's first link was made (seconds since the epoch); now when unset. */
     sessionStartedAt?: number;
+    /** The session's id (`sid`), kept across refreshes; a new one when unset (a new link). */
+    sessionId?: string;
   }): Promise<{ token: string; expiresIn: number; expiresAt: number }>;
   /** The public keys that verify: the signing key and retired keys whose tokens may still be valid. */
   jwks(): { keys: JWK[] };
@@ -158,12 +165,12 @@ async function newSigningKey(box: SecretBox): Promise<StoredSigningKey> {
 /**
  * signing-key:rotate: a new key signs from now on; the retired ones keep verifying until their tokens
  * expire, unless `revokePrevious` (a key leaked): then every earlier key stops verifying and leaves the
- * JWKS, in each process at its next reload (TokenService.refresh() for this one).
+ * JWKS, in each process at its next reload (TokenService.refresh() for this one). Audited as `actor`'s.
  */
 export async function rotateSigningKeys(
   db: Database,
   box: SecretBox,
-  options: { revokePrevious?: boolean } = {},
+  options: { revokePrevious?: boolean; actor: string },
 ): Promise<{ kid: string; retired: string[]; revoked: string[] }> {
   return rotateSigningKey(db, () => newSigningKey(box), options);
 }
@@ -308,6 +315,7 @@ export async function createTokenService(
           throw new TokenRejected("portal credential lives longer than a portal session may");
         const principal = principalFrom(payload, "tenant_id", "roles");
         const sessionStartedAt = typeof payload.session_iat === "number" ? payload.session_iat : payload.iat;
+        const sessionId = typeof payload.sid === "string" ? payload.sid : undefined;
         const creatorTenantId = payload[PORTAL_CREATOR_TENANT_CLAIM];
         if (typeof creatorTenantId !== "string" || !isUuid(creatorTenantId))
           throw new TokenRejected("portal credential does not name the tenant of its creator");
@@ -320,6 +328,7 @@ export async function createTokenService(
             roles: [],
             portal: true,
             ...(sessionStartedAt === undefined ? {} : { portalSessionStartedAt: sessionStartedAt }),
+            ...(sessionId === undefined ? {} : { portalSessionId: sessionId }),
             creatorTenantId: creatorTenantId.toLowerCase(),
           },
           expiresAt: expiryOf(payload),
@@ -390,7 +399,7 @@ export async function createTokenService(
         .sign(signing.key);
       return { token, expiresIn, expiresAt };
     },
-    async issuePortal({ subject, tenantId, creatorTenantId, expiresInSeconds, sessionStartedAt }) {
+    async issuePortal({ subject, tenantId, creatorTenantId, expiresInSeconds, sessionStartedAt, sessionId }) {
       return service.issue({
         subject,
         tenantId,
@@ -401,6 +410,7 @@ export async function createTokenService(
           scope: PORTAL_SCOPE,
           [PORTAL_CREATOR_TENANT_CLAIM]: creatorTenantId,
           session_iat: sessionStartedAt ?? Math.floor(Date.now() / 1000),
+          sid: sessionId ?? randomUUID(),
         },
       });
     },

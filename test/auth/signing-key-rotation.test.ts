@@ -1,6 +1,6 @@
 // signing-key:rotate: the new key signs, retired keys keep verifying until their tokens expire, and the
 // JWKS publishes both; with --revoke-previous (an emergency: a key leaked) the earlier keys stop verifying
-// and leave the JWKS at once.
+// and leave the JWKS at once. Every rotation is an audit action of the admin CLI among the service's own.
 import t from "tap";
 import { decodeProtectedHeader } from "jose";
 import { runAdminCli } from "../helpers/admin-cli.ts";
@@ -15,6 +15,7 @@ import {
 import { adminCommands } from "../../scripts/admin/commands.ts";
 import { registerClient } from "../../handlers/auth/principals.ts";
 import { waitFor } from "../helpers/wait.ts";
+import { SERVICE_AUDIT_TENANT_ID } from "../../db/audit.ts";
 
 t.test(
   "signing-key:rotate: the new key signs, tokens of the retired key keep verifying, the JWKS publishes both",
@@ -120,4 +121,38 @@ t.test("signing-key:rotate without --revoke-previous revokes nothing; --revoke-p
     { seconds: 15 },
   );
   t.equal(refused, 401);
+
+  // Both rotations are audited among the service's own actions: who, which keys, never a key.
+  const listed = await runAdminCli(server, [
+    "audit:list",
+    "--tenant",
+    SERVICE_AUDIT_TENANT_ID,
+    "--action",
+    "auth.signing_key_rotated",
+  ]);
+  t.equal(listed.code, 0);
+  const audited = JSON.parse(listed.stdout) as { actor: string; resource_id: string; details: unknown }[];
+  const plainKid = (JSON.parse(plain.stdout) as { kid: string }).kid;
+  const { kid: emergencyKid, revoked } = JSON.parse(emergency.stdout) as { kid: string; revoked: string[] };
+  t.match(audited, [
+    {
+      actor: "admin-cli",
+      resource_type: "signing_key",
+      resource_id: plainKid,
+      details: { revoke_previous: false, revoked: [] },
+    },
+    {
+      actor: "admin-cli",
+      resource_type: "signing_key",
+      resource_id: emergencyKid,
+      details: { revoke_previous: true, revoked, retired: [plainKid] },
+    },
+  ]);
+  t.equal(audited.length, 2, "one action per rotation");
+  const keys = await server.services.db("integrator.signing_keys").select("private_jwk_encrypted", "public_jwk");
+  const recorded = JSON.stringify(audited);
+  for (const key of keys) {
+    t.notOk(recorded.includes(key.private_jwk_encrypted), "no sealed private key");
+    t.notOk(recorded.includes(String((key.public_jwk as { x: string }).x)), "no key material at all");
+  }
 });

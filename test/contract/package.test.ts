@@ -265,16 +265,19 @@ t.test("the contract package", async (t) => {
           const body = fs.readFileSync("body.bin");
           const headers = JSON.parse(fs.readFileSync("headers.json", "utf8"));
           const event = verifyWebhook(body, headers, process.env.WEBHOOK_SECRET);
-          let tampered;
-          try { verifyWebhook(Buffer.concat([body, Buffer.from(" ")]), headers, process.env.WEBHOOK_SECRET); }
-          catch (error) { tampered = error.name; }
-          console.log(JSON.stringify({ event: event.event, submissionId: event.data.submission_id, tampered }));
+          const refusal = (verify) => { try { verify(); return "verified"; } catch (error) { return error.name; } };
+          const tampered = refusal(() => verifyWebhook(Buffer.concat([body, Buffer.from(" ")]), headers, process.env.WEBHOOK_SECRET));
+          const withBom = refusal(() => verifyWebhook(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), body]), headers, process.env.WEBHOOK_SECRET));
+          const asUint8Array = verifyWebhook(new Uint8Array(body), headers, process.env.WEBHOOK_SECRET).event;
+          console.log(JSON.stringify({ event: event.event, submissionId: event.data.submission_id, tampered, withBom, asUint8Array }));
           `,
         );
         t.same(await run("verify.mjs", { WEBHOOK_SECRET: secret }), {
           event: "intake.submitted",
           submissionId: printed.submissionId,
           tampered: "WebhookVerificationError",
+          withBom: "WebhookVerificationError",
+          asUint8Array: "intake.submitted",
         });
       });
     });

@@ -2,7 +2,7 @@
 // grants, the token kept until shortly before it expires, one refresh for callers asking at once), retries
 // after Retry-After only for requests safe to repeat, an Idempotency-Key on every intake and partner-switch
 // call, and verifyWebhook over deliveries signed by the service's own signing code.
-import { randomBytes } from "node:crypto";
+import { createHmac, randomBytes } from "node:crypto";
 import t from "tap";
 import { Webhook } from "standardwebhooks";
 import {
@@ -442,5 +442,107 @@ t.test("verifyWebhook", async (t) => {
     ];
     for (const [what, verify] of refusals) t.throws(verify, WebhookVerificationError, what);
     t.throws(() => verifyWebhook(JSON.parse(body), headers, secret), TypeError, "a parsed body");
+  });
+
+  /** Headers signed by the standardwebhooks package itself (Webhook.sign), for a body given as text. */
+  const librarySigned = (secret: string, text: string, id = "evt_0192f0c5-1111-7000-8000-000000000002") => {
+    const at = new Date();
+    return {
+      "webhook-id": id,
+      "webhook-timestamp": String(Math.floor(at.getTime() / 1000)),
+      "webhook-signature": new Webhook(secret).sign(id, at, text),
+    };
+  };
+
+  t.test("a delivery signed by the standardwebhooks package verifies, as text and as bytes", async (t) => {
+    const secret = newWebhookSecret();
+    const headers = librarySigned(secret, body);
+    t.equal(verifyWebhook(body, headers, secret).event, "intake.submitted", "text");
+    t.equal(verifyWebhook(Buffer.from(body), headers, secret).event, "intake.submitted", "a Buffer");
+    t.equal(verifyWebhook(new TextEncoder().encode(body), headers, secret).event, "intake.submitted", "a Uint8Array");
+  });
+
+  t.test("the secret must encode a Standard Webhooks key: 24 to 64 bytes", async (t) => {
+    const withKey = (bytes: number) => `whsec_${randomBytes(bytes).toString("base64")}`;
+    for (const [what, secret] of [
+      ["a 1-byte key (whsec_AQ==)", "whsec_AQ=="],
+      ["a 16-byte key", withKey(16)],
+      ["a 23-byte key", withKey(23)],
+      ["a 65-byte key", withKey(65)],
+    ] as const) {
+      const headers = librarySigned(secret, body);
+      t.throws(
+        () => verifyWebhook(body, headers, secret),
+        { name: "WebhookVerificationError", message: /-byte key; Standard Webhooks keys are 24 to 64 bytes/ },
+        `${what} is refused, though the package signs with it`,
+      );
+    }
+    for (const bytes of [24, 32, 64]) {
+      const secret = withKey(bytes);
+      t.equal(verifyWebhook(body, librarySigned(secret, body), secret).event, "intake.submitted", `${bytes} bytes`);
+    }
+    for (const secret of ["whsec_", "whsec_not base64!", "whsec_AAAAA"])
+      t.throws(() => verifyWebhook(body, librarySigned(newWebhookSecret(), body), secret), WebhookVerificationError);
+  });
+
+  t.test("the signature covers the exact bytes received: nothing is decoded away or replaced", async (t) => {
+    const secret = newWebhookSecret();
+    const headers = signed([secret]);
+    const bom = Buffer.from([0xef, 0xbb, 0xbf]);
+    t.throws(
+      () => verifyWebhook(Buffer.concat([bom, Buffer.from(body)]), headers, secret),
+      { name: "WebhookVerificationError", message: /did not verify/ },
+      "a byte order mark before the signed body",
+    );
+    t.throws(() => verifyWebhook(`\uFEFF${body}`, headers, secret), WebhookVerificationError, "the same as text");
+    // Signed over those exact bytes, a byte order mark verifies, and then the body is not JSON.
+    const withBom = `\uFEFF${body}`;
+    t.throws(
+      () => verifyWebhook(Buffer.from(withBom), librarySigned(secret, withBom), secret),
+      { name: "WebhookVerificationError", message: /not JSON/ },
+      "a signed byte order mark is no event",
+    );
+    // Bytes that are not UTF-8, signed exactly as they are: no decoding could give them back.
+    const invalid = Buffer.concat([Buffer.from(body.slice(0, -2)), Buffer.from([0xff]), Buffer.from("}}")]);
+    const id = "evt_0192f0c5-1111-7000-8000-000000000003";
+    const at = String(Math.floor(Date.now() / 1000));
+    const key = Buffer.from(secret.slice("whsec_".length), "base64");
+    const mac = createHmac("sha256", key).update(`${id}.${at}.`).update(invalid).digest("base64");
+    t.throws(
+      () =>
+        verifyWebhook(invalid, { "webhook-id": id, "webhook-timestamp": at, "webhook-signature": `v1,${mac}` }, secret),
+      { name: "WebhookVerificationError", message: /not UTF-8/ },
+      "bytes that are not UTF-8",
+    );
+    t.throws(() => verifyWebhook(`${body}\uD800`, headers, secret), WebhookVerificationError, "a lone surrogate");
+  });
+
+  t.test("an authentic body that is not an event is refused, saying what is missing", async (t) => {
+    const secret = newWebhookSecret();
+    const event = JSON.parse(body) as Record<string, unknown>;
+    const cases: [string, unknown, RegExp][] = [
+      ["data: null", { ...event, data: null }, /data must be an object/],
+      ["data: an array", { ...event, data: [] }, /data must be an object/],
+      ["no data", { ...event, data: undefined }, /data must be an object/],
+      ["no event", { ...event, event: undefined }, /event must be/],
+      ["tenant_id not a UUID", { ...event, tenant_id: "acme" }, /tenant_id must be a UUID/],
+      ["a timestamp that is no date", { ...event, timestamp: "yesterday" }, /timestamp must be/],
+      ["an array", [event], /not a JSON object/],
+      ["null", null, /not a JSON object/],
+    ];
+    for (const [what, value, message] of cases) {
+      const text = JSON.stringify(value);
+      t.throws(
+        () => verifyWebhook(text, librarySigned(secret, text), secret),
+        { name: "WebhookVerificationError", message },
+        what,
+      );
+    }
+    const later = JSON.stringify({ ...event, id: "evt_0192f0c5-1111-7000-8000-000000000002", origin: "test" });
+    t.equal(
+      verifyWebhook(later, librarySigned(secret, later), secret).event,
+      "intake.submitted",
+      "fields it does not know pass",
+    );
   });
 });

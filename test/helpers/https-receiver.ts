@@ -85,6 +85,8 @@ export interface ReceivedRequest {
 /**
  * What the receiver does with a request: answer with a status (and headers and a body), maybe after a
  * delay, or never answer; `bodyNeverEnds` sends the status, headers and body and then holds the answer open.
+ * `raw` writes its bytes to the connection as the whole answer (status line, headers and body, which Node's
+ * own server would refuse to send, such as a control character in a header) and closes it.
  */
 export type Answer =
   | {
@@ -94,6 +96,7 @@ export type Answer =
       bodyNeverEnds?: boolean;
       delayMs?: number;
     }
+  | { raw: string | Buffer }
   | "stall";
 
 export interface Receiver {
@@ -144,6 +147,10 @@ export async function startReceiver(
       const reply = answer(request, count);
       if (reply === "stall") {
         stalled.add(res);
+        return;
+      }
+      if ("raw" in reply) {
+        req.socket.end(reply.raw);
         return;
       }
       const send = () => {

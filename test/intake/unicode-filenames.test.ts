@@ -1,8 +1,8 @@
 // Filenames with characters that change how they read (Unicode format characters such as bidi controls,
 // line and paragraph separators, fillers that render blank, look-alike slashes, padding before an
-// extension, stacked combining marks, trailing dots) are refused per item like control characters, and
-// filenames are stored in NFC; mime_type is stored as the validated media type alone, without parameters
-// nobody checked.
+// extension, stacked combining marks, trailing dots) are refused per item like control characters, as are
+// colons (Windows alternate data streams) and Windows device names; filenames are stored in NFC; mime_type
+// is stored as the validated media type alone, without parameters nobody checked.
 import t from "tap";
 import { createTestTenant, startTestServer } from "../helpers/server.ts";
 
@@ -122,6 +122,50 @@ t.test("intake filename and mime_type rules", async (t) => {
     t.same(
       items.map((item) => item.status),
       ["pending", "pending", "pending", "pending", "pending", "pending", "pending"],
+    );
+  });
+
+  t.test("a colon (a Windows alternate data stream) rejects the item, a look-alike colon too", async (t) => {
+    const names = ["invoice.pdf:evil.exe", "invoice.pdf::$DATA", "report:.pdf", "invoice.pdf\uff1aevil.exe"];
+    const items = await itemsOf([pdf, ...names.map((filename) => ({ ...pdf, filename }))]);
+    t.equal(items[0]?.status, "pending");
+    names.forEach((filename, index) => {
+      t.equal(items[index + 1]?.status, "rejected", filename);
+      t.match(items[index + 1]?.error_message, /^filename must not contain a colon .*alternate data stream/, filename);
+    });
+  });
+
+  t.test("a Windows device name rejects the item, in any case, with or without an extension", async (t) => {
+    const devices = [
+      "CON.pdf",
+      "NUL.txt",
+      "com1",
+      "LPT9.doc",
+      "nul",
+      "Aux.tar.gz",
+      "prn.PDF",
+      "COM\u00b9.pdf",
+      "conin$.txt",
+    ];
+    const items = await itemsOf(devices.map((filename) => ({ ...pdf, filename })));
+    devices.forEach((filename, index) => {
+      t.equal(items[index]?.status, "rejected", filename);
+      t.match(items[index]?.error_message, /^filename must not be a Windows device name/, filename);
+    });
+    const ordinary = [
+      "CONTRACT.pdf",
+      "console.pdf",
+      "nullable.txt",
+      "com10.pdf",
+      "LPT.doc",
+      "auxiliary.pdf",
+      "my-con.pdf",
+    ];
+    const accepted = await itemsOf(ordinary.map((filename) => ({ ...pdf, filename })));
+    t.same(
+      accepted.map((item) => item.status),
+      ordinary.map(() => "pending"),
+      "names that only begin like one are accepted",
     );
   });
 

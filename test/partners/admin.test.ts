@@ -114,6 +114,35 @@ t.test("partner admin commands", async (t) => {
     },
   );
 
+  t.test("partner:create refuses a key starting with the reserved prefix integrator-, in any case", async (t) => {
+    const base = { name: "P", "launch-url": "https://p.example.com/launch" };
+    for (const key of ["integrator-evil", "Integrator-API2", "INTEGRATOR-worker", "integrator-"]) {
+      await t.rejects(
+        run(server.services, "partner:create", { ...base, key }),
+        {
+          name: "UsageError",
+          message: /^--key must not start with "integrator-" \(in any case\): the prefix is reserved/,
+        },
+        key,
+      );
+    }
+    const stored = await server.services.db("integrator.partners").whereILike("partner_key", "integrator-%");
+    t.same(stored, [], "none was stored");
+    const created = (await run(server.services, "partner:create", { ...base, key: "integrator" })) as CreatedPartner;
+    t.equal(created.partner_key, "integrator", "a key that only begins like the prefix is accepted");
+    const through = await runAdminCli(server, [
+      "partner:create",
+      "--key",
+      "integrator-evil",
+      "--name",
+      "E",
+      "--launch-url",
+      "https://e.example.com/",
+    ]);
+    t.not(through.code, 0, "the admin CLI exits non-zero");
+    t.equal(through.stdout, "", "and prints no partner");
+  });
+
   t.test("partner:create accepts http only for a loopback launch URL (local development)", async (t) => {
     const created = (await run(server.services, "partner:create", {
       key: "local-dev",

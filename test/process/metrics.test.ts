@@ -1,5 +1,7 @@
 // Metrics: Prometheus text on a port of its own, with request durations by operationId, method and
-// status, the database pool, the job queue and webhook delivery outcomes.
+// status, the database pool, the job queue and webhook delivery outcomes; the server sends the security
+// headers and holds no request longer than the API's request timeouts.
+import net from "node:net";
 import t from "tap";
 import { recordDeliveryOutcome, startMetricsServer } from "../../server/metrics.ts";
 import { createTestTenant, startReplica, startTestServer } from "../helpers/server.ts";
@@ -126,6 +128,61 @@ t.test("GET /metrics on METRICS_PORT after some requests", async (t) => {
     t.type(sample(text, "integrator_db_pool_pending_acquires"), "number");
   });
 });
+
+t.test(
+  "the metrics server sends the security headers on every answer and closes a request that does not arrive in time",
+  async (t) => {
+    const server = await startTestServer(t, {
+      env: { HTTP_HEADERS_TIMEOUT_MS: "1000", HTTP_REQUEST_TIMEOUT_MS: "2000" },
+    });
+    const metrics = await startMetricsServer(server.services, {
+      port: 0,
+      host: "127.0.0.1",
+      healthReport: async () => ({ status: "ok" }),
+    });
+    t.teardown(() => metrics.close());
+    for (const [path, method, status] of [
+      ["/metrics", "GET", 200],
+      ["/health", "GET", 200],
+      ["/other", "GET", 404],
+      ["/metrics", "POST", 405],
+    ] as const) {
+      const res = await fetch(`http://127.0.0.1:${metrics.port}${path}`, { method });
+      t.equal(res.status, status, `${method} ${path}`);
+      await res.arrayBuffer();
+      t.match(
+        Object.fromEntries(res.headers),
+        {
+          "x-content-type-options": "nosniff",
+          "content-security-policy": "default-src 'none'; frame-ancestors 'none'",
+          "x-frame-options": "DENY",
+          "referrer-policy": "no-referrer",
+          "cache-control": "no-store",
+        },
+        `${method} ${path}: the security headers`,
+      );
+    }
+
+    // Half a request line's headers, then nothing: Node's own default would hold the connection for 60 s.
+    const socket = net.connect(metrics.port, "127.0.0.1");
+    t.teardown(() => socket.destroy());
+    const answer: Buffer[] = [];
+    socket.on("data", (chunk: Buffer) => answer.push(chunk));
+    const startedAt = performance.now();
+    socket.write("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+    const closed = await new Promise<boolean>((resolve) => {
+      const deadline = setTimeout(() => resolve(false), 15_000);
+      socket.once("close", () => {
+        clearTimeout(deadline);
+        resolve(true);
+      });
+    });
+    const waited = performance.now() - startedAt;
+    t.ok(closed, `the server closed the connection (after ${waited.toFixed(0)} ms)`);
+    t.ok(waited < 5000, "within HTTP_HEADERS_TIMEOUT_MS and Node's checking interval");
+    t.match(Buffer.concat(answer).toString("latin1"), /^HTTP\/1\.1 408 /, "answered 408 Request Timeout");
+  },
+);
 
 t.test("replays are counted by where their response came from, and the replay memory is gauged", async (t) => {
   const writer = await startTestServer(t);

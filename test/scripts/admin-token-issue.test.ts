@@ -1,9 +1,12 @@
 // npm run admin -- token:issue: a token only for a subject that exists in that tenant and is enabled (a
-// user, by id or username, or an API client) and only with roles that principal holds.
+// user, by id or username, or an API client) and only with roles that principal holds; every token issued
+// is an audit action of the admin CLI.
 import t from "tap";
 import { runAdminCli } from "../helpers/admin-cli.ts";
 import { createTestTenant, pollWithToken, startTestServer } from "../helpers/server.ts";
+import { decodeJwt } from "jose";
 import { registerClient, registerUser } from "../../handlers/auth/principals.ts";
+import { listAudit } from "../../db/audit.ts";
 
 t.test("token:issue signs for existing, enabled users and clients of the tenant only", async (t) => {
   const server = await startTestServer(t);
@@ -40,4 +43,55 @@ t.test("token:issue signs for existing, enabled users and clients of the tenant 
   const refused = await issue(user.id);
   t.equal(refused.code, 2, "a disabled user is refused");
   t.equal((await issue(client.client_id)).code, 2, "a disabled client is refused");
+});
+
+t.test("token:issue records an audit action of the admin CLI with the token's id, never the token", async (t) => {
+  const server = await startTestServer(t);
+  const tenant = await createTestTenant(server.services);
+  const client = await registerClient(server.services.db, { tenantId: tenant.tenantId, roles: ["client_admin"] });
+  const issued = await runAdminCli(server, [
+    "token:issue",
+    "--tenant",
+    tenant.tenantId,
+    "--subject",
+    client.client_id,
+    "--expires-in",
+    "600",
+  ]);
+  t.equal(issued.code, 0);
+  const { access_token } = JSON.parse(issued.stdout) as { access_token: string };
+  const claims = decodeJwt(access_token);
+  const audited = await listAudit(server.services.db, tenant.tenantId, "auth.token_issued");
+  t.equal(audited.length, 1, "one audit action");
+  t.match(audited[0], {
+    action: "auth.token_issued",
+    tenant_id: tenant.tenantId,
+    actor: "admin-cli",
+    resource_type: "client",
+    resource_id: client.client_id,
+    details: {
+      token_id: claims.jti,
+      roles: ["client_admin"],
+      expires_at: new Date((claims.exp ?? 0) * 1000).toISOString(),
+    },
+  });
+  const recorded = JSON.stringify(audited);
+  t.notOk(recorded.includes(access_token), "not the token");
+  t.notOk(recorded.includes(access_token.split(".")[2] ?? "-"), "nor its signature");
+  const listed = await runAdminCli(server, [
+    "audit:list",
+    "--tenant",
+    tenant.tenantId,
+    "--action",
+    "auth.token_issued",
+  ]);
+  t.match(JSON.parse(listed.stdout), [{ actor: "admin-cli", resource_id: client.client_id }], "audit:list shows it");
+
+  const refused = await runAdminCli(server, ["token:issue", "--tenant", tenant.tenantId, "--subject", "nobody"]);
+  t.equal(refused.code, 2);
+  t.equal(
+    (await listAudit(server.services.db, tenant.tenantId, "auth.token_issued")).length,
+    1,
+    "a refusal issues nothing",
+  );
 });

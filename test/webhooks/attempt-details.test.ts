@@ -1,8 +1,8 @@
 // Attempt details, with a real graphile-worker and a real HTTPS receiver: each attempt
 // in getWebhookDelivery shows the headers of the request sent (signatures and webhook-id, never the
 // secret), the answer's status, headers and first 4 KiB of body (longer bodies cut at a character
-// boundary and marked truncated), and a sentence beside its failure class; an answer whose body does not
-// end in time still counts by its status.
+// boundary and marked truncated; headers kept to 4 KiB), and a sentence beside its failure class; an answer
+// whose body does not end in time, or whose header holds a control character, still counts by its status.
 import net from "node:net";
 import t from "tap";
 import type { components } from "../../generated/openapi.ts";
@@ -32,6 +32,13 @@ function answer(request: ReceivedRequest, count: number): Answer {
   if (path.startsWith("/exactly-4k")) return { status: 200, body: "z".repeat(4096) };
   if (path.startsWith("/nul")) return { status: 200, body: Buffer.from([0x6f, 0x6b, 0x00, 0xff, 0x21]) };
   if (path.startsWith("/redirect")) return { status: 301, headers: { Location: "https://elsewhere.example.com/" } };
+  if (path.startsWith("/control-header"))
+    return { raw: "HTTP/1.1 200 OK\r\nX-Trace: a\u0001b\r\nContent-Length: 2\r\n\r\nok" };
+  if (path.startsWith("/many-headers"))
+    return {
+      status: 200,
+      headers: Object.fromEntries(Array.from({ length: 28 }, (_, index) => [`X-Filler-${index}`, "v".repeat(500)])),
+    };
   return { status: 204 };
 }
 
@@ -164,6 +171,36 @@ t.test("a body that is not UTF-8 or holds a NUL is kept readable, never refused 
   const [attempt] = await attemptsOf(rig, delivery.id);
   t.equal(attempt?.response_body, "ok\uFFFD\uFFFD!", "NUL and an invalid byte as U+FFFD");
 });
+
+t.test("an answer's headers are kept to 4 KiB, the headers left out counted in a marker entry", async (t) => {
+  const delivery = await finalDeliveryAt(rig, `/many-headers-${crypto.randomUUID()}`);
+  t.match(delivery, { status: "delivered", attempts: 1, response_code: 200 });
+  const [attempt] = await attemptsOf(rig, delivery.id);
+  const headers = attempt?.response_headers ?? {};
+  const { "(left out)": leftOut, ...kept } = headers;
+  const bytes = Object.entries(kept).reduce((sum, [name, value]) => sum + Buffer.byteLength(name + value), 0);
+  t.ok(bytes <= 4096, `the headers kept hold ${bytes} bytes of the answer's 14 KB`);
+  t.match(leftOut, /^\d+ headers not kept: the answer's headers passed 4096 bytes$/, "and say some were left out");
+  t.equal(kept["x-filler-0"], "v".repeat(500), "the first are kept whole");
+});
+
+t.test(
+  "a 200 with a control character in a header is delivered, the character shown escaped and the body not read",
+  async (t) => {
+    const delivery = await finalDeliveryAt(rig, `/control-header-${crypto.randomUUID()}`);
+    t.match(delivery, { status: "delivered", attempts: 1, response_code: 200, error_message: null });
+    const [attempt] = await attemptsOf(rig, delivery.id);
+    t.match(attempt, {
+      outcome: "delivered",
+      response_code: 200,
+      error_class: null,
+      error_message: null,
+      response_headers: { "x-trace": "a\\u0001b", "content-length": "2" },
+      response_body: "",
+      response_body_truncated: true,
+    });
+  },
+);
 
 t.test("a redirect's sentence says it is not followed", async (t) => {
   const delivery = await finalDeliveryAt(rig, `/redirect-${crypto.randomUUID()}`);

@@ -176,6 +176,7 @@ t.test("a pending delivery of a subscription disabled meanwhile ends failed with
     origin: "test",
     redeliveryOf: null,
     perMinute: 1000,
+    bucket: null,
   });
   if (!("queued" in outcome)) return t.fail("not queued");
   const final = await rig.finalDelivery(id);

@@ -1,7 +1,8 @@
 // Redelivery and test events against a real HTTPS receiver on loopback: a test
 // event is a webhook.test delivery that matches the document; a redelivery is a new delivery of the
-// same body naming the original; both are limited per tenant (429 RATE_LIMITED with Retry-After),
-// refused for disabled or deleted subscriptions, and isolated between tenants.
+// same body naming the original; both are limited per tenant, and per portal link for a link's holder
+// (429 RATE_LIMITED with Retry-After), refused for disabled or deleted subscriptions, and isolated between
+// tenants.
 import t from "tap";
 import { Webhook } from "standardwebhooks";
 import { emitEvent } from "../../db/events.ts";
@@ -234,6 +235,49 @@ t.test(
       (await post(`/v1/webhooks/subscriptions/${theirs.id}/test`, other.token)).status,
       202,
       "another tenant has its own budget",
+    );
+  },
+);
+
+t.test(
+  "a portal link's holder has a manual-send budget of its own: using it up leaves the tenant's and another link's",
+  async (t) => {
+    const who = await tenant();
+    const { id } = await subscribeAs(who.token, rig.receiver.url(`/link-budget-${crypto.randomUUID()}`));
+    const portalCredential = async (token: string, path = "/v1/webhooks/portal-sessions") => {
+      const res = await post(path, token);
+      t.equal(res.status, 201);
+      return new URL(((await res.json()) as { url: string }).url).hash.slice("#token=".length);
+    };
+    const [link, otherLink] = [await portalCredential(who.token), await portalCredential(who.token)];
+    const sendTest = async (token: string) => (await post(`/v1/webhooks/subscriptions/${id}/test`, token)).status;
+
+    for (let i = 0; i < PER_MINUTE; i++) t.equal(await sendTest(link), 202, `the link's send ${i + 1}`);
+    const refused = await post(`/v1/webhooks/subscriptions/${id}/test`, link);
+    t.equal(refused.status, 429, "the link's budget is used up");
+    const body = (await refused.json()) as { error: { message: string; details: Record<string, unknown> } };
+    t.match(body.error, {
+      message: /through this portal link/,
+      details: { scope: "webhook_manual_sends", limit: PER_MINUTE },
+    });
+    const refreshed = await portalCredential(link, "/v1/webhooks/portal-sessions/refresh");
+    t.equal(await sendTest(refreshed), 429, "a credential refreshed from the link shares its budget");
+
+    t.equal(await sendTest(otherLink), 202, "another link of the same tenant and creator has its own");
+    const tenants = [];
+    for (let i = 0; i < PER_MINUTE; i++) tenants.push(await sendTest(who.token));
+    t.same(tenants, Array(PER_MINUTE).fill(202), "the tenant's own callers still have all of theirs");
+    t.equal(await sendTest(who.token), 429, "and then theirs is used up too");
+    const buckets = await rig.server.services
+      .db("integrator.webhook_deliveries")
+      .where({ tenant_id: who.tenantId, subscription_id: id })
+      .groupBy("manual_send_bucket")
+      .select("manual_send_bucket")
+      .count<{ manual_send_bucket: string | null; count: string }[]>("* as count");
+    t.same(
+      buckets.map((row) => Number(row.count)).sort(),
+      [1, PER_MINUTE, PER_MINUTE],
+      "each delivery names the bucket it counted in",
     );
   },
 );

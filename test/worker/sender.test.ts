@@ -1,11 +1,19 @@
 // worker/sender.ts against a real HTTPS receiver on loopback: the worker's long-lived abort signal is
-// lent to every attempt and must come back clean, whatever the attempt's outcome.
+// lent to every attempt and must come back clean, whatever the attempt's outcome; an answer's headers are
+// kept up to their own limit; and an answer Node's parser refuses for a control character in a header
+// still counts by its status line.
 import { getEventListeners } from "node:events";
 import fs from "node:fs";
 import tls from "node:tls";
 import t from "tap";
-import { sendWebhook, type SendSettings } from "../../worker/sender.ts";
-import { RECEIVER_HOST, startReceiver } from "../helpers/https-receiver.ts";
+import {
+  FAILURE,
+  HEADERS_LEFT_OUT,
+  MAX_RESPONSE_HEADER_BYTES,
+  sendWebhook,
+  type SendSettings,
+} from "../../worker/sender.ts";
+import { RECEIVER_HOST, startReceiver, type Answer } from "../helpers/https-receiver.ts";
 import { testCa } from "../helpers/webhooks.ts";
 
 const ca = testCa(t);
@@ -86,3 +94,110 @@ t.test("the worker's abort signal still cuts an attempt in flight short", async 
     "an attempt after shutdown does not start",
   );
 });
+
+t.test(
+  "an answer's headers are kept up to 4 KiB, whole headers in order, and the rest marked as left out",
+  async (t) => {
+    // 14.5 KB of headers from one answer (Node's parser refuses more than 16 KiB).
+    const many = Object.fromEntries(
+      Array.from({ length: 24 }, (_, index) => [`x-filler-${String(index).padStart(2, "0")}`, "v".repeat(500)]),
+    );
+    const receiver = await startReceiver(ca, (request): Answer =>
+      request.path === "/huge"
+        ? { status: 200, headers: { "X-First": "kept", ...many, "X-Huge": "h".repeat(2500) } }
+        : { status: 200, headers: { "X-Small": "kept" } },
+    );
+    t.teardown(() => receiver.close());
+    const outcome = await sendWebhook({ url: receiver.url("/huge"), body: "{}", headers: {} }, settings(5000));
+    t.match(outcome, { delivered: true, responseCode: 200 });
+    const headers = outcome.response?.headers ?? {};
+    const kept = Object.entries(headers).filter(([name]) => name !== HEADERS_LEFT_OUT);
+    const bytes = kept.reduce((sum, [name, value]) => sum + Buffer.byteLength(name) + Buffer.byteLength(value), 0);
+    t.ok(
+      bytes <= MAX_RESPONSE_HEADER_BYTES,
+      `the headers kept hold ${bytes} bytes, at most ${MAX_RESPONSE_HEADER_BYTES}`,
+    );
+    t.equal(headers["x-first"], "kept", "the first headers are kept whole");
+    t.notOk("x-huge" in headers, "a header that does not fit is left out, not cut");
+    t.type(headers.date, "string", "a later header that fits is still kept");
+    const keptFillers = kept.filter(([name]) => name.startsWith("x-filler-")).length;
+    t.ok(keptFillers > 0 && keptFillers < 24, `some fillers kept (${keptFillers}), in the order received`);
+    t.same(
+      kept.filter(([name]) => name.startsWith("x-filler-")).map(([name]) => name),
+      Object.keys(many).slice(0, keptFillers),
+    );
+    t.match(headers[HEADERS_LEFT_OUT], new RegExp(`^${25 - keptFillers} headers not kept`), "the marker counts them");
+
+    const small = await sendWebhook({ url: receiver.url("/small"), body: "{}", headers: {} }, settings(5000));
+    t.notOk(HEADERS_LEFT_OUT in (small.response?.headers ?? {}), "no marker when everything fits");
+  },
+);
+
+t.test(
+  "an answer with a control character in a header counts by its status line, the character shown escaped",
+  async (t) => {
+    const answers: Record<string, string> = {
+      "/ok": "HTTP/1.1 200 OK\r\nX-Trace: a\u0001b\u001b[31m\r\nContent-Length: 2\r\n\r\nok",
+      "/nul": "HTTP/1.1 202 Accepted\r\nX-Note: nul\u0000here\r\nContent-Length: 0\r\n\r\n",
+      "/continue": "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\nX-Del: \u007f\r\n\r\n",
+      "/refused": "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\u000b\r\nContent-Length: 0\r\n\r\n",
+      "/not-http": "SSH-2.0-OpenSSH_9.6\r\n\r\n",
+      "/bad-name": "HTTP/1.1 200 OK\r\nX Bad\u0001: v\r\nContent-Length: 0\r\n\r\n",
+      "/cut": "HTTP/1.1 200 OK\r\nX-Trace: a\u0001b\r\n",
+      "/bare-cr": "HTTP/1.1 200 OK\r\nX-Trace: a\rb\r\nContent-Length: 0\r\n\r\n",
+      "/framing": "HTTP/1.1 200 OK\r\nX-Trace: a\u0001b\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok",
+      "/two-lengths": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\nok",
+    };
+    const receiver = await startReceiver(ca, (request) => ({
+      raw: Buffer.from(answers[request.path] ?? "", "latin1"),
+    }));
+    t.teardown(() => receiver.close());
+    const send = (path: string) => sendWebhook({ url: receiver.url(path), body: "{}", headers: {} }, settings(5000));
+
+    const ok = await send("/ok");
+    t.match(ok, { delivered: true, responseCode: 200 }, "a 200 is delivered");
+    t.same(
+      ok.response,
+      {
+        status: 200,
+        headers: { "x-trace": "a\\u0001b\\u001B[31m", "content-length": "2" },
+        body: "",
+        bodyTruncated: true,
+      },
+      "its headers with each control character as \\u00XX; its body not read",
+    );
+    t.match(await send("/nul"), {
+      delivered: true,
+      responseCode: 202,
+      response: { headers: { "x-note": "nul\\u0000here" } },
+    });
+    t.match(
+      await send("/continue"),
+      { delivered: true, responseCode: 204, response: { headers: { "x-del": "\\u007F" } } },
+      "an interim 100 is passed over",
+    );
+    t.match(
+      await send("/refused"),
+      { delivered: false, responseCode: 503, errorClass: "http_status", errorMessage: "HTTP status 503" },
+      "a refusal stays a refusal, by its status",
+    );
+    t.match(
+      await send("/bare-cr"),
+      { delivered: true, responseCode: 200, response: { headers: { "x-trace": "a\\u000Db" } } },
+      "a CR without its LF in a value is a control character like the others",
+    );
+    for (const path of ["/not-http", "/bad-name", "/cut", "/two-lengths", "/framing"])
+      t.match(
+        await send(path),
+        {
+          delivered: false,
+          responseCode: null,
+          errorClass: FAILURE.invalidResponse.errorClass,
+          errorMessage: FAILURE.invalidResponse.message,
+          errorSentence: FAILURE.invalidResponse.sentence,
+          response: null,
+        },
+        `${path}: what cannot be read as HTTP says so`,
+      );
+  },
+);
