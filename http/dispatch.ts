@@ -87,12 +87,11 @@ export async function operationBackend(handlers: Partial<HandlerTable>, services
       });
     },
   });
-  // The document's security schemes, met by the principal the authentication step (http/authentication.ts) found.
-  api.registerSecurityHandler(
-    "OAuth2PasswordBearer",
-    (_context: Context, req: Request) => req.user !== undefined && req.user.portal !== true,
-  );
-  api.registerSecurityHandler("PortalSession", (_context: Context, req: Request) => req.user?.portal === true);
+  // The document's security schemes are met by the principal the authentication step found: it decides
+  // which credentials an operation takes (http/access.ts), and the handler what the principal may do there.
+  const authenticated = (_context: Context, req: Request) => req.user !== undefined;
+  api.registerSecurityHandler("OAuth2PasswordBearer", authenticated);
+  api.registerSecurityHandler("PortalSession", authenticated);
   return api;
 }
 
