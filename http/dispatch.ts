@@ -3,7 +3,7 @@
 // carries (`rawJson`, an idempotent replay's stored bytes) or none.
 import type { NextFunction, Request, Response } from "express";
 import { OpenAPIBackend, type Context, type Request as OpenApiRequest } from "openapi-backend";
-import { documentPath } from "./openapi-document.ts";
+import { loadDocument } from "./openapi-document.ts";
 import type { Services } from "../server/services.ts";
 import { ApiError } from "./errors.ts";
 import type { HandlerTable, OperationId, PathOf, QueryOf, Reply, RequestBody } from "./operations.ts";
@@ -55,7 +55,7 @@ function register<O extends OperationId>(
 /** openapi-backend with the document's operations, each registered with its handler (501 for one missing). */
 export async function operationBackend(handlers: Partial<HandlerTable>, services: Services): Promise<OpenAPIBackend> {
   const api = new OpenAPIBackend({
-    definition: documentPath,
+    definition: loadDocument(),
     // express-openapi-validator (http/request-validation.ts) has validated the request before dispatch.
     validate: false,
     // openapi-backend's check of the document knows OpenAPI 3.0 only: it refuses this 3.1 document, and

@@ -3,7 +3,7 @@ import fs from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { OpenAPIV3_1 } from "openapi-types";
 
-/** The file itself, for the libraries that read the document on their own (express-openapi-validator, openapi-backend). */
+/** The file itself, for express-openapi-validator, which reads the document on its own. */
 export const documentPath = fileURLToPath(new URL("../generated/openapi.json", import.meta.url));
 
 let cached: string | undefined;
