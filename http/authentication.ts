@@ -16,17 +16,6 @@ declare module "express-serve-static-core" {
   }
 }
 
-/**
- * passport-http-bearer reads RFC 6750's three places: the Authorization header, an `access_token` body
- * field and an `access_token` query parameter. Only the header counts here: a query parameter lands in
- * proxy and access logs and browser history, and a body field would make any JSON body a credential
- * carrier. The strategy is shown the request without its query and body, so a token there is no token
- * (and a header token beside an `access_token` parameter is not refused as a token sent twice).
- */
-function withoutQueryAndBody(req: Request): Request {
-  return Object.create(req, { query: { value: {} }, body: { value: undefined } }) as Request;
-}
-
 /** Authenticates the request and enforces the role rule; answers 401/403 envelopes itself. */
 export function requireBearer(
   tokens: TokenService,
@@ -37,22 +26,26 @@ export function requireBearer(
   // (the tests start many apps in one process).
   const passport = new Passport();
   passport.use(
-    new BearerStrategy(
-      { passReqToCallback: true },
-      (req: Request, token: string, done: (error: unknown, user?: Principal | false, info?: string) => void) => {
-        tokens.verify(token, { allowPortal: acceptsPortal(req) }).then(
-          (principal) => done(null, principal),
-          (error: unknown) => (error instanceof TokenRejected ? done(null, false, "invalid_token") : done(error)),
-        );
-      },
-    ),
+    new BearerStrategy((token: string, done: (error: unknown, user?: Principal | false, info?: string) => void) => {
+      // Portal credentials too: whether this operation takes one is decided below, where the request is known.
+      tokens.verify(token, { allowPortal: true }).then(
+        (principal) => done(null, principal),
+        (error: unknown) => (error instanceof TokenRejected ? done(null, false, "invalid_token") : done(error)),
+      );
+    }),
   );
   return (req, res, next) => {
+    // passport-http-bearer reads RFC 6750's three places: the Authorization header, an `access_token` body
+    // field and an `access_token` query parameter. Only the header counts here: a query parameter lands in
+    // proxy and access logs and browser history, and a body field would make any JSON body a credential
+    // carrier. The strategy is shown the request's headers alone, so a token elsewhere is no token (and a
+    // header token beside an `access_token` parameter is not refused as one sent twice).
+    const headersOnly = { headers: req.headers };
     // passport's typings declare authenticate()'s result as any; it is the middleware for this request.
     // eslint-disable-next-line @typescript-eslint/no-unsafe-call
     passport.authenticate("bearer", { session: false }, (error: unknown, principal: Principal | false | undefined) => {
       if (error) return next(error);
-      if (!principal) {
+      if (!principal || (principal.portal && !acceptsPortal(req))) {
         const presented = /^bearer\s+\S/i.test(req.headers.authorization ?? "");
         const challenge = presented ? `${CHALLENGE}, error="invalid_token"` : CHALLENGE;
         return next(
@@ -75,6 +68,6 @@ export function requireBearer(
       }
       req.user = principal;
       next();
-    })(withoutQueryAndBody(req), res, next);
+    })(headersOnly, res, next);
   };
 }
