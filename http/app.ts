@@ -9,7 +9,7 @@ import { access } from "./access.ts";
 import { apiDocsRouter } from "./api-docs.ts";
 import { cors } from "./cors.ts";
 import { declaredInput } from "./declared-input.ts";
-import { dispatch, handlerTable } from "./dispatch.ts";
+import { dispatch, operationBackend } from "./dispatch.ts";
 import { errorHandler, logUnexpectedError, type ErrorReport } from "./error-handler.ts";
 import { loadShedding, ShedLog } from "./load-shedding.ts";
 import { loadDocument } from "./openapi-document.ts";
@@ -35,11 +35,9 @@ export interface AppOptions {
 
 export async function createApp(services: Services, options: AppOptions): Promise<express.Express> {
   const { config, logger } = services;
-  // Each library gets a copy of its own: express-openapi-validator (http/request-validation.ts) and
-  // openapi-backend both mutate theirs.
   const document = loadDocument();
   const operations = resolveOperations(document);
-  const handlers = await handlerTable(loadDocument(), options.handlers, services);
+  const backend = await operationBackend(options.handlers, services);
   const logError = options.logError ?? ((error: unknown, req: Request) => logUnexpectedError(logger, error, req));
 
   const app = express();
@@ -94,7 +92,7 @@ export async function createApp(services: Services, options: AppOptions): Promis
       bodyParsing(config.callbacks.maxBodyBytes, config.bodyMemoryBytes, shedLog),
       declaredInput(),
       requestValidation(config.validateResponses),
-      dispatch(handlers),
+      dispatch(backend),
     ]),
   );
   app.use(errorHandler(logger, logError));

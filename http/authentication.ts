@@ -1,8 +1,8 @@
-// Bearer authentication for protected operations: passport-http-bearer extracts the token from the
-// Authorization header only, jose (through the TokenService) verifies it, and the roles rule of the
-// contract is applied.
+// Bearer authentication for protected operations: passport with passport-http-bearer's strategy takes the
+// token from the Authorization header, jose (through the TokenService) verifies it, and the roles rule of
+// the contract is applied.
 import type { NextFunction, Request, Response } from "express";
-import { Passport, type Framework } from "passport";
+import { Passport } from "passport";
 import { Strategy as BearerStrategy } from "passport-http-bearer";
 import { ApiError } from "./errors.ts";
 import { permits, TokenRejected, type Principal, type TokenService } from "../server/auth/tokens.ts";
@@ -23,112 +23,36 @@ declare module "express-serve-static-core" {
   }
 }
 
-/**
- * passport-http-bearer reads RFC 6750's three places: the Authorization header, an `access_token` body
- * field and an `access_token` query parameter. Only the header counts here: a query parameter lands in
- * proxy and access logs and browser history, and a body field would make any JSON body a credential
- * carrier. The strategy is shown a view of the request with its headers alone, so a token elsewhere is no
- * token; the verify callback gets the request back from the view.
- *
- * The view is a plain object, not one made with the request as its prototype: V8 gives every object that
- * becomes a prototype a hidden class of its own, made in the old generation and pointing at the request,
- * so each request's objects outlived the young generation's collections and were copied into the old one
- * (docs/performance.md, "Memory as shipped").
- */
-interface HeaderView {
-  headers: Request["headers"];
-  request: Request;
-}
-
-function headerOnly<S extends { authenticate(req: Request, options?: object): void }>(strategy: S): S {
-  // eslint-disable-next-line @typescript-eslint/unbound-method -- called below with passport's `this`
-  const authenticate = strategy.authenticate;
-  // passport calls authenticate on a per-request object made from the strategy (with success, fail, ...):
-  // `this` is that object, not the strategy.
-  strategy.authenticate = function (this: S, req: Request, options?: object) {
-    const view: HeaderView = { headers: req.headers, request: req };
-    authenticate.call(this, view as unknown as Request, options);
-  };
-  return strategy;
-}
-
-/** What a passport strategy calls on the object passport makes from it for one request. */
-interface StrategyActions {
-  success(user: unknown, info?: unknown): void;
-  fail(challenge?: unknown, status?: number): void;
-  error(error: unknown): void;
-  pass(): void;
-  redirect(url: string, status?: number): void;
-}
-
-type AuthenticateCallback = (error: unknown, user?: unknown, challenge?: unknown, status?: number) => void;
-
-interface Authenticating {
-  authenticate(req: Request, options?: object): void;
-}
-
-/**
- * The framework passport runs on here (Authenticator#framework). Passport's own, for Connect and express,
- * makes each request's strategy with Object.create and then assigns it success, fail, error, pass and
- * redirect one by one (and gives the request passport's login helpers the same way). Until V8's optimising
- * compiler has that code, some 15,000 requests into a process, functions assigned so kept the whole request
- * alive through young-generation collections: about a tenth of each request's bytes were copied into the
- * old generation (docs/performance.md, "Warm-up"). This one writes the request's strategy as one object
- * literal, which does not. It does what passport's does for what this module asks of it: the named
- * strategy, a callback, no session. It holds the strategy itself (passport's strategy registry is read only by
- * passport's own framework), so the strategy is not also registered with passport.use.
- */
-function oneLiteralPerRequest(name: string, strategy: Authenticating): Framework<never, void> {
-  return {
-    initialize() {
-      throw new Error("passport.initialize() is not used: authentication here keeps no session");
-    },
-    authenticate(_passport, requested, options?: object, callback?: AuthenticateCallback) {
-      if (requested !== name || callback === undefined) throw new Error(`only the ${name} strategy, with a callback`);
-      return (req: Request, _res: Response, next: NextFunction) => {
-        const attempt: StrategyActions & Authenticating = {
-          __proto__: strategy,
-          success: (user: unknown, info?: unknown) => callback(null, user, info),
-          fail: (challenge?: unknown, status?: number) =>
-            typeof challenge === "number"
-              ? callback(null, false, undefined, challenge)
-              : callback(null, false, challenge, status),
-          error: (error: unknown) => callback(error),
-          pass: () => next(),
-          redirect: () => callback(new Error(`the ${name} strategy asked for a redirect`)),
-        } as unknown as StrategyActions & Authenticating;
-        attempt.authenticate(req, options);
-      };
-    },
-  };
-}
-
 /** Authenticates the request and enforces the role rule; answers 401/403 envelopes itself. */
 export function requireBearer(
   tokens: TokenService,
   /** Whether the request's operation declares the PortalSession scheme (accepts a portal credential). */
   acceptsPortal: (req: Request) => boolean = () => false,
 ): (req: Request, res: Response, next: NextFunction) => void {
-  const strategy = headerOnly(
-    new BearerStrategy(
-      { passReqToCallback: true },
-      (view: Request, token: string, done: (error: unknown, user?: Principal | false, info?: string) => void) => {
-        const { request } = view as unknown as HeaderView;
-        tokens.verify(token, { allowPortal: acceptsPortal(request) }).then(
-          (principal) => done(null, principal),
-          (error: unknown) => (error instanceof TokenRejected ? done(null, false, "invalid_token") : done(error)),
-        );
-      },
-    ),
-  );
+  // An authenticator of its own rather than passport's shared one: every app has its own token service
+  // (the tests start many apps in one process).
   const passport = new Passport();
-  passport.framework(oneLiteralPerRequest("bearer", strategy));
+  passport.use(
+    new BearerStrategy((token: string, done: (error: unknown, user?: Principal | false, info?: string) => void) => {
+      // Portal credentials too: whether this operation takes one is decided below, where the request is known.
+      tokens.verify(token, { allowPortal: true }).then(
+        (principal) => done(null, principal),
+        (error: unknown) => (error instanceof TokenRejected ? done(null, false, "invalid_token") : done(error)),
+      );
+    }),
+  );
   return (req, res, next) => {
+    // passport-http-bearer reads RFC 6750's three places: the Authorization header, an `access_token` body
+    // field and an `access_token` query parameter. Only the header counts here: a query parameter lands in
+    // proxy and access logs and browser history, and a body field would make any JSON body a credential
+    // carrier. The strategy is shown the request's headers alone, so a token elsewhere is no token (and a
+    // header token beside an `access_token` parameter is not refused as one sent twice).
+    const headersOnly = { headers: req.headers };
     // passport's typings declare authenticate()'s result as any; it is the middleware for this request.
     // eslint-disable-next-line @typescript-eslint/no-unsafe-call
     passport.authenticate("bearer", { session: false }, (error: unknown, principal: Principal | false | undefined) => {
       if (error) return next(error);
-      if (!principal) {
+      if (!principal || (principal.portal && !acceptsPortal(req))) {
         const presented = /^bearer\s+\S/i.test(req.headers.authorization ?? "");
         return next(
           presented
@@ -150,6 +74,6 @@ export function requireBearer(
       }
       req.user = principal;
       next();
-    })(req, res, next);
+    })(headersOnly, res, next);
   };
 }

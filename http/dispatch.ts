@@ -1,41 +1,19 @@
-// Dispatch by the request's one route match to the handler openapi-backend holds for its operationId,
-// and the one place a handler's Reply becomes the HTTP answer: its headers, then its body as JSON, as the
-// exact text it carries (`rawJson`, an idempotent replay's stored bytes) or none.
+// openapi-backend routes each request to the handler registered for its operationId, and this is the one
+// place a handler's Reply becomes the HTTP answer: its headers, then its body as JSON, as the exact text it
+// carries (`rawJson`, an idempotent replay's stored bytes) or none.
 import type { NextFunction, Request, Response } from "express";
-import { OpenAPIBackend, type Context } from "openapi-backend";
-import type { OpenAPIV3_1 } from "openapi-types";
+import { OpenAPIBackend, type Context, type Request as OpenApiRequest } from "openapi-backend";
+import { loadDocument } from "./openapi-document.ts";
 import type { Services } from "../server/services.ts";
 import { ApiError } from "./errors.ts";
-import type { Call, HandlerTable, OperationId } from "./operations.ts";
-import { operationOf, requestIdOf, routeOf } from "./request-context.ts";
-import type { RouteMatch } from "./routes.ts";
+import type { HandlerTable, OperationId, PathOf, QueryOf, Reply, RequestBody } from "./operations.ts";
+import { requestIdOf } from "./request-context.ts";
 
 interface WrittenReply {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
   rawJson?: string;
-}
-
-type BoundHandler = (context: Context, req: Request, res: Response) => Promise<void>;
-
-/** A handler of the table, called with the typed Call and its Reply written to the response. */
-function bind(operationId: string, handler: unknown, services: Services): BoundHandler {
-  const run = handler as (call: Call<OperationId>) => Promise<WrittenReply>;
-  return async (context, req, res) => {
-    const reply = await run({
-      operationId: operationId as OperationId,
-      body: req.body as never,
-      query: req.query,
-      params: (context.request.params ?? {}) as never,
-      headers: req.headers,
-      principal: req.user,
-      requestId: requestIdOf(res),
-      clientAddress: req.ip ?? req.socket.remoteAddress ?? "",
-      services,
-    });
-    writeReply(res, reply);
-  };
 }
 
 function writeReply(res: Response, reply: WrittenReply): void {
@@ -45,23 +23,54 @@ function writeReply(res: Response, reply: WrittenReply): void {
   else res.status(reply.status).json(reply.body);
 }
 
-/** openapi-backend's table of the document's operations, each bound to its handler (501 for one missing). */
-export async function handlerTable(
-  document: OpenAPIV3_1.Document,
-  handlers: Partial<HandlerTable>,
+/**
+ * Registers the handler of operation O: openapi-backend calls it with its context and the express request
+ * and response that dispatch passes on; it gets the typed Call and its Reply is written to the response.
+ * The context's body, path and query parameters are typed as O declares them: express-openapi-validator
+ * has checked them against the document.
+ */
+function register<O extends OperationId>(
+  api: OpenAPIBackend,
+  operationId: O,
+  handler: HandlerTable[O],
   services: Services,
-): Promise<OpenAPIBackend> {
-  const backend = new OpenAPIBackend({
-    definition: document as never,
+): void {
+  type Parsed = Context<RequestBody<O>, PathOf<O>, QueryOf<O>>;
+  api.register(operationId, async (context: Parsed, req: Request, res: Response) => {
+    const reply: Reply<O> = await handler({
+      operationId,
+      body: context.request.requestBody,
+      query: context.request.query,
+      params: context.request.params,
+      headers: req.headers,
+      principal: req.user,
+      requestId: requestIdOf(res),
+      clientAddress: req.ip ?? req.socket.remoteAddress ?? "",
+      services,
+    });
+    writeReply(res, reply);
+  });
+}
+
+/** openapi-backend with the document's operations, each registered with its handler (501 for one missing). */
+export async function operationBackend(handlers: Partial<HandlerTable>, services: Services): Promise<OpenAPIBackend> {
+  const api = new OpenAPIBackend({
+    definition: loadDocument(),
+    // express-openapi-validator (http/request-validation.ts) has validated the request before dispatch.
     validate: false,
+    // openapi-backend's check of the document knows OpenAPI 3.0 only: it refuses this 3.1 document, and
+    // then routes nothing. quick skips that check (Redocly lints the document: npm run lint:openapi).
     quick: true,
     ignoreTrailingSlashes: false,
   });
-  const bound: Record<string, BoundHandler> = {};
-  for (const [operationId, handler] of Object.entries(handlers))
-    bound[operationId] = bind(operationId, handler, services);
-  backend.register({
-    ...bound,
+  await api.init();
+  for (const operationId of Object.keys(handlers) as OperationId[]) {
+    const handler = handlers[operationId];
+    if (handler) register<OperationId>(api, operationId, handler, services);
+  }
+  // The validator has answered 404 and 405 and the authentication step 401 before dispatch: these answer
+  // the same should a request get here all the same.
+  api.register({
     notImplemented: async (context: Context) => {
       throw new ApiError(
         "NOT_IMPLEMENTED",
@@ -78,35 +87,26 @@ export async function handlerTable(
       });
     },
   });
-  await backend.init();
-  return backend;
+  // The document's security schemes are met by the principal the authentication step found: it decides
+  // which credentials an operation takes (http/access.ts), and the handler what the principal may do there.
+  const authenticated = (_context: Context, req: Request) => req.user !== undefined;
+  api.registerSecurityHandler("OAuth2PasswordBearer", authenticated);
+  api.registerSecurityHandler("PortalSession", authenticated);
+  return api;
 }
 
-/**
- * Runs the matched operation's handler (handleRequest would match the route again). The validator has
- * answered 404/405 for anything unmatched; a protected operation never runs without a principal.
- */
-export function dispatch(backend: OpenAPIBackend) {
+/** Hands the request to openapi-backend, which runs its operation's handler with the request and response. */
+export function dispatch(api: OpenAPIBackend) {
   return (req: Request, res: Response, next: NextFunction): void => {
-    const route = routeOf(res);
-    const operation = operationOf(res);
-    const run = async (): Promise<void> => {
-      if (!route || !operation) throw new ApiError("NOT_FOUND", "No such route");
-      if (operation.secured && !req.user) {
-        await backend.handlers.unauthorizedHandler?.(contextOf(route), req, res);
-        return;
-      }
-      const handler = backend.handlers[route.operationId] ?? backend.handlers.notImplemented;
-      await handler?.(contextOf(route), req, res);
+    // Node leaves out headers that were not sent (no undefined values), and the app's query parser
+    // ("simple", node:querystring) gives strings and arrays of strings.
+    const request: OpenApiRequest = {
+      method: req.method,
+      path: req.path,
+      headers: req.headers as Record<string, string | string[]>,
+      query: req.query as Record<string, string | string[]>,
+      body: req.body as unknown,
     };
-    run().catch(next);
+    api.handleRequest(request, req, res).catch(next);
   };
-}
-
-/** What a handler of the table reads of openapi-backend's context: the operation and the path parameters. */
-function contextOf(route: RouteMatch): Context {
-  return {
-    operation: { operationId: route.operationId },
-    request: { params: route.params },
-  } as unknown as Context;
 }

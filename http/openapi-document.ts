@@ -1,14 +1,16 @@
 // The contract as the server loads it: the bundled JSON that `npm run generate` writes from openapi/openapi.yaml.
 import fs from "node:fs";
+import { fileURLToPath } from "node:url";
 import type { OpenAPIV3_1 } from "openapi-types";
 
-const DOCUMENT_PATH = new URL("../generated/openapi.json", import.meta.url);
+/** The file itself, for express-openapi-validator, which reads the document on its own. */
+export const documentPath = fileURLToPath(new URL("../generated/openapi.json", import.meta.url));
 
 let cached: string | undefined;
 
-/** A fresh copy each call: express-openapi-validator and openapi-backend both mutate what they are given. */
+/** A fresh copy each call, so that no caller sees what another one changed. */
 export function loadDocument(): OpenAPIV3_1.Document {
-  cached ??= fs.readFileSync(DOCUMENT_PATH, "utf8");
+  cached ??= fs.readFileSync(documentPath, "utf8");
   return JSON.parse(cached) as OpenAPIV3_1.Document;
 }
 

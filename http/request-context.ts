@@ -1,6 +1,8 @@
 // The first step of every request: its id (the caller's X-Request-Id when safe, else a new one), echoed
-// on every answer, and its one route match with what the document says of the operation. Every later
-// step reads both from here (operationOf, routeOf, requestIdOf) instead of matching again.
+// on every answer, and the operation it is for with what the document says of it (requestIdOf,
+// operationOf, routeOf). The steps before validation act on the operation: load shedding and rate limits,
+// authentication, the body limit; express-openapi-validator and openapi-backend match the request again
+// for their own work.
 import { randomUUID } from "node:crypto";
 import type { NextFunction, Request, Response } from "express";
 import type { OpenAPIV3_1 } from "openapi-types";

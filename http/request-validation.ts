@@ -8,7 +8,7 @@
 import { parse as parseLegacyUrl } from "node:url";
 import express, { type NextFunction, type Request, type Response } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
-import { loadDocument } from "./openapi-document.ts";
+import { documentPath } from "./openapi-document.ts";
 import { operationOf, routeOf } from "./request-context.ts";
 import { bodyMemory } from "./body-memory.ts";
 import type { ShedLog } from "./load-shedding.ts";
@@ -79,32 +79,29 @@ export function requestValidation(validateResponses: boolean): Middleware[] {
 }
 
 /**
- * express-openapi-validator on a copy of the document of its own (it mutates what it is given), one per
- * process for each VALIDATE_RESPONSES value. It compiles an operation's schemas on the operation's first
- * request, each against the whole document; the apps of one process (the test suite starts many) share
- * what it compiled instead of compiling the same document again for each app.
+ * express-openapi-validator, one per process for each VALIDATE_RESPONSES value. It compiles an
+ * operation's schemas on the operation's first request, each against the whole document; the apps of one
+ * process (the test suite starts many) share what it compiled instead of compiling the same document again.
  */
 const validators = new Map<boolean, Middleware[]>();
 
 function documentValidator(validateResponses: boolean): Middleware[] {
   let validator = validators.get(validateResponses);
   if (validator === undefined) {
-    validator = reuseRouteMatch(
-      OpenApiValidator.middleware({
-        apiSpec: loadDocument() as never,
-        // An unknown query parameter is refused (422 extra_forbidden, mapped in validation.ts) unless the
-        // operation says `x-eov-allow-unknown-query-parameters: true` in the document (partner callbacks,
-        // the token endpoint). The validator reports the first unknown parameter alone, before the schema
-        // checks, and with the check on it also refuses an empty value of a declared one (422 missing).
-        validateRequests: { allErrors: true, allowUnknownQueryParameters: false },
-        validateResponses: validateResponses ? { allErrors: true } : false,
-        validateSecurity: false,
-        // Redocly lints the document; the validator's own 3.1 meta-schema check rejects the document's relative tokenUrl (`token`).
-        validateApiSpec: false,
-        validateFormats: true,
-        ignoreUndocumented: false,
-      }),
-    );
+    validator = OpenApiValidator.middleware({
+      apiSpec: documentPath,
+      // An unknown query parameter is refused (422 extra_forbidden, mapped in validation.ts) unless the
+      // operation says `x-eov-allow-unknown-query-parameters: true` in the document (partner callbacks,
+      // the token endpoint). The validator reports the first unknown parameter alone, before the schema
+      // checks, and with the check on it also refuses an empty value of a declared one (422 missing).
+      validateRequests: { allErrors: true, allowUnknownQueryParameters: false },
+      validateResponses: validateResponses ? { allErrors: true } : false,
+      validateSecurity: false,
+      // Redocly lints the document; the validator's own 3.1 meta-schema check rejects the document's relative tokenUrl (`token`).
+      validateApiSpec: false,
+      validateFormats: true,
+      ignoreUndocumented: false,
+    });
     validators.set(validateResponses, validator);
   }
   return validator;
@@ -152,32 +149,4 @@ function settleLegacyUrlParseDeprecation(): void {
   } finally {
     process.noDeprecation = silenced;
   }
-}
-
-/**
- * express-openapi-validator's middleware with its route lookup (which compiles every path of the document
- * on every request) done once per route: the first request of a route runs the validator's own
- * metadata middleware and its result is kept; later requests of that route get the kept result with
- * their own path parameters from the request's one match. Anything unmatched goes to the validator as is.
- */
-function reuseRouteMatch(middleware: unknown[]): Middleware[] {
-  const kept = new Map<string, Record<string, unknown>>();
-  return (middleware as Middleware[]).map((step) => {
-    if (step.name !== "metadataMiddleware") return step;
-    return (req, res, next) => {
-      const route = routeOf(res);
-      const key = route && `${req.method} ${route.template}`;
-      const known = key === undefined ? undefined : kept.get(key);
-      const request = req as Request & { openapi?: Record<string, unknown> };
-      if (route && known) {
-        request.openapi = { ...known, pathParams: route.params };
-        req.params = route.params;
-        return next();
-      }
-      step(req, res, (error?: unknown) => {
-        if (key !== undefined && error === undefined && request.openapi) kept.set(key, { ...request.openapi });
-        next(error);
-      });
-    };
-  });
 }

@@ -1,6 +1,7 @@
-// The one route match of a request: every path of the document compiled once (static paths in a map,
-// templated ones as one regular expression each, most specific first), so a request is matched once,
-// by method and path, and everything later reads the result.
+// The operation a request is for, found by method and path before anything is read of its body: every
+// path of the document compiled once (static paths in a map, templated ones as one regular expression
+// each, most specific first). Its path parameters, as text, are what the parameter checks read before the
+// schema validator coerces them (http/request-validation.ts).
 import type { OpenAPIV3_1 } from "openapi-types";
 
 const METHODS = ["get", "put", "post", "delete", "patch", "head", "options"] as const;
