@@ -20,13 +20,12 @@ COPY --chown=root:root package.json package-lock.json ./
 COPY --chown=root:root generated ./generated
 COPY --chown=root:root openapi ./openapi
 COPY --chown=root:root app ./app
-COPY --chown=root:root server ./server
+COPY --chown=root:root foundation ./foundation
 COPY --chown=root:root http ./http
 COPY --chown=root:root handlers ./handlers
 COPY --chown=root:root db ./db
 COPY --chown=root:root worker ./worker
-COPY --chown=root:root scripts/admin.ts ./scripts/admin.ts
-COPY --chown=root:root scripts/admin ./scripts/admin
+COPY --chown=root:root admin ./admin
 # The code is owned by root and read-only to the service; the service runs as node (uid 1000).
 USER node
 EXPOSE 8080 9464

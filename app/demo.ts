@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { countTenants, createTenant, findUserByUsername } from "../db/principals.ts";
 import { registerUser } from "../handlers/auth/principals.ts";
-import type { Services } from "../server/services.ts";
+import type { Services } from "../foundation/services.ts";
 
 export const DEMO_USERNAME = "demo-admin";
 /** The first start's token lives this long at most (or ACCESS_TOKEN_TTL_SECONDS when that is shorter). */

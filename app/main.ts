@@ -8,11 +8,11 @@
 // Only the settings are loaded before tracing starts: when the OTEL_ settings turn it on, its
 // instrumentations must be in place before pg, express and http are loaded, so everything else is
 // imported after it (and with tracing off, no OpenTelemetry module is loaded at all).
-import { ConfigError, loadConfig, type Config } from "../server/config.ts";
-import { errorMessage } from "../server/error-message.ts";
-import { VERSION } from "../server/version.ts";
+import { ConfigError, loadConfig, type Config } from "../foundation/config.ts";
+import { errorMessage } from "../foundation/error-message.ts";
+import { VERSION } from "../foundation/version.ts";
 import type { Role, RunningService } from "./lifecycle.ts";
-import type { RunningTracing } from "../server/tracing-sdk.ts";
+import type { RunningTracing } from "../foundation/tracing-sdk.ts";
 
 function parseRole(argv: string[]): Role {
   const flag = argv.find((arg) => arg.startsWith("--role="));
@@ -43,7 +43,7 @@ async function main(): Promise<void> {
   }
   let tracing: RunningTracing | undefined;
   if (config.tracing) {
-    const { startTracing } = await import("../server/tracing-sdk.ts");
+    const { startTracing } = await import("../foundation/tracing-sdk.ts");
     tracing = await startTracing(config.tracing, {
       name: config.tracing.serviceName ?? SERVICE_NAMES[role],
       version: VERSION,
@@ -54,7 +54,7 @@ async function main(): Promise<void> {
       import("../db/database.ts"),
       import("./demo.ts"),
       import("./lifecycle.ts"),
-      import("../server/logger.ts"),
+      import("../foundation/logger.ts"),
     ]);
   const logger = createLogger({ level: config.logLevel });
   tracing?.logTo(logger);

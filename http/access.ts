@@ -3,7 +3,7 @@
 // address otherwise, with the probes, the token endpoint and partner callbacks in buckets of their own;
 // partner callbacks are also capped in flight per address (CALLBACK_CONCURRENCY_PER_ADDRESS).
 import type { NextFunction, Request, Response } from "express";
-import type { Services } from "../server/services.ts";
+import type { Services } from "../foundation/services.ts";
 import { requireBearer } from "./authentication.ts";
 import { inFlightPerAddress } from "./in-flight.ts";
 import type { OpenRoute, RateLimits } from "./rate-limit.ts";

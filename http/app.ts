@@ -3,8 +3,8 @@
 import express from "express";
 import type { Request } from "express";
 import { poolStatistics } from "../db/database.ts";
-import { requestLogger } from "../server/logger.ts";
-import type { Services } from "../server/services.ts";
+import { requestLogger } from "../foundation/logger.ts";
+import type { Services } from "../foundation/services.ts";
 import { access } from "./access.ts";
 import { apiDocsRouter } from "./api-docs.ts";
 import { cors } from "./cors.ts";
@@ -22,7 +22,7 @@ import { requestSpan } from "./request-span.ts";
 import { bodyParsing, requestValidation } from "./request-validation.ts";
 import { pipeline } from "./pipeline.ts";
 import { securityHeaders } from "./security-headers.ts";
-import { tracingIsOn } from "../server/tracing.ts";
+import { tracingIsOn } from "../foundation/tracing.ts";
 
 export { logUnexpectedError } from "./error-handler.ts";
 

@@ -5,7 +5,7 @@ import type { NextFunction, Request, Response } from "express";
 import { Passport } from "passport";
 import { Strategy as BearerStrategy } from "passport-http-bearer";
 import { ApiError } from "./errors.ts";
-import { permits, TokenRejected, type Principal, type TokenService } from "../server/auth/tokens.ts";
+import { permits, TokenRejected, type Principal, type TokenService } from "../foundation/auth/tokens.ts";
 
 const CHALLENGE = 'Bearer realm="integrator-api"';
 

@@ -8,7 +8,7 @@
 // reserve nothing and pass.
 import type { NextFunction, Request, Response } from "express";
 import { shed, type ShedLog } from "./load-shedding.ts";
-import { recordBodyBytesHeld } from "../server/metrics.ts";
+import { recordBodyBytesHeld } from "../foundation/metrics.ts";
 
 /**
  * `budgetBytes` 0 turns the bound off; `limitOf` is the route's body limit, reserved for a streamed body;

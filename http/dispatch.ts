@@ -4,7 +4,7 @@
 import type { NextFunction, Request, Response } from "express";
 import { OpenAPIBackend, type Context, type Request as OpenApiRequest } from "openapi-backend";
 import { loadDocument } from "./openapi-document.ts";
-import type { Services } from "../server/services.ts";
+import type { Services } from "../foundation/services.ts";
 import { ApiError } from "./errors.ts";
 import type { HandlerTable, OperationId, PathOf, QueryOf, Reply, RequestBody } from "./operations.ts";
 import { requestIdOf } from "./request-context.ts";

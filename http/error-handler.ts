@@ -4,8 +4,8 @@
 // 500 envelope (logged, never with a stack trace in the body).
 import type { NextFunction, Request, Response } from "express";
 import { isDatabaseUnavailable } from "../db/database.ts";
-import { errorMessage } from "../server/error-message.ts";
-import type { Logger } from "../server/logger.ts";
+import { errorMessage } from "../foundation/error-message.ts";
+import type { Logger } from "../foundation/logger.ts";
 import { ApiError, envelope, OAuthError, sendApiError, sendOAuthError } from "./errors.ts";
 import { operationOf, requestIdOf } from "./request-context.ts";
 import { BODY_LIMIT, BODY_LIMIT_BYTES, parameterIssuesOf } from "./request-validation.ts";

@@ -4,12 +4,12 @@
 // the look-up of its remembered response, the work and the response remembered with it. A concurrent
 // duplicate sees IDEMPOTENCY_IN_PROGRESS, a crash releases the key, and the remembered response exists
 // exactly when the work it describes does. A finished response is also kept in this process's memory
-// (server/replay-memory.ts) until shortly before it expires, and its replays are answered from there.
+// (foundation/replay-memory.ts) until shortly before it expires, and its replays are answered from there.
 // `idempotent` is the one wrapper the two keyed operations call; everything else here serves it.
-import { canonicalJsonHash } from "../server/canonical-json.ts";
+import { canonicalJsonHash } from "../foundation/canonical-json.ts";
 import { ApiError } from "./errors.ts";
-import type { Services } from "../server/services.ts";
-import { recordIdempotentReplay } from "../server/metrics.ts";
+import type { Services } from "../foundation/services.ts";
+import { recordIdempotentReplay } from "../foundation/metrics.ts";
 import { findRemembered, type KeyedOutcome, type KeyedWrite, type RememberedResponse } from "../db/idempotency.ts";
 
 export interface IdempotencyScope {

@@ -3,7 +3,7 @@
 // to check). A request holds its slot from its first byte until its answer is sent or its connection
 // closes; one beyond the limit is 429 RATE_LIMITED with Retry-After at once, before its body is read.
 import type { NextFunction, Request, Response } from "express";
-import { recordRateLimited } from "../server/metrics.ts";
+import { recordRateLimited } from "../foundation/metrics.ts";
 import { ApiError } from "./errors.ts";
 import { addressKey } from "./rate-limit.ts";
 

@@ -9,8 +9,8 @@
 import { monitorEventLoopDelay, performance, type ELDHistogram } from "node:perf_hooks";
 import type { NextFunction, Request, Response } from "express";
 import { ApiError } from "./errors.ts";
-import type { Logger } from "../server/logger.ts";
-import { recordShedRequest } from "../server/metrics.ts";
+import type { Logger } from "../foundation/logger.ts";
+import { recordShedRequest } from "../foundation/metrics.ts";
 
 const SAMPLE_INTERVAL_MS = 500;
 const HISTOGRAM_RESOLUTION_MS = 10;

@@ -2,8 +2,8 @@
 // input and can only return a status and body that O declares.
 import type { IncomingHttpHeaders } from "node:http";
 import type { operations } from "../generated/openapi.ts";
-import type { Principal } from "../server/auth/tokens.ts";
-import type { Services } from "../server/services.ts";
+import type { Principal } from "../foundation/auth/tokens.ts";
+import type { Services } from "../foundation/services.ts";
 
 /** Operations the service serves: the document's path operations (webhook operations' ids start with `webhook`). */
 export type OperationId = Exclude<keyof operations, `webhook${string}`>;

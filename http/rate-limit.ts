@@ -27,11 +27,11 @@ import {
   RateLimiterRes,
   type RateLimiterAbstract,
 } from "rate-limiter-flexible";
-import type { Principal } from "../server/auth/tokens.ts";
+import type { Principal } from "../foundation/auth/tokens.ts";
 import { ApiError } from "./errors.ts";
-import type { Logger } from "../server/logger.ts";
-import { recordRateLimited } from "../server/metrics.ts";
-import type { Services } from "../server/services.ts";
+import type { Logger } from "../foundation/logger.ts";
+import { recordRateLimited } from "../foundation/metrics.ts";
+import type { Services } from "../foundation/services.ts";
 
 export type RateLimitScope =
   "principal" | "forbidden" | "unauthenticated" | "token" | "callback" | "unmatched" | "address" | "probe";

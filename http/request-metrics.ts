@@ -1,7 +1,7 @@
 // One duration observation per request, by operationId, method and status ("aborted" when the client
 // went away first), taken when the answer finished or the connection closed, whichever comes first.
 import type { NextFunction, Request, Response } from "express";
-import { observeRequest } from "../server/metrics.ts";
+import { observeRequest } from "../foundation/metrics.ts";
 import { operationOf } from "./request-context.ts";
 
 export function requestMetrics() {

@@ -2,7 +2,7 @@
 // its route (the document's path template, also the span's name: `POST /v1/intake/submit`), operationId,
 // request id and the caller's tenant. With tracing off this step is not in the pipeline at all.
 import type { NextFunction, Request, Response } from "express";
-import { requestSpanDescriber } from "../server/tracing.ts";
+import { requestSpanDescriber } from "../foundation/tracing.ts";
 import { operationOf, requestIdOf, routeOf } from "./request-context.ts";
 
 export function requestSpan() {

@@ -1,10 +1,10 @@
-// The headers every response of a JSON API conventionally carries (SECURITY_HEADERS, server/security-headers.ts
+// The headers every response of a JSON API conventionally carries (SECURITY_HEADERS, foundation/security-headers.ts
 // says what each is for), set in one place before anything else can answer (errors, 404s and 429s
 // included). They are set first and plain res.setHeader replaces them, so a route that serves a page (such
 // as a documentation or portal page) sets its own Content-Security-Policy and framing policy in its handler,
 // or lists its own values here through `overrides`.
 import type { NextFunction, Request, Response } from "express";
-import { SECURITY_HEADERS } from "../server/security-headers.ts";
+import { SECURITY_HEADERS } from "../foundation/security-headers.ts";
 
 /** A path prefix whose responses get other values for some of the headers (e.g. an HTML page's CSP). */
 export interface SecurityHeaderOverride {

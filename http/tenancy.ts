@@ -1,6 +1,6 @@
 // The tenant an operation acts on: the token's own, or (for platform_admin only) the one named by
 // the tenant_id query parameter (docs/decisions.md §2).
-import type { Principal } from "../server/auth/tokens.ts";
+import type { Principal } from "../foundation/auth/tokens.ts";
 import { ApiError } from "./errors.ts";
 
 export function effectiveTenant(principal: Principal, requested: string | undefined): string {

@@ -1,7 +1,7 @@
 // Maps express-openapi-validator's errors to FastAPI's 422 shape with pydantic v2 type names, or to the
 // coded answer an operation or parameter declares with the `x-validation-error` extension.
 import type { Request } from "express";
-import { depthOf, parseMarkingInexactIntegers, unrepresentablePaths } from "../server/json-limits.ts";
+import { depthOf, parseMarkingInexactIntegers, unrepresentablePaths } from "../foundation/json-limits.ts";
 import { instantOf } from "../db/timestamps.ts";
 import { decodePointerSegment } from "./openapi-document.ts";
 

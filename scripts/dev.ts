@@ -4,7 +4,7 @@
 // and field or its file and line, and then the service restarts on the new document:
 //   openapi/openapi.yaml                      generate, Redocly lint, typecheck, restart
 //   portal/, openapi/package/src/             generate (the portal bundle), restart
-//   app/ server/ http/ handlers/ db/ worker/  restart
+//   app/ foundation/ http/ handlers/ db/ worker/  restart
 //   generated/ (written by something else)    restart
 // A document that does not generate leaves the running service as it is. Responses are validated against
 // the document (VALIDATE_RESPONSES defaults to true here), so a handler that no longer matches an edited
@@ -26,9 +26,9 @@ const OWN_WRITES_MS = 1000;
 /** How long a stopping service may take before it is killed. */
 const STOP_GRACE_MS = 30_000;
 
-const CODE_FOLDERS = ["app/", "server/", "http/", "handlers/", "db/", "worker/", "generated/"];
+const CODE_FOLDERS = ["app/", "foundation/", "http/", "handlers/", "db/", "worker/", "generated/"];
 const PORTAL_FOLDERS = ["portal/", "openapi/package/src/"];
-const WATCHED = ["openapi", "portal", "app", "server", "http", "handlers", "db", "worker", "generated"];
+const WATCHED = ["openapi", "portal", "app", "admin", "foundation", "http", "handlers", "db", "worker", "generated"];
 
 function say(message: string): void {
   process.stdout.write(`[dev] ${message}\n`);

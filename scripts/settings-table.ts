@@ -1,6 +1,6 @@
-// The settings table of docs/operating.md, from server/config.ts: `npm run generate` writes it between the
+// The settings table of docs/operating.md, from foundation/config.ts: `npm run generate` writes it between the
 // markers (and `-- --check` fails while it is stale); run alone, this prints it.
-import { SETTINGS } from "../server/config.ts";
+import { SETTINGS } from "../foundation/config.ts";
 
 export function settingsTable(): string {
   const rows = Object.entries(SETTINGS).map(([name, spec]) => {

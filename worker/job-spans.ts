@@ -3,7 +3,7 @@
 // (the statement that queued it, in the API or a previous attempt), else the root of a new trace.
 import type { Task } from "graphile-worker";
 import type { JobName } from "../db/jobs.ts";
-import { carriedTraceContext, inSpan } from "../server/tracing.ts";
+import { carriedTraceContext, inSpan } from "../foundation/tracing.ts";
 
 export function traced<N extends JobName>(name: N, task: Task<N>): Task<N> {
   return (payload, helpers) => {

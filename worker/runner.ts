@@ -15,8 +15,8 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as pause } from "node:timers/promises";
 import type { Notification } from "pg";
 import { Logger as GraphileLogger, run, runMigrations, type Runner, type TaskList } from "graphile-worker";
-import type { Services } from "../server/services.ts";
-import type { Logger } from "../server/logger.ts";
+import type { Services } from "../foundation/services.ts";
+import type { Logger } from "../foundation/logger.ts";
 import {
   pruneHeartbeats,
   recordHeartbeat,
@@ -29,7 +29,7 @@ import { TenantSlots } from "./fairness.ts";
 import { WakeUps } from "./pacing.ts";
 import { taskList } from "./tasks/index.ts";
 import { crontab } from "./crontab.ts";
-import { errorMessage } from "../server/error-message.ts";
+import { errorMessage } from "../foundation/error-message.ts";
 
 const HEARTBEAT_INTERVAL_MS = 10_000;
 

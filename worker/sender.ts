@@ -20,10 +20,10 @@ import {
   parseIpLiteral,
   type PortRanges,
   type UrlVerdict,
-} from "../server/url-safety.ts";
+} from "../foundation/url-safety.ts";
 import { boundedMemo } from "./memo.ts";
-import type { Config } from "../server/config.ts";
-import { errorMessage } from "../server/error-message.ts";
+import type { Config } from "../foundation/config.ts";
+import { errorMessage } from "../foundation/error-message.ts";
 import type { AttemptErrorClass } from "../db/webhooks.ts";
 
 /** The most of an answer's body kept (and read): its first 4 KiB. */

@@ -8,10 +8,10 @@
 // - Standard Webhooks (https://www.standardwebhooks.com): webhook-id (the event's id, `evt_…`, the same on
 //   every retry and resend of the event), webhook-timestamp (unix seconds of this attempt) and webhook-signature, `v1,<base64
 //   HMAC-SHA256 of "id.timestamp.body">`, entries separated by spaces. The key is the 32 bytes the
-//   secret encodes after `whsec_` (server/signing.ts webhookSecretKey): standard base64 for secrets made
+//   secret encodes after `whsec_` (foundation/signing.ts webhookSecretKey): standard base64 for secrets made
 //   now, which Standard Webhooks libraries take as shown; base64url for older ones.
 import { createHmac, createSecretKey, type KeyObject } from "node:crypto";
-import { hmacSha256Hex, webhookSecretKey } from "../server/signing.ts";
+import { hmacSha256Hex, webhookSecretKey } from "../foundation/signing.ts";
 import { boundedMemo } from "./memo.ts";
 
 export const SIGNATURE_HEADER = "X-Service-Review-Signature";

@@ -3,7 +3,7 @@
 import { randomBytes } from "node:crypto";
 import type { Knex } from "knex";
 import { insertClient, insertUser, type ClientRecord, type UserRecord } from "../../db/principals.ts";
-import { hashSecret } from "../../server/auth/passwords.ts";
+import { hashSecret } from "../../foundation/auth/passwords.ts";
 
 export async function registerUser(
   db: Knex,

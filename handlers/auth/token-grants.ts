@@ -6,11 +6,11 @@
 // wait, 503 at once. Disabled users and clients get no token.
 import type { components } from "../../generated/openapi.ts";
 import { ApiError, OAuthError } from "../../http/errors.ts";
-import type { Services } from "../../server/services.ts";
+import type { Services } from "../../foundation/services.ts";
 import { findClient, findUserByUsername } from "../../db/principals.ts";
-import { DUMMY_HASH, HashingBusy } from "../../server/auth/passwords.ts";
+import { DUMMY_HASH, HashingBusy } from "../../foundation/auth/passwords.ts";
 import { clearLoginFailures, purgeOldLoginFailures, reserveLoginAttempt } from "../../db/login-failures.ts";
-import { recordRateLimited } from "../../server/metrics.ts";
+import { recordRateLimited } from "../../foundation/metrics.ts";
 
 /** Seconds a client is asked to wait when every secret-check slot is taken. */
 const HASHING_RETRY_AFTER_SECONDS = 1;

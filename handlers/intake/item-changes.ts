@@ -1,7 +1,7 @@
 // The status moves an operator (or the document pipeline) makes to an accepted item, each in one
 // transaction with the submission's derived totals and the document.* events it causes.
 import type { Knex } from "knex";
-import type { Services } from "../../server/services.ts";
+import type { Services } from "../../foundation/services.ts";
 import { emitEvent } from "../../db/events.ts";
 import { isUuid } from "../../db/ids.ts";
 import {
@@ -14,7 +14,7 @@ import {
   type SubmissionRow,
 } from "../../db/intake.ts";
 
-import { ChangeRefused } from "../../server/refusals.ts";
+import { ChangeRefused } from "../../foundation/refusals.ts";
 import { aggregate } from "./submission-status.ts";
 
 /** Item moves an operator (or the document pipeline) may make; rejected is final at intake. */

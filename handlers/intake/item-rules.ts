@@ -1,9 +1,9 @@
 // The item rules checked after the schema (docs/decisions.md §4): item_metadata's size and depth
 // limits (a 422 for the whole request) and the service rules that reject one item only.
 import type { components } from "../../generated/openapi.ts";
-import type { Config } from "../../server/config.ts";
+import type { Config } from "../../foundation/config.ts";
 import { valueError, type ValidationIssue } from "../../http/validation.ts";
-import { depthOf } from "../../server/json-limits.ts";
+import { depthOf } from "../../foundation/json-limits.ts";
 
 export const METADATA_MAX_BYTES = 16 * 1024;
 export const METADATA_MAX_DEPTH = 5;

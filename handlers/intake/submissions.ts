@@ -1,10 +1,10 @@
 // Registering review work: the one-statement write (submission, items, audit action, webhook event;
 // with an Idempotency-Key also the remembered response, in one transaction) and reading a submission back.
-import type { Principal } from "../../server/auth/tokens.ts";
+import type { Principal } from "../../foundation/auth/tokens.ts";
 import { ApiError, notFound } from "../../http/errors.ts";
 import { idempotent, type IdempotentOutcome } from "../../http/idempotency.ts";
-import type { Services } from "../../server/services.ts";
-import { currentTraceCarrier, inSpan } from "../../server/tracing.ts";
+import type { Services } from "../../foundation/services.ts";
+import { currentTraceCarrier, inSpan } from "../../foundation/tracing.ts";
 import { RequestValidationError } from "../../http/validation.ts";
 import { isUuid } from "../../db/ids.ts";
 import {

@@ -4,12 +4,12 @@
 // (body parsing), its payload's depth and keys (here, before any serialisation), the callbacks in
 // flight per client address (http/in-flight.ts), and the payload is walked and sorted once.
 import { createHash, randomBytes } from "node:crypto";
-import { asciiEscaped, canonicalJson } from "../../server/canonical-json.ts";
+import { asciiEscaped, canonicalJson } from "../../foundation/canonical-json.ts";
 import { ApiError } from "../../http/errors.ts";
 import { isUuid } from "../../db/ids.ts";
-import { shapeExcess } from "../../server/json-limits.ts";
-import type { Services } from "../../server/services.ts";
-import { hmacSha256Hex, signaturesEqual } from "../../server/signing.ts";
+import { shapeExcess } from "../../foundation/json-limits.ts";
+import type { Services } from "../../foundation/services.ts";
+import { hmacSha256Hex, signaturesEqual } from "../../foundation/signing.ts";
 import { RequestValidationError, valueError } from "../../http/validation.ts";
 import { recordAudit } from "../../db/audit.ts";
 import { findPartnerAccess, insertCallbackOnce } from "../../db/partners.ts";

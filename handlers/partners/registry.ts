@@ -1,7 +1,7 @@
 // The partner registry the admin CLI changes: registering a partner (with its callback secret),
 // entitling tenants, pausing and resuming.
 import { randomBytes } from "node:crypto";
-import type { Services } from "../../server/services.ts";
+import type { Services } from "../../foundation/services.ts";
 import {
   entitleTenant,
   findPartner,
@@ -10,9 +10,9 @@ import {
   type PartnerRecord,
   type PartnerStatus,
 } from "../../db/partners.ts";
-import { checkUrl } from "../../server/url-safety.ts";
-import { ChangeRefused } from "../../server/refusals.ts";
-import { PORTAL_AUDIENCE } from "../../server/auth/tokens.ts";
+import { checkUrl } from "../../foundation/url-safety.ts";
+import { ChangeRefused } from "../../foundation/refusals.ts";
+import { PORTAL_AUDIENCE } from "../../foundation/auth/tokens.ts";
 
 export const PARTNER_KEY = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 /**

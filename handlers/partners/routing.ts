@@ -2,11 +2,11 @@
 // routed with a signed assertion or denied with a reason, recorded with its audit action.
 import { randomUUID } from "node:crypto";
 import type { components } from "../../generated/openapi.ts";
-import type { Principal } from "../../server/auth/tokens.ts";
+import type { Principal } from "../../foundation/auth/tokens.ts";
 import { ApiError } from "../../http/errors.ts";
 import { uuidV7 } from "../../db/ids.ts";
 import { idempotent, type IdempotentOutcome } from "../../http/idempotency.ts";
-import type { Services } from "../../server/services.ts";
+import type { Services } from "../../foundation/services.ts";
 import { RequestValidationError, valueError, type ValidationIssue } from "../../http/validation.ts";
 import {
   findPartnerAccess,
@@ -17,7 +17,7 @@ import {
   type PartnerAccess,
   type PartnerRecord,
 } from "../../db/partners.ts";
-import { checkUrl } from "../../server/url-safety.ts";
+import { checkUrl } from "../../foundation/url-safety.ts";
 import { rfc3339 } from "../../db/timestamps.ts";
 
 export type RoutingDecision = components["schemas"]["RoutingDecisionResponse"];

@@ -6,8 +6,8 @@
 import { pendingMigrations, pingDatabase } from "../../db/database.ts";
 import { oldestDueJobAge } from "../../db/job-queue.ts";
 import { lockedJobCounts, workerLiveness } from "../../db/worker-heartbeats.ts";
-import { withTimeout } from "../../server/timeouts.ts";
-import type { Services } from "../../server/services.ts";
+import { withTimeout } from "../../foundation/timeouts.ts";
+import type { Services } from "../../foundation/services.ts";
 import { rfc3339OrNull } from "../../db/timestamps.ts";
 
 export type CheckStatus = "healthy" | "degraded" | "unhealthy";

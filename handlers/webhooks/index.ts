@@ -2,10 +2,10 @@
 // Every change is an audit action written in the change's own transaction, with the caller's subject as
 // actor (`portal:<subject>` through a portal link) and the ids it touched.
 import type { Knex } from "knex";
-import { newWebhookSecret } from "../../server/signing.ts";
+import { newWebhookSecret } from "../../foundation/signing.ts";
 import { ApiError, notFound } from "../../http/errors.ts";
 import { principalOf, type OperationHandler } from "../../http/operations.ts";
-import { checkWebhookUrl } from "../../server/url-safety.ts";
+import { checkWebhookUrl } from "../../foundation/url-safety.ts";
 import { RequestValidationError, valueError } from "../../http/validation.ts";
 import {
   changeSubscription,
@@ -31,9 +31,9 @@ import { examplePayload } from "./example-events.ts";
 import { uuidV7 } from "../../db/ids.ts";
 import { eventIdOf, eventUuidOf } from "../../db/events.ts";
 import { recordAudit } from "../../db/audit.ts";
-import type { Principal } from "../../server/auth/tokens.ts";
+import type { Principal } from "../../foundation/auth/tokens.ts";
 import type { EventSelector } from "../../db/events.ts";
-import type { Services } from "../../server/services.ts";
+import type { Services } from "../../foundation/services.ts";
 
 const DEFAULT_DELIVERIES_LIMIT = 50;
 const MANUAL_SENDS_WINDOW_SECONDS = 60;

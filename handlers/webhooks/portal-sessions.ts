@@ -3,7 +3,7 @@
 // refresh retires the credential it was given (db/portal-credentials.ts): one chain of credentials per link.
 import { effectiveTenant } from "../../http/tenancy.ts";
 import { ApiError, notFound } from "../../http/errors.ts";
-import { PORTAL_SESSION_MAX_AGE_SECONDS, PORTAL_SUBJECT_PREFIX } from "../../server/auth/tokens.ts";
+import { PORTAL_SESSION_MAX_AGE_SECONDS, PORTAL_SUBJECT_PREFIX } from "../../foundation/auth/tokens.ts";
 import { principalOf, type OperationHandler } from "../../http/operations.ts";
 import { recordAudit } from "../../db/audit.ts";
 import { retirePortalCredential } from "../../db/portal-credentials.ts";

@@ -11,7 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { buildServices, migrateAll } from "../../app/lifecycle.ts";
-import { loadConfig } from "../../server/config.ts";
+import { loadConfig } from "../../foundation/config.ts";
 import { createDatabase, startEmbeddedPostgres } from "../../db/database.ts";
 import { freePort } from "../throwaway-postgres.ts";
 import { emitEvent } from "../../db/events.ts";

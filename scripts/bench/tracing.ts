@@ -4,9 +4,9 @@
 // (as app/main.ts does for the service). The OTEL_ settings of the environment apply (protocol, sampler,
 // batch delay), except the endpoint, which is the sink's.
 import { spawn } from "node:child_process";
-import { loadConfig } from "../../server/config.ts";
-import { startTracing } from "../../server/tracing-sdk.ts";
-import { VERSION } from "../../server/version.ts";
+import { loadConfig } from "../../foundation/config.ts";
+import { startTracing } from "../../foundation/tracing-sdk.ts";
+import { VERSION } from "../../foundation/version.ts";
 
 const SINK = `
 const http = require("node:http");

@@ -1,5 +1,5 @@
 // npm run bench:webhooks — a benchmark, not a test. On a throwaway embedded PostgreSQL, the real worker
-// (deliver_webhook, the settings of server/config.ts) delivers to a local HTTPS receiver (test CA made
+// (deliver_webhook, the settings of foundation/config.ts) delivers to a local HTTPS receiver (test CA made
 // with openssl). Its floor is graphile-worker itself on the same runner: jobs that do nothing. Rounds
 // alternate a floor segment (N no-op jobs queued at once) and a delivery segment (N deliveries' worth of
 // intake.submitted events queued at once, at fan-out 1 or 100), so the figure that counts is the ratio
@@ -21,7 +21,7 @@
 //   npm run bench:webhooks -- --db-connections   also the most connections the worker's pools held open and
 //                                                busy at once (scripts/bench/connections.ts)
 import { randomBytes, randomUUID } from "node:crypto";
-import { newWebhookSecret } from "../../server/signing.ts";
+import { newWebhookSecret } from "../../foundation/signing.ts";
 import { cpuProfiler } from "./profile.ts";
 import { STATEMENT_SETTINGS, statementProfile } from "./statements.ts";
 import { cpuMeter, cpuText, meanCpu, type CpuPerOperation } from "./cpu.ts";
@@ -31,17 +31,17 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { buildServices, migrateAll } from "../../app/lifecycle.ts";
-import { loadConfig } from "../../server/config.ts";
+import { loadConfig } from "../../foundation/config.ts";
 import { createDatabase, startEmbeddedPostgres } from "../../db/database.ts";
 import { freePort } from "../throwaway-postgres.ts";
 import { emitEvent } from "../../db/events.ts";
-import type { Services } from "../../server/services.ts";
+import type { Services } from "../../foundation/services.ts";
 import { createTenant } from "../../db/principals.ts";
 import { createSubscription } from "../../db/webhooks.ts";
 import { startWorker } from "../../worker/runner.ts";
 import { fairnessBenchmark } from "./fairness.ts";
 import { sendSettings, sendWebhook } from "../../worker/sender.ts";
-import { canonicalJson } from "../../server/canonical-json.ts";
+import { canonicalJson } from "../../foundation/canonical-json.ts";
 import { taskList } from "../../worker/tasks/index.ts";
 import { deliveryHeaders } from "../../worker/tasks/deliver_webhook.ts";
 import { makeTestCa, startReceiver } from "../../test/helpers/https-receiver.ts";

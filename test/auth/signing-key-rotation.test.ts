@@ -12,7 +12,7 @@ import {
   pollWithToken,
   tokenRequest,
 } from "../helpers/server.ts";
-import { adminCommands } from "../../scripts/admin/commands.ts";
+import { adminCommands } from "../../admin/commands.ts";
 import { registerClient } from "../../handlers/auth/principals.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { SERVICE_AUDIT_TENANT_ID } from "../../db/audit.ts";

@@ -4,7 +4,7 @@
 // one is replay-safe.
 import fs from "node:fs";
 import path from "node:path";
-import { newWebhookSecret } from "../../server/signing.ts";
+import { newWebhookSecret } from "../../foundation/signing.ts";
 import t from "tap";
 import { Webhook } from "standardwebhooks";
 import { loadDocument } from "../../http/openapi-document.ts";

@@ -19,7 +19,7 @@ import {
 import { registerClient } from "../../handlers/auth/principals.ts";
 import { disableClient } from "../../db/principals.ts";
 import { loadDocument } from "../../http/openapi-document.ts";
-import { newWebhookSecret } from "../../server/signing.ts";
+import { newWebhookSecret } from "../../foundation/signing.ts";
 import { signatureHeaders } from "../../worker/signatures.ts";
 import { createTestTenant, createTestUser, startTestServer, type TestServer } from "../helpers/server.ts";
 import { createTestPartner } from "../helpers/partners.ts";

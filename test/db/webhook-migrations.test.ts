@@ -10,7 +10,7 @@ import { migrationSource } from "../../db/migrations/index.ts";
 import { createTenant } from "../../db/principals.ts";
 import { createTestDatabase } from "../helpers/database.ts";
 import { deliveryJobs } from "../helpers/webhooks.ts";
-import { canonicalWebhookUrl } from "../../server/url-safety.ts";
+import { canonicalWebhookUrl } from "../../foundation/url-safety.ts";
 
 /**
  * A database of its own, rolled back to the state before `migration` (the template is fully migrated);

@@ -1,4 +1,4 @@
-// Runs the real admin CLI (`node scripts/admin.ts ...`) against a test server's database.
+// Runs the real admin CLI (`node admin/main.ts ...`) against a test server's database.
 import { spawn } from "node:child_process";
 import type { TestServer } from "./server.ts";
 
@@ -8,7 +8,7 @@ export function runAdminCli(
   options: { stdin?: string } = {},
 ): Promise<{ code: number | null; stdout: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["scripts/admin.ts", ...args], {
+    const child = spawn(process.execPath, ["admin/main.ts", ...args], {
       env: { ...process.env, ...server.env },
       stdio: ["pipe", "pipe", "inherit"],
     });

@@ -1,9 +1,9 @@
 // Partners for tests: registered through the same code as `npm run admin -- partner:create`, and
 // callbacks signed the way the contract describes.
 import { randomBytes } from "node:crypto";
-import type { Services } from "../../server/services.ts";
-import { canonicalJson } from "../../server/canonical-json.ts";
-import { hmacSha256Hex } from "../../server/signing.ts";
+import type { Services } from "../../foundation/services.ts";
+import { canonicalJson } from "../../foundation/canonical-json.ts";
+import { hmacSha256Hex } from "../../foundation/signing.ts";
 import { entitlePartner, registerPartner } from "../../handlers/partners/registry.ts";
 
 export interface TestPartner {

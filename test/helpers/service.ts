@@ -2,9 +2,9 @@
 // and data directory, listening on a free port, stopped when the test ends.
 import { randomBytes } from "node:crypto";
 import type { Test } from "tap";
-import { loadConfig } from "../../server/config.ts";
+import { loadConfig } from "../../foundation/config.ts";
 import { startService, type RunningService } from "../../app/lifecycle.ts";
-import { createLogger } from "../../server/logger.ts";
+import { createLogger } from "../../foundation/logger.ts";
 import { createTestDatabase } from "./database.ts";
 import { tempDir } from "./temp-dir.ts";
 

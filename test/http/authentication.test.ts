@@ -6,7 +6,7 @@ import express, { type Request } from "express";
 import t, { type Test } from "tap";
 import { serveOnLoopback } from "../helpers/loopback.ts";
 import { requireBearer } from "../../http/authentication.ts";
-import { TokenRejected, type Principal, type TokenService } from "../../server/auth/tokens.ts";
+import { TokenRejected, type Principal, type TokenService } from "../../foundation/auth/tokens.ts";
 
 const PRINCIPAL: Principal = {
   subject: "client-1",

@@ -4,7 +4,7 @@
 // held body's answer is sent, the refused one is served.
 import http from "node:http";
 import t from "tap";
-import { processRegistry } from "../../server/metrics.ts";
+import { processRegistry } from "../../foundation/metrics.ts";
 import { createTestTenant, startTestServer } from "../helpers/server.ts";
 import { waitFor } from "../helpers/wait.ts";
 

@@ -3,7 +3,7 @@
 // headers an integrator reads.
 import t from "tap";
 import { createTestTenant, startTestServer } from "../helpers/server.ts";
-import { loadConfig } from "../../server/config.ts";
+import { loadConfig } from "../../foundation/config.ts";
 
 const APP = "https://app.example.com";
 

@@ -9,8 +9,8 @@ import { serveOnLoopback } from "../helpers/loopback.ts";
 import { dispatch, operationBackend } from "../../http/dispatch.ts";
 import { ApiError, sendApiError } from "../../http/errors.ts";
 import type { Call, HandlerTable } from "../../http/operations.ts";
-import type { Principal } from "../../server/auth/tokens.ts";
-import type { Services } from "../../server/services.ts";
+import type { Principal } from "../../foundation/auth/tokens.ts";
+import type { Services } from "../../foundation/services.ts";
 
 const PRINCIPAL: Principal = {
   subject: "client-1",

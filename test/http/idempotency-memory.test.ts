@@ -1,5 +1,5 @@
 // Replays of finished Idempotency-Key calls are answered from the API process's memory
-// (server/replay-memory.ts): shown from outside by holding an ACCESS EXCLUSIVE lock on
+// (foundation/replay-memory.ts): shown from outside by holding an ACCESS EXCLUSIVE lock on
 // integrator.idempotency_keys, which stops any statement that reads the keys until it is released. A
 // replay answered while the lock is held touched no key in the database.
 import t, { type Test } from "tap";

@@ -5,7 +5,7 @@ import { Writable } from "node:stream";
 import t, { type Test } from "tap";
 import { poolStatistics } from "../../db/database.ts";
 import { ShedLog } from "../../http/load-shedding.ts";
-import { createLogger } from "../../server/logger.ts";
+import { createLogger } from "../../foundation/logger.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 import { waitFor } from "../helpers/wait.ts";
 

@@ -3,8 +3,8 @@
 import t from "tap";
 import { runAdminCli } from "../helpers/admin-cli.ts";
 import { createTestTenant, startTestServer } from "../helpers/server.ts";
-import { adminCommands } from "../../scripts/admin/commands.ts";
-import type { Services } from "../../server/services.ts";
+import { adminCommands } from "../../admin/commands.ts";
+import type { Services } from "../../foundation/services.ts";
 import type { components } from "../../generated/openapi.ts";
 
 const pdf = { filename: "contract.pdf", file_size: 48213, mime_type: "application/pdf" };

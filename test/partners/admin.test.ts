@@ -4,8 +4,8 @@ import t from "tap";
 import { runAdminCli } from "../helpers/admin-cli.ts";
 import { createTestTenant, startTestServer } from "../helpers/server.ts";
 import { signCallback } from "../helpers/partners.ts";
-import { adminCommands } from "../../scripts/admin/commands.ts";
-import type { Services } from "../../server/services.ts";
+import { adminCommands } from "../../admin/commands.ts";
+import type { Services } from "../../foundation/services.ts";
 
 const run = (services: Services, command: string, flags: Record<string, string>) =>
   (adminCommands[command] as (typeof adminCommands)[string]).run(services, flags);

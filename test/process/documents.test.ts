@@ -1,4 +1,4 @@
-// The documents say what the code does: the settings table of docs/operating.md is the one server/config.ts
+// The documents say what the code does: the settings table of docs/operating.md is the one foundation/config.ts
 // declares (npm run generate rewrites it), docs/integrating.md lists the default MIME types, every
 // relative link names a file (and heading) of the repository, every citation of docs/decisions.md in the
 // code names one of its sections, and nothing cites an issue tracker the repository does not hold.
@@ -61,7 +61,7 @@ function anchors(markdown: string): Set<string> {
 }
 
 t.test(
-  "docs/operating.md lists every setting with its default and meaning, as server/config.ts declares them",
+  "docs/operating.md lists every setting with its default and meaning, as foundation/config.ts declares them",
   async (t) => {
     const document = fs.readFileSync(SETTINGS_DOCUMENT, "utf8");
     t.equal(document, withSettingsTable(document), "run `npm run generate` after changing a setting");
@@ -70,7 +70,7 @@ t.test(
 );
 
 t.test("docs/integrating.md shows the default MIME list intake accepts", async (t) => {
-  const { DEFAULT_MIME_TYPES } = await import("../../server/config.ts");
+  const { DEFAULT_MIME_TYPES } = await import("../../foundation/config.ts");
   const guide = read("docs/integrating.md");
   for (const type of DEFAULT_MIME_TYPES) t.match(guide, `\`${type}\``, type);
 });

@@ -2,7 +2,7 @@
 // passwords, secrets and signatures never appear in any line.
 import { randomUUID } from "node:crypto";
 import t from "tap";
-import { createLogger, REDACTED, safeUrl } from "../../server/logger.ts";
+import { createLogger, REDACTED, safeUrl } from "../../foundation/logger.ts";
 import type { HandlerTable } from "../../http/operations.ts";
 import { handlers } from "../../handlers/index.ts";
 import { createTestTenant, createTestUser, startTestServer } from "../helpers/server.ts";

@@ -3,7 +3,7 @@
 // headers and holds no request longer than the API's request timeouts.
 import net from "node:net";
 import t from "tap";
-import { recordDeliveryOutcome, startMetricsServer } from "../../server/metrics.ts";
+import { recordDeliveryOutcome, startMetricsServer } from "../../foundation/metrics.ts";
 import { createTestTenant, startReplica, startTestServer } from "../helpers/server.ts";
 
 /** The value of one sample line, e.g. sample(text, 'integrator_job_queue_depth{state="due"}'). */

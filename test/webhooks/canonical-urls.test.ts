@@ -1,5 +1,5 @@
 // One subscription per URL, whatever its spelling: a subscription's URL is stored and answered in its
-// canonical form (canonicalWebhookUrl in server/url-safety.ts), so another spelling of an existing URL is
+// canonical form (canonicalWebhookUrl in foundation/url-safety.ts), so another spelling of an existing URL is
 // 409 WEBHOOK_SUBSCRIPTION_DUPLICATE_URL; a fragment, never sent to an endpoint, is refused with 422.
 import t from "tap";
 import { createTestTenant, startTestServer } from "../helpers/server.ts";

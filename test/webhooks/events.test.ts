@@ -5,7 +5,7 @@ import t from "tap";
 import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "../helpers/server.ts";
 import { documentedKinds, webhookSchemaErrors } from "../helpers/webhook-schemas.ts";
 import { emitEvent, EVENT_KINDS, type EventDataByKind, type EventKind } from "../../db/events.ts";
-import { adminCommands, UsageError } from "../../scripts/admin/commands.ts";
+import { adminCommands, UsageError } from "../../admin/commands.ts";
 import { createSubscription } from "../../db/webhooks.ts";
 import { jobsOfDelivery } from "../helpers/webhooks.ts";
 

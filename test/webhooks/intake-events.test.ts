@@ -2,8 +2,8 @@
 // attempt through the API; replays emit nothing; document moves emit document events.
 import { createHmac } from "node:crypto";
 import t from "tap";
-import { adminCommands } from "../../scripts/admin/commands.ts";
-import { processRegistry } from "../../server/metrics.ts";
+import { adminCommands } from "../../admin/commands.ts";
+import { processRegistry } from "../../foundation/metrics.ts";
 import { startWebhookRig, testCa } from "../helpers/webhooks.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { webhookSchemaErrors } from "../helpers/webhook-schemas.ts";

@@ -6,8 +6,8 @@
 import t from "tap";
 import { Webhook } from "standardwebhooks";
 import { emitEvent } from "../../db/events.ts";
-import { hmacSha256Hex } from "../../server/signing.ts";
-import { canonicalJson } from "../../server/canonical-json.ts";
+import { hmacSha256Hex } from "../../foundation/signing.ts";
+import { canonicalJson } from "../../foundation/canonical-json.ts";
 import { EVENT_KINDS } from "../../db/events.ts";
 import type { DeliveryView } from "../../db/webhooks.ts";
 import type { ReceivedRequest } from "../helpers/https-receiver.ts";

@@ -11,7 +11,7 @@ import {
   type TestTenant,
 } from "../helpers/server.ts";
 import { emitEvent } from "../../db/events.ts";
-import { loadConfig, ConfigError } from "../../server/config.ts";
+import { loadConfig, ConfigError } from "../../foundation/config.ts";
 import { intakeEventData } from "../helpers/webhooks.ts";
 
 /** The operations the portal page uses: the only ones a portal credential may call. */

@@ -2,7 +2,7 @@
 // window (WEBHOOK_SECRET_ROTATION_OVERLAP_HOURS) the delivery task is handed both the new and the previous
 // secret, newest first, and afterwards only the new one; deliveries verify with the new secret.
 import t from "tap";
-import { hmacSha256Hex } from "../../server/signing.ts";
+import { hmacSha256Hex } from "../../foundation/signing.ts";
 import { findDeliveryToSend } from "../../db/webhooks.ts";
 import type { ReceivedRequest } from "../helpers/https-receiver.ts";
 import { createTestTenant } from "../helpers/server.ts";

@@ -5,7 +5,7 @@ import net from "node:net";
 import t from "tap";
 import { RECEIVER_HOST } from "../helpers/https-receiver.ts";
 import { retryDelaySeconds } from "../../worker/tasks/deliver_webhook.ts";
-import { loadConfig } from "../../server/config.ts";
+import { loadConfig } from "../../foundation/config.ts";
 import { jobsOfDelivery, startWebhookRig, testCa } from "../helpers/webhooks.ts";
 import { startWorker } from "../../worker/runner.ts";
 import { waitFor } from "../helpers/wait.ts";

@@ -8,7 +8,7 @@ import net from "node:net";
 import { createHmac, timingSafeEqual } from "node:crypto";
 import t from "tap";
 import { Webhook } from "standardwebhooks";
-import { canonicalJson } from "../../server/canonical-json.ts";
+import { canonicalJson } from "../../foundation/canonical-json.ts";
 import { emitEvent, EVENT_KINDS, type EventKind } from "../../db/events.ts";
 import { JOB } from "../../db/jobs.ts";
 import { RECEIVER_HOST, type Answer, type ReceivedRequest } from "../helpers/https-receiver.ts";
@@ -16,7 +16,7 @@ import { jobsOfDelivery, startWebhookRig, testCa, type WebhookRig } from "../hel
 import { webhookSchemaErrors } from "../helpers/webhook-schemas.ts";
 import type { DeliveryView } from "../../db/webhooks.ts";
 import { waitFor } from "../helpers/wait.ts";
-import { newWebhookSecret } from "../../server/signing.ts";
+import { newWebhookSecret } from "../../foundation/signing.ts";
 
 const ca = testCa(t);
 let rig: WebhookRig;

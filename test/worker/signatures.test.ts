@@ -4,7 +4,7 @@ import { createHmac, randomBytes } from "node:crypto";
 import t from "tap";
 import { Webhook } from "standardwebhooks";
 import { signatureHeaders } from "../../worker/signatures.ts";
-import { newWebhookSecret, webhookSecretKey } from "../../server/signing.ts";
+import { newWebhookSecret, webhookSecretKey } from "../../foundation/signing.ts";
 
 const newSecret = newWebhookSecret;
 const lower = (headers: Record<string, string>) =>

@@ -11,11 +11,11 @@
 // endpoint's budget is spent, the job is moved to the delivery's slot and this run returns at once, its
 // attempt unspent (worker/pacing.ts wakes the worker then); a slot never waits for the limit.
 import type { Task } from "graphile-worker";
-import { currentTraceCarrier, inSpan, type SpanAttributes, type SpanHandle } from "../../server/tracing.ts";
-import { canonicalJson } from "../../server/canonical-json.ts";
-import type { Services } from "../../server/services.ts";
+import { currentTraceCarrier, inSpan, type SpanAttributes, type SpanHandle } from "../../foundation/tracing.ts";
+import { canonicalJson } from "../../foundation/canonical-json.ts";
+import type { Services } from "../../foundation/services.ts";
 import { signatureHeaders } from "../signatures.ts";
-import { recordDeliveryOutcome } from "../../server/metrics.ts";
+import { recordDeliveryOutcome } from "../../foundation/metrics.ts";
 import { isDeliverWebhookPayload, type DeliverWebhookPayload } from "../../db/jobs.ts";
 import { eventIdOf } from "../../db/events.ts";
 import { sendSettings, sendWebhook, type SendSettings } from "../sender.ts";
@@ -34,7 +34,7 @@ import {
 import type { WakeUps } from "../pacing.ts";
 import { whileDatabaseAway } from "../database-waits.ts";
 
-/** Seconds to wait before retry n (n ≥ 1): the n-th of the configured waits (server/config.ts retryWaits). */
+/** Seconds to wait before retry n (n ≥ 1): the n-th of the configured waits (foundation/config.ts retryWaits). */
 export function retryDelaySeconds(retry: number, waitsSeconds: readonly number[]): number {
   return waitsSeconds[Math.min(Math.max(retry, 1), waitsSeconds.length) - 1] ?? 0;
 }

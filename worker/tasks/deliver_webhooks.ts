@@ -11,8 +11,8 @@
 import type { Task } from "graphile-worker";
 import { isDeliverWebhooksPayload } from "../../db/jobs.ts";
 import { renewJobLock } from "../../db/job-queue.ts";
-import type { Services } from "../../server/services.ts";
-import { errorMessage } from "../../server/error-message.ts";
+import type { Services } from "../../foundation/services.ts";
+import { errorMessage } from "../../foundation/error-message.ts";
 import type { TenantSends } from "../fairness.ts";
 
 /** How often, at most, a running deliver_webhooks job renews its lock (well inside the 5 minutes that make a job overdue). */

@@ -2,14 +2,14 @@
 // list complete: every job db/jobs.ts declares needs its task here, with the declared payload.
 import type { Task } from "graphile-worker";
 import type { JobName } from "../../db/jobs.ts";
-import type { Services } from "../../server/services.ts";
+import type { Services } from "../../foundation/services.ts";
 import { deliverWebhook } from "./deliver_webhook.ts";
 import { deliverWebhooks } from "./deliver_webhooks.ts";
 import { TenantSends } from "../fairness.ts";
 import type { WakeUps } from "../pacing.ts";
 import { purgeIdempotencyKeys } from "./purge_idempotency_keys.ts";
 import { purgeWebhookDeliveries } from "./purge_webhook_deliveries.ts";
-import { tracingIsOn } from "../../server/tracing.ts";
+import { tracingIsOn } from "../../foundation/tracing.ts";
 import { traced } from "../job-spans.ts";
 
 export type Tasks = { [N in JobName]: Task<N> };

@@ -1,6 +1,6 @@
 // Scheduled (see worker/crontab.ts): removes Idempotency-Key records past their lifetime.
 import type { Task } from "graphile-worker";
-import type { Services } from "../../server/services.ts";
+import type { Services } from "../../foundation/services.ts";
 import { purgeExpiredKeys } from "../../db/idempotency.ts";
 import { JOB } from "../../db/jobs.ts";
 

@@ -5,7 +5,7 @@
 // its own short transaction, skipping rows others hold), lowering each tenant's exact delivery count in
 // the same statement. Stops early when the worker shuts down; the next run carries on.
 import type { Task } from "graphile-worker";
-import type { Services } from "../../server/services.ts";
+import type { Services } from "../../foundation/services.ts";
 import { purgeDeliveriesBatch, purgeEventsBatch } from "../../db/webhooks.ts";
 import { tenantIds } from "../../db/principals.ts";
 import { JOB } from "../../db/jobs.ts";

@@ -9,7 +9,7 @@ import {
   parseIpLiteral,
   parsePortRanges,
   type PortRanges,
-} from "../../server/url-safety.ts";
+} from "../../foundation/url-safety.ts";
 
 // The structural rules are tested with every port allowed; the port rule has tests of its own below.
 const EVERY_PORT: PortRanges = [[1, 65535]];

@@ -1,5 +1,5 @@
 // The spans the service makes itself and the trace context it carries into jobs (docs/operating.md,
-// tracing). Tracing is off unless the OTEL_ settings turn it on; then server/tracing-sdk.ts starts the
+// tracing). Tracing is off unless the OTEL_ settings turn it on; then foundation/tracing-sdk.ts starts the
 // OpenTelemetry SDK and hands this module its tracer. Until then (and for good when tracing is off) every
 // helper here only runs the work it is given: this module loads nothing of OpenTelemetry (its imports are
 // types, erased), so tracing costs nothing when it is off.
@@ -14,7 +14,7 @@ export type SpanAttributes = Record<string, string | number | boolean | undefine
 
 export type SpanKindName = "internal" | "server" | "client" | "producer" | "consumer";
 
-/** What server/tracing-sdk.ts hands over once the SDK runs. */
+/** What foundation/tracing-sdk.ts hands over once the SDK runs. */
 export interface ActiveTracing {
   api: typeof OpenTelemetry;
   tracer: Tracer;
@@ -25,7 +25,7 @@ export interface ActiveTracing {
 
 let tracing: ActiveTracing | undefined;
 
-/** Called once by server/tracing-sdk.ts when tracing is on. */
+/** Called once by foundation/tracing-sdk.ts when tracing is on. */
 export function useTracing(active: ActiveTracing): void {
   tracing = active;
 }

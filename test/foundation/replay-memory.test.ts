@@ -1,7 +1,7 @@
-// The in-process memory of finished Idempotency-Key responses (server/replay-memory.ts): expiry
+// The in-process memory of finished Idempotency-Key responses (foundation/replay-memory.ts): expiry
 // with its margin, the bound in bytes, and eviction that keeps one tenant's flood to itself.
 import t from "tap";
-import { EXPIRY_MARGIN_MS, ReplayMemory, type FinishedResponse } from "../../server/replay-memory.ts";
+import { EXPIRY_MARGIN_MS, ReplayMemory, type FinishedResponse } from "../../foundation/replay-memory.ts";
 
 const response = (json: string, expiresAt: number): FinishedResponse => ({
   fingerprint: "f".repeat(64),

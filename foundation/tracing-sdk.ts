@@ -1,4 +1,4 @@
-// The OpenTelemetry SDK, started only when the OTEL_ settings turn tracing on (server/config.ts): app/main.ts
+// The OpenTelemetry SDK, started only when the OTEL_ settings turn tracing on (foundation/config.ts): app/main.ts
 // imports this module then, before any module that loads pg, express or http, so that their
 // instrumentations see them. With tracing off nothing here is ever loaded.
 //
@@ -71,7 +71,7 @@ async function exporterOf(settings: TracingSettings): Promise<SpanExporter> {
   return new OTLPTraceExporter();
 }
 
-/** Registers the loader hooks, starts the SDK and the instrumentations, and hands server/tracing.ts its tracer. */
+/** Registers the loader hooks, starts the SDK and the instrumentations, and hands foundation/tracing.ts its tracer. */
 export async function startTracing(
   settings: TracingSettings,
   service: { name: string; version: string },

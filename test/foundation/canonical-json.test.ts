@@ -4,7 +4,7 @@
 //   json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False) (UTF-8)
 // and hashlib.sha256(<UTF-8 form>.encode()).hexdigest(), then hard-coded here.
 import t from "tap";
-import { asciiEscaped, canonicalJson, canonicalJsonHash } from "../../server/canonical-json.ts";
+import { asciiEscaped, canonicalJson, canonicalJsonHash } from "../../foundation/canonical-json.ts";
 
 const callbackBody = {
   tenant_id: "6f1c2d9e-3b7a-4c41-9e0f-2a5b8c7d1e33",

@@ -80,7 +80,7 @@ export function safeUrl(url: string): string {
 
 /**
  * A query string (without its `?`) with the values of sensitive parameters masked, as request lines show
- * it; trace spans record the query through this too (server/tracing-sdk.ts).
+ * it; trace spans record the query through this too (foundation/tracing-sdk.ts).
  */
 export function safeQuery(query: string): string {
   return query

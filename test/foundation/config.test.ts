@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import t from "tap";
-import { HEAP_SHARE_FOR_BODIES, loadConfig } from "../../server/config.ts";
+import { HEAP_SHARE_FOR_BODIES, loadConfig } from "../../foundation/config.ts";
 
 /** A fixed key that looks random (a SHA-256 digest) and whose base64 and base64url forms differ. */
 const SAMPLE_KEY = "ad1c547f3610628dff55aebed55e6e022bf3858974144172e2229901d8bfe3de";

@@ -1,9 +1,9 @@
-// The API server's list of responses in flight (app/in-flight-responses.ts): what a shutdown drains, and
+// The API server's list of responses in flight (http/in-flight-responses.ts): what a shutdown drains, and
 // what it costs the collector while the server answers.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import t from "tap";
-import { InFlightResponses } from "../../app/in-flight-responses.ts";
+import { InFlightResponses } from "../../http/in-flight-responses.ts";
 import { promotedShare } from "../helpers/promotion.ts";
 import { serviceModule } from "../helpers/repository-copy.ts";
 
@@ -72,7 +72,7 @@ t.test("a response is listed from its start until it closes, finished or cut off
 function promotedWith(tracker: "InFlightResponses" | "Set"): Promise<number> {
   return promotedShare({
     handler: `
-      const { InFlightResponses } = await import(${serviceModule("app/in-flight-responses.ts")});
+      const { InFlightResponses } = await import(${serviceModule("http/in-flight-responses.ts")});
       const set = new Set();
       const tracker = ${JSON.stringify(tracker)} === "Set"
         ? { track(res) { set.add(res); res.once("close", () => set.delete(res)); } }

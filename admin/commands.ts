@@ -1,15 +1,15 @@
-// The admin CLI's commands (scripts/admin.ts parses flags and prints what a command returns).
-import type { Services } from "../../server/services.ts";
-import { createTenant, disableClient, disableUser, findPrincipalOfTenant, tenantExists } from "../../db/principals.ts";
-import { rotateSigningKeys } from "../../server/auth/tokens.ts";
-import { registerClient, registerUser } from "../../handlers/auth/principals.ts";
+// The admin CLI's commands (admin/main.ts parses flags and prints what a command returns).
+import type { Services } from "../foundation/services.ts";
+import { createTenant, disableClient, disableUser, findPrincipalOfTenant, tenantExists } from "../db/principals.ts";
+import { rotateSigningKeys } from "../foundation/auth/tokens.ts";
+import { registerClient, registerUser } from "../handlers/auth/principals.ts";
 import { decodeJwt } from "jose";
-import { listAudit, recordAudit, SERVICE_AUDIT_TENANT_ID } from "../../db/audit.ts";
-import { linkItem, setItemStatus, type ItemChange } from "../../handlers/intake/item-changes.ts";
-import { changePartnerStatus, entitlePartner, registerPartner } from "../../handlers/partners/registry.ts";
-import { ChangeRefused } from "../../server/refusals.ts";
-import { emitEvent, EVENT_KINDS, isEventKind, type EventDataByKind } from "../../db/events.ts";
-import { isUuid } from "../../db/ids.ts";
+import { listAudit, recordAudit, SERVICE_AUDIT_TENANT_ID } from "../db/audit.ts";
+import { linkItem, setItemStatus, type ItemChange } from "../handlers/intake/item-changes.ts";
+import { changePartnerStatus, entitlePartner, registerPartner } from "../handlers/partners/registry.ts";
+import { ChangeRefused } from "../foundation/refusals.ts";
+import { emitEvent, EVENT_KINDS, isEventKind, type EventDataByKind } from "../db/events.ts";
+import { isUuid } from "../db/ids.ts";
 
 /** The actor of the audit actions the admin CLI records. */
 export const ADMIN_CLI_ACTOR = "admin-cli";

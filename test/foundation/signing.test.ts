@@ -1,8 +1,8 @@
 // HMAC-SHA256 signing and constant-time signature comparison (docs/decisions.md §5, §7).
 // Known vectors were computed with Python 3's hmac module and hard-coded here.
 import t from "tap";
-import { hmacSha256Hex, signaturesEqual } from "../../server/signing.ts";
-import { canonicalJson } from "../../server/canonical-json.ts";
+import { hmacSha256Hex, signaturesEqual } from "../../foundation/signing.ts";
+import { canonicalJson } from "../../foundation/canonical-json.ts";
 
 const FOX = "f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8";
 

@@ -2,13 +2,13 @@
 // settings as the server: DATABASE_URL, or the embedded PostgreSQL under DATA_DIR (reused when the
 // server is running, started for the duration of the command when it is not).
 import { parseArgs } from "node:util";
-import { ConfigError, loadConfig } from "../server/config.ts";
+import { ConfigError, loadConfig } from "../foundation/config.ts";
 import { buildServices, migrateAll, openDatabase } from "../app/lifecycle.ts";
-import type { Services } from "../server/services.ts";
+import type { Services } from "../foundation/services.ts";
 import { pino } from "pino";
-import { createLogger } from "../server/logger.ts";
-import { adminCommands, UsageError } from "./admin/commands.ts";
-import { errorMessage } from "../server/error-message.ts";
+import { createLogger } from "../foundation/logger.ts";
+import { adminCommands, UsageError } from "./commands.ts";
+import { errorMessage } from "../foundation/error-message.ts";
 
 async function main(): Promise<number> {
   const [name, ...rest] = process.argv.slice(2);

@@ -1,7 +1,7 @@
-// The body guard's one walk (server/json-limits.ts): unstorable text and non-finite numbers by path, in
+// The body guard's one walk (foundation/json-limits.ts): unstorable text and non-finite numbers by path, in
 // document order, nothing listed twice below an unstorable key, at most `limit` of each.
 import t from "tap";
-import { parseMarkingInexactIntegers, shapeExcess, unrepresentablePaths } from "../../server/json-limits.ts";
+import { parseMarkingInexactIntegers, shapeExcess, unrepresentablePaths } from "../../foundation/json-limits.ts";
 
 t.test("both kinds are found in one walk, in document order", async (t) => {
   const body = JSON.parse(

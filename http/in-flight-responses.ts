@@ -1,4 +1,4 @@
-// The responses the API server is answering, for a shutdown to drain them (createApiServer in app/lifecycle.ts).
+// The responses the API server is answering, for a shutdown to drain them (createApiServer in http/server.ts).
 // Invariant: a closed response is unreachable from here (a linked list: a Set's discarded tables kept them alive).
 import type { ServerResponse } from "node:http";
 
