@@ -1,6 +1,6 @@
 // Every job the worker runs, declared once: its identifier and its payload type (graphile-worker's
 // typed task list, GraphileWorker.Tasks). Producers (integrator.queue_delivery_jobs's SQL, called by
-// emit_event and db/webhooks.ts; the crontab) and the tasks in worker/tasks use these names; worker/tasks/index.ts must map every one.
+// emit_event and db/webhooks/deliveries.ts; the crontab) and the tasks in worker/tasks use these names; worker/tasks/index.ts must map every one.
 import type {} from "graphile-worker";
 import { isUuid } from "./ids.ts";
 

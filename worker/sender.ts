@@ -24,7 +24,7 @@ import {
 import { boundedMemo } from "./memo.ts";
 import type { Config } from "../foundation/config.ts";
 import { errorMessage } from "../foundation/error-message.ts";
-import type { AttemptErrorClass } from "../db/webhooks.ts";
+import type { AttemptErrorClass } from "../db/webhooks/views.ts";
 
 /** The most of an answer's body kept (and read): its first 4 KiB. */
 export const MAX_RESPONSE_BODY_BYTES = 4096;

@@ -3,7 +3,7 @@
 import { notFound } from "../../http/errors.ts";
 import { principalOf, type OperationHandler } from "../../http/operations.ts";
 import { eventUuidOf } from "../../db/events.ts";
-import { findEventWithDeliveries, listEvents as listEventPage } from "../../db/webhooks.ts";
+import { findEventWithDeliveries, listEvents as listEventPage } from "../../db/webhooks/events.ts";
 import { decodeCursor, encodeCursor } from "../../http/keyset-cursor.ts";
 
 const DEFAULT_EVENTS_LIMIT = 50;

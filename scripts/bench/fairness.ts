@@ -16,7 +16,7 @@ import { createDatabase, startEmbeddedPostgres } from "../../db/database.ts";
 import { freePort } from "../throwaway-postgres.ts";
 import { emitEvent } from "../../db/events.ts";
 import { createTenant } from "../../db/principals.ts";
-import { createSubscription } from "../../db/webhooks.ts";
+import { createSubscription } from "../../db/webhooks/subscriptions.ts";
 import { startWorker } from "../../worker/runner.ts";
 import { makeTestCa, startReceiver } from "../../test/helpers/https-receiver.ts";
 import { machine, percentile, until, uptime } from "./common.ts";

@@ -37,7 +37,7 @@ import { freePort } from "../throwaway-postgres.ts";
 import { emitEvent } from "../../db/events.ts";
 import type { Services } from "../../foundation/services.ts";
 import { createTenant } from "../../db/principals.ts";
-import { createSubscription } from "../../db/webhooks.ts";
+import { createSubscription } from "../../db/webhooks/subscriptions.ts";
 import { startWorker } from "../../worker/runner.ts";
 import { fairnessBenchmark } from "./fairness.ts";
 import { sendSettings, sendWebhook } from "../../worker/sender.ts";

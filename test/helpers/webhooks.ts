@@ -9,7 +9,7 @@ import type { Test } from "tap";
 import { startWorker } from "../../worker/runner.ts";
 import { JOB } from "../../db/jobs.ts";
 import { emitEvent, type EventDataByKind } from "../../db/events.ts";
-import type { DeliveryView, SubscriptionView } from "../../db/webhooks.ts";
+import type { DeliveryView, SubscriptionView } from "../../db/webhooks/views.ts";
 import {
   makeTestCa,
   RECEIVER_HOST,

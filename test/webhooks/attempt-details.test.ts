@@ -6,7 +6,7 @@
 import net from "node:net";
 import t from "tap";
 import type { components } from "../../generated/openapi.ts";
-import type { DeliveryView } from "../../db/webhooks.ts";
+import type { DeliveryView } from "../../db/webhooks/views.ts";
 import { RECEIVER_HOST, type Answer, type ReceivedRequest } from "../helpers/https-receiver.ts";
 import { startWebhookRig, testCa, type WebhookRig } from "../helpers/webhooks.ts";
 

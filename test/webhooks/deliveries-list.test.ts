@@ -4,7 +4,8 @@
 // index range scan (EXPLAIN), whatever the filter.
 import t from "tap";
 import { emitEvent } from "../../db/events.ts";
-import { deliveriesPageQuery, type DeliveryView } from "../../db/webhooks.ts";
+import { deliveriesPageQuery } from "../../db/webhooks/deliveries.ts";
+import { type DeliveryView } from "../../db/webhooks/views.ts";
 import type { ReceivedRequest, Answer } from "../helpers/https-receiver.ts";
 import { createTestTenant, type TestTenant } from "../helpers/server.ts";
 import { intakeEventData, startWebhookRig, testCa, type WebhookRig } from "../helpers/webhooks.ts";

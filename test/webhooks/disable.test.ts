@@ -8,7 +8,7 @@ import type { ReceivedRequest } from "../helpers/https-receiver.ts";
 import { createTestTenant } from "../helpers/server.ts";
 import { startWebhookRig, testCa, type WebhookRig } from "../helpers/webhooks.ts";
 import { waitFor } from "../helpers/wait.ts";
-import { DISABLED_MESSAGE, MANUALLY_DISABLED_MESSAGE, type SubscriptionView } from "../../db/webhooks.ts";
+import { DISABLED_MESSAGE, MANUALLY_DISABLED_MESSAGE, type SubscriptionView } from "../../db/webhooks/views.ts";
 
 const ca = testCa(t);
 /** Paths whose endpoint is down (answers 500). */

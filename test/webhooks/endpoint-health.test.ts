@@ -6,7 +6,8 @@ import type { ReceivedRequest } from "../helpers/https-receiver.ts";
 import { createTestTenant } from "../helpers/server.ts";
 import { startWebhookRig, testCa, type WebhookRig } from "../helpers/webhooks.ts";
 import { waitFor } from "../helpers/wait.ts";
-import { DISABLED_MESSAGE, queueManualDelivery } from "../../db/webhooks.ts";
+import { DISABLED_MESSAGE } from "../../db/webhooks/views.ts";
+import { queueManualDelivery } from "../../db/webhooks/deliveries.ts";
 
 const ca = testCa(t);
 const FAILED_IN_A_ROW = 2;

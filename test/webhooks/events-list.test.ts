@@ -6,7 +6,8 @@
 import t from "tap";
 import type { Knex } from "knex";
 import { emitEvent } from "../../db/events.ts";
-import { eventsPageQuery, type DeliveryView, type EventView } from "../../db/webhooks.ts";
+import { eventsPageQuery } from "../../db/webhooks/events.ts";
+import { type DeliveryView, type EventView } from "../../db/webhooks/views.ts";
 import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "../helpers/server.ts";
 import { intakeEventData } from "../helpers/webhooks.ts";
 import { assertIndexRangeScans, pastKeyset } from "../helpers/keyset-plans.ts";

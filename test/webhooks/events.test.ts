@@ -6,7 +6,7 @@ import { createTestTenant, startTestServer, type TestServer, type TestTenant } f
 import { documentedKinds, webhookSchemaErrors } from "../helpers/webhook-schemas.ts";
 import { emitEvent, EVENT_KINDS, type EventDataByKind, type EventKind } from "../../db/events.ts";
 import { adminCommands, UsageError } from "../../admin/commands.ts";
-import { createSubscription } from "../../db/webhooks.ts";
+import { createSubscription } from "../../db/webhooks/subscriptions.ts";
 import { jobsOfDelivery } from "../helpers/webhooks.ts";
 
 let server: TestServer;

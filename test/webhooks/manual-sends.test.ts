@@ -9,7 +9,7 @@ import { emitEvent } from "../../db/events.ts";
 import { hmacSha256Hex } from "../../foundation/signing.ts";
 import { canonicalJson } from "../../foundation/canonical-json.ts";
 import { EVENT_KINDS } from "../../db/events.ts";
-import type { DeliveryView } from "../../db/webhooks.ts";
+import type { DeliveryView } from "../../db/webhooks/views.ts";
 import type { ReceivedRequest } from "../helpers/https-receiver.ts";
 import { createTestTenant } from "../helpers/server.ts";
 import { intakeEventData, startWebhookRig, testCa, type WebhookRig } from "../helpers/webhooks.ts";

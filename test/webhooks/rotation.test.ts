@@ -3,7 +3,7 @@
 // secret, newest first, and afterwards only the new one; deliveries verify with the new secret.
 import t from "tap";
 import { hmacSha256Hex } from "../../foundation/signing.ts";
-import { findDeliveryToSend } from "../../db/webhooks.ts";
+import { findDeliveryToSend } from "../../db/webhooks/sending.ts";
 import type { ReceivedRequest } from "../helpers/https-receiver.ts";
 import { createTestTenant } from "../helpers/server.ts";
 import { startWebhookRig, testCa, type WebhookRig } from "../helpers/webhooks.ts";

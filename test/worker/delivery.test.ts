@@ -14,7 +14,7 @@ import { JOB } from "../../db/jobs.ts";
 import { RECEIVER_HOST, type Answer, type ReceivedRequest } from "../helpers/https-receiver.ts";
 import { jobsOfDelivery, startWebhookRig, testCa, type WebhookRig } from "../helpers/webhooks.ts";
 import { webhookSchemaErrors } from "../helpers/webhook-schemas.ts";
-import type { DeliveryView } from "../../db/webhooks.ts";
+import type { DeliveryView } from "../../db/webhooks/views.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { newWebhookSecret } from "../../foundation/signing.ts";
 

@@ -21,16 +21,14 @@ import { eventIdOf } from "../../db/events.ts";
 import { sendSettings, sendWebhook, type SendSettings } from "../sender.ts";
 
 import { boundedMemo } from "../memo.ts";
+import { DEACTIVATED_MESSAGE, DISABLED_MESSAGE, MANUALLY_DISABLED_MESSAGE } from "../../db/webhooks/views.ts";
 import {
-  DEACTIVATED_MESSAGE,
-  DISABLED_MESSAGE,
   failWithoutAttempt,
   findDeliveryToSend,
-  MANUALLY_DISABLED_MESSAGE,
   paceDelivery,
   recordAttempt,
   type AttemptRecord,
-} from "../../db/webhooks.ts";
+} from "../../db/webhooks/sending.ts";
 import type { WakeUps } from "../pacing.ts";
 import { whileDatabaseAway } from "../database-waits.ts";
 

@@ -6,7 +6,7 @@
 // the same statement. Stops early when the worker shuts down; the next run carries on.
 import type { Task } from "graphile-worker";
 import type { Services } from "../../foundation/services.ts";
-import { purgeDeliveriesBatch, purgeEventsBatch } from "../../db/webhooks.ts";
+import { purgeDeliveriesBatch, purgeEventsBatch } from "../../db/webhooks/retention.ts";
 import { tenantIds } from "../../db/principals.ts";
 import { JOB } from "../../db/jobs.ts";
 
