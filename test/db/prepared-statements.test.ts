@@ -137,8 +137,8 @@ t.test("a statement whose result columns a migration changed is prepared again u
   t.same((await call()).rows, [{ a: 1, b: 2, c: 3 }], "the next call, outside it, runs under the fresh name");
 });
 
-// With --max-opt=2 V8 optimises no further than Maglev, as a process runs its first 15 000-odd requests
-// (docs/performance.md, "Warm-up"), when pg's promise path kept a statement's values past the request.
+// With --max-opt=2 V8 optimises no further than Maglev, as a process runs its first thousands of requests,
+// when pg's promise path kept a statement's values past the request.
 t.test("a statement's values do not outlive its request, before V8 optimises the code too", async (t) => {
   const url = await createTestDatabase(t);
   const run = (query: string) =>
