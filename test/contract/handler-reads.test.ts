@@ -75,7 +75,7 @@ t.test("a planted unused query parameter, body field and header fail the check, 
   // The handlers read them: the check passes.
   editFile(
     copy,
-    "handlers/webhooks/index.ts",
+    "handlers/webhooks/deliveries.ts",
     "  const limit = query.limit === undefined ? DEFAULT_DELIVERIES_LIMIT : Number(query.limit);",
     '  const limit = query.limit === undefined ? DEFAULT_DELIVERIES_LIMIT : Number(query.limit);\n  if (query.include_archived === true) throw new Error("not yet");',
   );
