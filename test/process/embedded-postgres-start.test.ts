@@ -12,7 +12,7 @@ import { createTestDatabase } from "../helpers/database.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const ROOT = path.join(import.meta.dirname, "..", "..");
-const SOURCES = ["package.json", "app", "server", "http", "db", "handlers", "worker", "generated", "openapi"];
+const SOURCES = ["package.json", "app", "foundation", "http", "db", "handlers", "worker", "generated", "openapi"];
 
 /**
  * A copy of the service's sources in `parent`, with a node_modules of links to the installed packages,
