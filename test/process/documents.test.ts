@@ -23,9 +23,18 @@ const DOCUMENTS = [
 
 /** Every file of the service, its tooling and tests that may carry a comment citing a document. */
 function codeFiles(): string[] {
-  const folders = ["app", "admin", "foundation", "http", "handlers", "worker", "portal", "db", "scripts", "test"].filter((folder) =>
-    fs.existsSync(path.join(ROOT, folder)),
-  );
+  const folders = [
+    "app",
+    "admin",
+    "foundation",
+    "http",
+    "handlers",
+    "worker",
+    "portal",
+    "db",
+    "scripts",
+    "test",
+  ].filter((folder) => fs.existsSync(path.join(ROOT, folder)));
   const files = folders.flatMap((folder) =>
     fs
       .readdirSync(path.join(ROOT, folder), { recursive: true, encoding: "utf8" })
