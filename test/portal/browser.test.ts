@@ -11,7 +11,7 @@ import { createTestTenant } from "../helpers/server.ts";
 import {
   BROWSER_DEADLINE_SECONDS,
   BROWSER_FILE_TIMEOUT_MS,
-  launchBrowser,
+  browserSession,
   portalLink,
   screenshot,
   type BrowserSession,
@@ -45,7 +45,7 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
     answer: () => (broken ? { status: 500 } : { status: 204 }),
   });
   const { server, receiver, tenant } = rig;
-  const browser: BrowserSession = await launchBrowser(t);
+  const browser: BrowserSession = await browserSession(t);
   const page = await browser.context.newPage();
   page.on("dialog", (dialog) => void dialog.accept());
 
@@ -373,7 +373,7 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
 t.test("shortly before the session ends the page offers to stay, and staying refreshes it", async (t) => {
   // One-minute links: the two-minute warning shows at once.
   const rig = await startWebhookRig(t, ca, { worker: false, env: { PORTAL_SESSION_TTL_MINUTES: "1" } });
-  const browser = await launchBrowser(t);
+  const browser = await browserSession(t);
   const page = await browser.context.newPage();
   await page.goto(await portalLink(rig.server, rig.tenant));
   const warning = page.locator("#session-warning [role=alert]");
@@ -441,7 +441,7 @@ t.test(
     t.equal(all.length, 50, "14 and 10 events to two endpoints, and two test events");
     const ids = (keep: (delivery: (typeof all)[number]) => boolean) => all.filter(keep).map((delivery) => delivery.id);
 
-    const browser = await launchBrowser(t);
+    const browser = await browserSession(t);
     const page = await browser.context.newPage();
     await page.goto(await portalLink(server, tenant));
     await page.locator("#delivery-list li.delivery").first().waitFor();
@@ -559,7 +559,7 @@ t.test("an expired link, a tampered link and another tenant's link show nothing 
   await rig.emitIntake();
   const [deliveryA] = await rig.deliveries();
   const other = await createTestTenant(server.services, ["client_admin"], "Other tenant");
-  const browser = await launchBrowser(t);
+  const browser = await browserSession(t);
   const forbiddenText = [secretUrl, tenant.tenantId, deliveryA?.id ?? "no-delivery", "order-4711"];
   const shows = async (page: Page) => {
     const text = (await page.locator("body").innerText()) + (await page.content());
@@ -602,7 +602,7 @@ t.test("an expired link, a tampered link and another tenant's link show nothing 
 t.test("when the service refuses a request the page says what happened and what to do", async (t) => {
   // A real refusal from the real service: the principal's rate limit, a handful of requests a minute.
   const rig = await startWebhookRig(t, ca, { worker: false, env: { RATE_LIMIT_PER_MINUTE: "4" } });
-  const browser = await launchBrowser(t);
+  const browser = await browserSession(t);
   const page = await browser.context.newPage();
   await page.goto(await portalLink(rig.server, rig.tenant));
   await page.getByText("No endpoints yet").waitFor();
