@@ -91,7 +91,8 @@ t.test("a planted unused query parameter, body field and header fail the check, 
     'export const getHealth: OperationHandler<"getHealth"> = async ({ services }) => ({',
     'export const getHealth: OperationHandler<"getHealth"> = async ({ services, headers }) => ({\n  ...(headers["x-probe-source"] === "lb" ? {} : {}),',
   );
-  const read = run(copy, "contract-check-reads.ts");
-  t.equal(read.status, 0, read.output);
-  t.match(read.output, /\d+ inputs of \d+ operations, each read by its handler/);
+  // In this process, which has parsed the installed packages' types already (the first test).
+  const read = readsStep(copy);
+  t.ok(read.ok, read.lines.join("\n"));
+  t.match(read.lines.join("\n"), /\d+ inputs of \d+ operations, each read by its handler/);
 });

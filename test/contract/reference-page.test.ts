@@ -11,12 +11,7 @@ import t, { type Test } from "tap";
 import type { Page } from "playwright-core";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { createTestTenant, startTestServer, type TestServer } from "../helpers/server.ts";
-import {
-  BROWSER_DEADLINE_MS,
-  BROWSER_FILE_TIMEOUT_MS,
-  launchChromium,
-  withBrowserDeadline,
-} from "../helpers/browser.ts";
+import { BROWSER_DEADLINE_MS, BROWSER_FILE_TIMEOUT_MS, fileChromium, withBrowserDeadline } from "../helpers/browser.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { loadDocument } from "../../http/openapi-document.ts";
 import { findSubmission } from "../../db/intake.ts";
@@ -78,8 +73,9 @@ t.test("API_DOCS=false turns them off outside production", async (t) => {
 
 /** The page in a fresh browser context that records every request and aborts any to another origin. */
 async function openReference(t: Test, server: TestServer, viewport = { width: 1280, height: 800 }) {
-  const browser = await launchChromium(t);
+  const browser = await fileChromium();
   const context = withBrowserDeadline(await browser.newContext({ serviceWorkers: "block", viewport }));
+  t.teardown(() => context.close());
   const origin = new URL(server.baseUrl).origin;
   const requests: string[] = [];
   context.on("request", (request) => requests.push(request.url()));

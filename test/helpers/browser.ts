@@ -1,14 +1,16 @@
 // Debian's Chromium (/usr/bin/chromium; no browser download) driven by playwright-core: headless, without
-// the background services whose connections this machine's closed network refuses, with a fresh profile per
-// launch. launchBrowser records every request the pages make, so a test can check none goes to another host.
+// the background services whose connections this machine's closed network refuses. A test file starts one
+// Chromium and each test gets a browser context of its own (its own cookies, storage and cache, nothing
+// shared with the file's other tests), as Playwright isolates tests; starting a browser per test cost more
+// than the test's own pages. browserSession records every request the pages make, so a test can check none
+// goes to another host.
 // Browser tests wait on conditions (an element, a text, a state the page reaches), never for a fixed time,
 // and every such wait has the same generous deadline, BROWSER_DEADLINE_MS: on a busy machine a page takes
 // longer, and only a page that never gets there fails.
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
-import type { Test } from "tap";
+import tap, { type Test } from "tap";
 import type { TestServer, TestTenant } from "./server.ts";
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -41,18 +43,17 @@ export function withBrowserDeadline<C extends BrowserContext>(context: C): C {
 /** Where screenshots go (gitignored); CI keeps them as artefacts. */
 export const ARTIFACTS_DIR = path.resolve(import.meta.dirname, "../../.artifacts");
 
-/** A plain browser (playwright gives it a new empty profile). */
-export async function launchChromium(t: Test): Promise<Browser> {
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_ARGS,
-    timeout: BROWSER_DEADLINE_MS,
-  });
-  t.teardown(async () => {
-    await browser.close();
-  });
-  return browser;
+let chromiumOfFile: Promise<Browser> | undefined;
+
+/** The test file's Chromium: started at its first use, closed when the file's tests are done. */
+export function fileChromium(): Promise<Browser> {
+  chromiumOfFile ??= chromium
+    .launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: BROWSER_DEADLINE_MS })
+    .then((browser) => {
+      tap.teardown(() => browser.close());
+      return browser;
+    });
+  return chromiumOfFile;
 }
 
 export interface BrowserSession {
@@ -63,20 +64,11 @@ export interface BrowserSession {
   problems: string[];
 }
 
-export async function launchBrowser(t: Test): Promise<BrowserSession> {
-  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "integrator-chromium-"));
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_ARGS,
-    viewport: { width: 1024, height: 800 },
-    timeout: BROWSER_DEADLINE_MS,
-  });
-  withBrowserDeadline(context);
-  t.teardown(async () => {
-    await context.close();
-    fs.rmSync(userDataDir, { recursive: true, force: true });
-  });
+/** A new browser context of the file's Chromium for test `t`, closed when `t` ends. */
+export async function browserSession(t: Test): Promise<BrowserSession> {
+  const browser = await fileChromium();
+  const context = withBrowserDeadline(await browser.newContext({ viewport: { width: 1024, height: 800 } }));
+  t.teardown(() => context.close());
   const requests: string[] = [];
   const problems: string[] = [];
   context.on("request", (request) => requests.push(request.url()));

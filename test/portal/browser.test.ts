@@ -12,7 +12,7 @@ import { createTestTenant } from "../helpers/server.ts";
 import {
   BROWSER_DEADLINE_SECONDS,
   BROWSER_FILE_TIMEOUT_MS,
-  launchBrowser,
+  browserSession,
   portalLink,
   screenshot,
   type BrowserSession,
@@ -46,14 +46,16 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
     answer: () => (broken ? { status: 500 } : { status: 204 }),
   });
   const { server, receiver, tenant } = rig;
-  const browser: BrowserSession = await launchBrowser(t);
+  const browser: BrowserSession = await browserSession(t);
   const page = await browser.context.newPage();
   page.on("dialog", (dialog) => void dialog.accept());
 
   await page.goto(await portalLink(server, tenant));
   await page.getByText("No endpoints yet").waitFor();
   t.notOk(page.url().includes("#token="), "the credential is removed from the address bar");
-  t.ok(await page.getByText("No deliveries yet").isVisible(), "the empty deliveries state says what to do");
+  // The deliveries list loads on its own request, which may still be under way.
+  await page.getByText("No deliveries yet").waitFor();
+  t.pass("the empty deliveries state says what to do");
   await page.locator("#tenant-name", { hasText: "Test tenant" }).waitFor();
   t.pass("the header names the tenant (GET /v1/me)");
   await screenshot(page, SHOTS, "01-empty");
@@ -382,7 +384,7 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
 t.test("shortly before the session ends the page offers to stay, and staying refreshes it", async (t) => {
   // One-minute links: the two-minute warning shows at once.
   const rig = await startWebhookRig(t, ca, { worker: false, env: { PORTAL_SESSION_TTL_MINUTES: "1" } });
-  const browser = await launchBrowser(t);
+  const browser = await browserSession(t);
   const page = await browser.context.newPage();
   await page.goto(await portalLink(rig.server, rig.tenant));
   const warning = page.locator("#session-warning [role=alert]");
@@ -450,7 +452,7 @@ t.test(
     t.equal(all.length, 50, "14 and 10 events to two endpoints, and two test events");
     const ids = (keep: (delivery: (typeof all)[number]) => boolean) => all.filter(keep).map((delivery) => delivery.id);
 
-    const browser = await launchBrowser(t);
+    const browser = await browserSession(t);
     const page = await browser.context.newPage();
     await page.goto(await portalLink(server, tenant));
     await page.locator("#delivery-list li.delivery").first().waitFor();
@@ -568,7 +570,7 @@ t.test("an expired link, a tampered link and another tenant's link show nothing 
   await rig.emitIntake();
   const [deliveryA] = await rig.deliveries();
   const other = await createTestTenant(server.services, ["client_admin"], "Other tenant");
-  const browser = await launchBrowser(t);
+  const browser = await browserSession(t);
   const forbiddenText = [secretUrl, tenant.tenantId, deliveryA?.id ?? "no-delivery", "order-4711"];
   const shows = async (page: Page) => {
     const text = (await page.locator("body").innerText()) + (await page.content());
@@ -611,7 +613,7 @@ t.test("an expired link, a tampered link and another tenant's link show nothing 
 t.test("when the service refuses a request the page says what happened and what to do", async (t) => {
   // A real refusal from the real service: the principal's rate limit, a handful of requests a minute.
   const rig = await startWebhookRig(t, ca, { worker: false, env: { RATE_LIMIT_PER_MINUTE: "4" } });
-  const browser = await launchBrowser(t);
+  const browser = await browserSession(t);
   const page = await browser.context.newPage();
   await page.goto(await portalLink(rig.server, rig.tenant));
   await page.getByText("No endpoints yet").waitFor();

@@ -5,7 +5,7 @@
 // set when adding, changed and removed shows, and then no longer shows, on the card.
 import t from "tap";
 import { createTestTenant, startTestServer } from "../helpers/server.ts";
-import { BROWSER_FILE_TIMEOUT_MS, launchBrowser, portalLink, screenshot } from "../helpers/browser.ts";
+import { BROWSER_FILE_TIMEOUT_MS, browserSession, portalLink, screenshot } from "../helpers/browser.ts";
 
 // Every wait below is on a condition, with the generous deadline of test/helpers/browser.ts.
 t.setTimeout(BROWSER_FILE_TIMEOUT_MS);
@@ -26,7 +26,7 @@ t.test("a teammate edits an endpoint's URL, events and description and sees them
   });
   t.equal(created.status, 201);
   const { id } = (await created.json()) as { id: string };
-  const browser = await launchBrowser(t);
+  const browser = await browserSession(t);
   const page = await browser.context.newPage();
   await page.goto(await portalLink(server, tenant));
 
@@ -96,7 +96,7 @@ t.test("a teammate edits an endpoint's URL, events and description and sees them
 t.test("a teammate adds an endpoint with a rate limit, changes it and removes it, and its card says so", async (t) => {
   const server = await startTestServer(t);
   const tenant = await createTestTenant(server.services);
-  const browser = await launchBrowser(t);
+  const browser = await browserSession(t);
   const page = await browser.context.newPage();
   await page.goto(await portalLink(server, tenant));
 

@@ -31,10 +31,16 @@ for (const file of BROWSER_TESTS) {
   });
 }
 
-t.test("test/helpers/browser.ts gives every launch and context the shared deadline", async (t) => {
+t.test("test/helpers/browser.ts gives the launch and every context the shared deadline", async (t) => {
   const text = read("test/helpers/browser.ts");
   t.match(text, /setDefaultTimeout\(BROWSER_DEADLINE_MS\)/);
   t.match(text, /setDefaultNavigationTimeout\(BROWSER_DEADLINE_MS\)/);
-  t.equal((text.match(/timeout: BROWSER_DEADLINE_MS/g) ?? []).length, 2, "both launches");
+  t.equal((text.match(/\.launch\(/g) ?? []).length, 1, "one launch");
+  t.equal((text.match(/timeout: BROWSER_DEADLINE_MS/g) ?? []).length, 1, "and it has the deadline");
+  t.equal(
+    (text.match(/\.newContext\(/g) ?? []).length,
+    (text.match(/withBrowserDeadline\(await [a-z]+\.newContext\(/g) ?? []).length,
+    "every context it makes",
+  );
   for (const [what, pattern] of CLOCK_WAITS.slice(0, 2)) t.notMatch(text, pattern, `no ${what}`);
 });
