@@ -3,7 +3,7 @@
 // "exe.png"). The page shows each as its escape, `\u202E`, so what is shown reads as what was received.
 import t from "tap";
 import { emitEvent } from "../../db/events.ts";
-import { BROWSER_FILE_TIMEOUT_MS, launchBrowser, portalLink, screenshot } from "../helpers/browser.ts";
+import { BROWSER_FILE_TIMEOUT_MS, browserSession, portalLink, screenshot } from "../helpers/browser.ts";
 import { intakeEventData, startWebhookRig, testCa } from "../helpers/webhooks.ts";
 
 // Every wait below is on a condition, with the generous deadline of test/helpers/browser.ts.
@@ -22,7 +22,7 @@ t.test(
     const data = intakeEventData({ external_reference: "order-\u202E1174" });
     await rig.server.services.db.transaction((trx) => emitEvent(trx, rig.tenant.tenantId, "intake.submitted", data));
 
-    const browser = await launchBrowser(t);
+    const browser = await browserSession(t);
     const page = await browser.context.newPage();
     await page.goto(await portalLink(rig.server, rig.tenant));
     const delivery = page.locator("#delivery-list li.delivery").first();
