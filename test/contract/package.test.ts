@@ -15,6 +15,10 @@ import { startWebhookRig, testCa } from "../helpers/webhooks.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { buildContractPackage, PACKAGE_DIR, packContractPackage, ROOT } from "../../scripts/contract-package.ts";
 
+// Builds, packs, installs and compiles the package, and waits out a minute's rate limit: past tap's
+// three minutes on a busy machine.
+t.setTimeout(600_000);
+
 const MAX_PACKED_BYTES = 200 * 1024;
 const TSC = path.join(ROOT, "node_modules/typescript/bin/tsc");
 
