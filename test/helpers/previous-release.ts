@@ -24,9 +24,12 @@ export const UPGRADE_TEST = "test/db/rolling-upgrade.test.ts";
 /** Written into a checkout once its packages are installed: a directory without it is incomplete. */
 const PREPARED_MARK = ".previous-release-prepared";
 
-/** Whether tap, given these arguments, runs the upgrade test: no path (the whole suite), or a path of it or a folder holding it. */
+/**
+ * Whether tap, given these arguments, runs the upgrade test: they name no file or folder (the whole suite), or
+ * name it or a folder holding it. An argument that is no path on disk is an option's value.
+ */
 export function runsUpgradeTest(tapArgs: readonly string[]): boolean {
-  const paths = tapArgs.filter((arg) => !arg.startsWith("-"));
+  const paths = tapArgs.filter((arg) => !arg.startsWith("-") && fs.existsSync(arg));
   if (paths.length === 0) return true;
   const test = path.join(ROOT, UPGRADE_TEST);
   return paths.some((arg) => {
