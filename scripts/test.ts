@@ -4,6 +4,8 @@
 // The whole suite (no arguments) must exercise every operation of the document: each test server records
 // what it answers (scripts/operation-coverage.ts), and an operation that never answered 2xx fails the run.
 // Prints a last line "N passed, N failed" from tap's totals (plus one failure for unexercised operations).
+// When the whole suite runs or the rolling-upgrade test is named, a checkout of the previous release with its
+// own packages is prepared first (test/helpers/previous-release.ts), beside the template's migration.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -13,6 +15,13 @@ import { migrateAll } from "../app/lifecycle.ts";
 import { coverageReport, OPERATIONS_DIR_ENV } from "./operation-coverage.ts";
 import { bundleDocument } from "./openapi-source.ts";
 import { throwawayPostgres, withDatabase } from "./throwaway-postgres.ts";
+import {
+  PREVIOUS_RELEASE,
+  PREVIOUS_RELEASE_DIR_ENV,
+  PREVIOUS_RELEASE_ERROR_ENV,
+  preparePreviousRelease,
+  runsUpgradeTest,
+} from "../test/helpers/previous-release.ts";
 
 const TEMPLATE = "integrator_test_template";
 // The embedded cluster lives for one run and is deleted after it, so flushing to disk buys nothing
@@ -21,7 +30,25 @@ const TEMPLATE = "integrator_test_template";
 const NON_DURABLE = { fsync: "off" };
 const COMPILE_CACHE = path.join(import.meta.dirname, "..", "node_modules", ".cache", "node-compile-cache");
 
+/** The previous release's checkout for the upgrade test, or why there is none (the test then fails saying so). */
+async function previousRelease(): Promise<Record<string, string>> {
+  const started = performance.now();
+  try {
+    const { dir, reused } = await preparePreviousRelease();
+    if (!reused)
+      console.error(
+        `previous release ${PREVIOUS_RELEASE.slice(0, 7)} prepared in ${((performance.now() - started) / 1000).toFixed(1)} s: ${dir}`,
+      );
+    return { [PREVIOUS_RELEASE_DIR_ENV]: dir };
+  } catch (error) {
+    console.error(error);
+    return { [PREVIOUS_RELEASE_ERROR_ENV]: error instanceof Error ? error.message : String(error) };
+  }
+}
+
 async function main(): Promise<number> {
+  const tapArgs = process.argv.slice(2);
+  const previous = runsUpgradeTest(tapArgs) ? previousRelease() : Promise.resolve({});
   const postgres = await throwawayPostgres("integrator-test", NON_DURABLE);
   const { adminUrl } = postgres;
 
@@ -31,8 +58,8 @@ async function main(): Promise<number> {
   const db = createDatabase(templateUrl, 2);
   await migrateAll(db, templateUrl);
   await db.destroy();
+  const previousReleaseEnv = await previous;
 
-  const tapArgs = process.argv.slice(2);
   // Only the whole suite can tell whether an operation is never exercised.
   const operationsDir =
     tapArgs.length === 0 ? fs.mkdtempSync(path.join(os.tmpdir(), "integrator-operations-")) : undefined;
@@ -58,6 +85,7 @@ async function main(): Promise<number> {
         TEST_PG_ADMIN_URL: adminUrl,
         TEST_PG_TEMPLATE: TEMPLATE,
         NODE_ENV: "test",
+        ...previousReleaseEnv,
         ...(operationsDir ? { [OPERATIONS_DIR_ENV]: operationsDir } : {}),
       },
     });

@@ -5,10 +5,14 @@ import type { TestServer } from "./server.ts";
 export function runAdminCli(
   server: Pick<TestServer, "env">,
   args: string[],
-  options: { stdin?: string } = {},
+  /** `root`: the checkout whose CLI runs (default the working directory's). */
+  options: { stdin?: string; root?: string } = {},
 ): Promise<{ code: number | null; stdout: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["admin/main.ts", ...args], {
+    // The previous release (`root`) kept its CLI in scripts/admin.ts; this one keeps it in admin/.
+    const cli = options.root ? "scripts/admin.ts" : "admin/main.ts";
+    const child = spawn(process.execPath, [cli, ...args], {
+      ...(options.root ? { cwd: options.root } : {}),
       env: { ...process.env, ...server.env },
       stdio: ["pipe", "pipe", "inherit"],
     });

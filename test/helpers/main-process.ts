@@ -20,6 +20,8 @@ export interface MainProcess {
 }
 
 export interface MainProcessOptions {
+  /** The app/main.ts to run (default this checkout's; another release's checkout has its own). */
+  main?: string;
   /** How long start-up may take (default 60 s). */
   seconds?: number;
   /** The command-line arguments (default `--role=api`; none runs every role). */
@@ -35,7 +37,7 @@ export async function startMainProcess(
 ): Promise<MainProcess> {
   const seconds = options.seconds ?? 60;
   // Load shedding stays off: on a machine busy with other tests the event loop can lag past its threshold.
-  const child = spawn(process.execPath, [MAIN, ...(options.args ?? ["--role=api"])], {
+  const child = spawn(process.execPath, [options.main ?? MAIN, ...(options.args ?? ["--role=api"])], {
     env: { PATH: process.env.PATH ?? "", HOME: os.tmpdir(), LOAD_SHED_EVENT_LOOP_DELAY_MS: "0", ...env },
     stdio: ["pipe", "pipe", "pipe"],
   });
