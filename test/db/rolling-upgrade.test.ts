@@ -158,6 +158,10 @@ t.test(
     // Traffic: one loop per API, through each API from its start until the end.
     const submissions = new Map<string, Api["name"]>();
     let running = true;
+    // A failure ends the test early: the loops stop then too.
+    t.teardown(() => {
+      running = false;
+    });
     const other = (api: Api) => apis.find((candidate) => candidate !== api) ?? api;
     /** When this release's API was up (not yet: infinity), and the rounds each API began after that and finished. */
     let upgradedAt = Number.POSITIVE_INFINITY;
@@ -237,8 +241,10 @@ t.test(
       const arrived = await waitFor(
         async () => {
           for (const { name, process } of processes)
-            if (process.child.exitCode !== null)
-              throw new Error(`the ${name} exited:\n${process.stdout().slice(-4000)}`);
+            if (process.child.exitCode !== null || process.child.signalCode !== null)
+              throw new Error(
+                `the ${name} exited (${process.child.exitCode ?? process.child.signalCode}):\n${process.stdout().slice(-4000)}`,
+              );
           return receiver.received.filter((request) => request.receivedAt > since);
         },
         enough,
