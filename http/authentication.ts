@@ -25,7 +25,7 @@ declare module "express-serve-static-core" {
 
 /** Authenticates the request and enforces the role rule; answers 401/403 envelopes itself. */
 export function requireBearer(
-  tokens: TokenService,
+  tokens: Pick<TokenService, "verify">,
   /** Whether the request's operation declares the PortalSession scheme (accepts a portal credential). */
   acceptsPortal: (req: Request) => boolean = () => false,
 ): (req: Request, res: Response, next: NextFunction) => void {
