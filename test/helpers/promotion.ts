@@ -49,6 +49,8 @@ export async function promotedShare(run: PromotionRun): Promise<number> {
       handle(req, res);
     });
     server.listen(0, "127.0.0.1", () => console.log(server.address().port));
+    // Ends with the test's process, even one tap kills at its timeout before the test's finally runs.
+    process.stdin.on("close", () => process.exit(0)).resume();
   `;
   const child = spawn(
     process.execPath,
@@ -60,12 +62,16 @@ export async function promotedShare(run: PromotionRun): Promise<number> {
       "-e",
       script,
     ],
-    { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"], env: { ...run.env, PATH: process.env.PATH ?? "" } },
+    // No stream shared with the test's process: tap waits for its output to close, and an orphan holding it
+    // would hold the whole run.
+    { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"], env: { ...run.env, PATH: process.env.PATH ?? "" } },
   );
+  let errors = "";
+  child.stderr.on("data", (chunk: Buffer) => (errors += chunk.toString()));
   try {
     const port = await new Promise<string>((resolve, reject) => {
       child.stdout.once("data", (chunk: Buffer) => resolve(chunk.toString().trim()));
-      child.once("exit", (code) => reject(new Error(`the server exited (${code})`)));
+      child.once("exit", (code) => reject(new Error(`the server exited (${code}): ${errors}`)));
     });
     const base = `http://127.0.0.1:${port}`;
     const load = {
