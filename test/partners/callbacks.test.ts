@@ -4,14 +4,14 @@
 // openapi/openapi.yaml; docs/decisions.md §7).
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
-import t, { type Test } from "tap";
+import t from "tap";
 import { createTestTenant, startTestServer, type TestServer } from "../helpers/server.ts";
 import { createTestDatabase } from "../helpers/database.ts";
 import { createTestPartner, signCallback, type TestPartner } from "../helpers/partners.ts";
 import { CALLBACK_REJECTED } from "../../handlers/partners/callbacks.ts";
 import { changePartnerStatus, entitlePartner } from "../../handlers/partners/registry.ts";
 import { listAudit } from "../../db/audit.ts";
+import { databaseRelay } from "../helpers/database-relay.ts";
 
 interface CallbackBody {
   tenant_id: string;
@@ -533,38 +533,10 @@ t.test(
   },
 );
 
-/** A TCP relay to the test database that can be cut, like a network partition or a database gone away. */
-async function cuttableRelay(t: Test, databaseUrl: string): Promise<{ url: string; cut(): Promise<void> }> {
-  const target = new URL(databaseUrl);
-  const sockets = new Set<net.Socket>();
-  const relay = net.createServer((client) => {
-    const upstream = net.connect(Number(target.port), target.hostname);
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on("close", () => sockets.delete(socket));
-      socket.on("error", () => socket.destroy());
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
-  const address = relay.address();
-  const url = new URL(databaseUrl);
-  url.hostname = "127.0.0.1";
-  url.port = String(typeof address === "object" && address ? address.port : 0);
-  const cut = async () => {
-    await new Promise<void>((resolve) => {
-      relay.close(() => resolve());
-      for (const socket of sockets) socket.destroy();
-    });
-  };
-  t.teardown(() => (relay.listening ? cut() : undefined));
-  return { url: url.toString(), cut };
-}
-
 t.test(
   "an unreachable database answers a callback (and a launch) 503 SERVICE_UNAVAILABLE with Retry-After, not 500",
   async (t) => {
-    const relay = await cuttableRelay(t, await createTestDatabase(t));
+    const relay = await databaseRelay(t, await createTestDatabase(t));
     const server = await startTestServer(t, { databaseUrl: relay.url });
     const tenant = await createTestTenant(server.services);
     const partner = await createTestPartner(server.services, { entitle: [tenant.tenantId] });
