@@ -1,10 +1,13 @@
 // The release before this one, as test/db/rolling-upgrade.test.ts runs it beside the new schema: its commit,
-// and a checkout of that commit (`git archive`) with the packages of its own lock file installed as the
-// image installs them (`npm ci --omit=dev`). npm test prepares the checkout before tap starts
-// (scripts/test.ts), when the whole suite runs or the upgrade test is named, and hands its directory to the
-// test files in PREVIOUS_RELEASE_DIR_ENV. A prepared checkout is kept in the temporary directory under its
-// commit, so later runs reuse it.
+// and a checkout of that commit (`git archive`) in the temporary directory with the packages of its own lock
+// file. When that lock file is this clone's, byte for byte, the packages installed here are the ones it pins,
+// so the checkout links this clone's node_modules (named for this clone and its lock file, and prepared
+// again when the link no longer leads to them); otherwise they are installed as the image installs them
+// (`npm ci --omit=dev`). npm test prepares the checkout before tap starts (scripts/test.ts), when the whole
+// suite runs or the upgrade test is named, and hands its directory to the test files in
+// PREVIOUS_RELEASE_DIR_ENV. Later runs reuse a prepared checkout.
 import { execFileSync, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -38,12 +41,31 @@ export function runsUpgradeTest(tapArgs: readonly string[]): boolean {
   });
 }
 
-function checkoutDir(commit: string): string {
-  return path.join(os.tmpdir(), "integrator-previous-release", commit);
+/** Whether the commit's lock file is this clone's, byte for byte: then the packages installed here are its own. */
+function sharesLockFile(commit: string): boolean {
+  let theirs: Buffer;
+  try {
+    theirs = execFileSync("git", ["-C", ROOT, "show", `${commit}:package-lock.json`], {
+      stdio: ["ignore", "pipe", "ignore"],
+      maxBuffer: 64 * 1024 * 1024,
+    });
+  } catch {
+    return false; // not in this clone: git archive below says why
+  }
+  return theirs.equals(fs.readFileSync(path.join(ROOT, "package-lock.json")));
+}
+
+function checkoutDir(commit: string, linked: boolean): string {
+  if (!linked) return path.join(os.tmpdir(), "integrator-previous-release", commit);
+  const lockFile = fs.readFileSync(path.join(ROOT, "package-lock.json"));
+  const clone = createHash("sha256").update(ROOT).update("\0").update(lockFile).digest("hex").slice(0, 16);
+  return path.join(os.tmpdir(), "integrator-previous-release", `${commit}-linked-${clone}`);
 }
 
 function isPrepared(dir: string, commit: string): boolean {
   try {
+    // A linked checkout's packages are this clone's: present unless node_modules went since.
+    fs.accessSync(path.join(dir, "node_modules", "pg", "package.json"));
     return fs.readFileSync(path.join(dir, PREPARED_MARK), "utf8") === commit;
   } catch {
     return false;
@@ -71,7 +93,8 @@ function npmCi(dir: string): Promise<void> {
  * (made beside it and renamed into place, so runs at the same time never see half of one).
  */
 export async function preparePreviousRelease(): Promise<{ dir: string; reused: boolean }> {
-  const dir = checkoutDir(PREVIOUS_RELEASE);
+  const linked = sharesLockFile(PREVIOUS_RELEASE);
+  const dir = checkoutDir(PREVIOUS_RELEASE, linked);
   if (isPrepared(dir, PREVIOUS_RELEASE)) return { dir, reused: true };
   fs.mkdirSync(path.dirname(dir), { recursive: true });
   const work = fs.mkdtempSync(`${dir}.`);
@@ -89,7 +112,8 @@ export async function preparePreviousRelease(): Promise<{ dir: string; reused: b
     const source = path.join(work, "source");
     fs.mkdirSync(source);
     execFileSync("tar", ["-xf", path.join(work, "source.tar"), "-C", source]);
-    await npmCi(source);
+    if (linked) fs.symlinkSync(path.join(ROOT, "node_modules"), path.join(source, "node_modules"), "dir");
+    else await npmCi(source);
     fs.writeFileSync(path.join(source, PREPARED_MARK), PREVIOUS_RELEASE);
     // Another run may have put its checkout in place meanwhile; an incomplete one goes.
     if (isPrepared(dir, PREVIOUS_RELEASE)) return { dir, reused: true };
