@@ -15,6 +15,9 @@ import { waitFor } from "../helpers/wait.ts";
 
 const MAIN = path.join(import.meta.dirname, "..", "..", "app", "main.ts");
 const ca = testCa(t);
+// The two cases share nothing but the CA (each rig has a database of its own), and each mostly waits on the
+// receiver's slow answers and the dead worker's heartbeat: run them at the same time.
+t.jobs = 2;
 
 interface WorkerCheck {
   status: string;
