@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto";
 import path from "node:path";
 import t from "tap";
 import { HEAP_SHARE_FOR_BODIES, loadConfig } from "../../foundation/config.ts";
+import { processEnv } from "../helpers/main-process.ts";
 
 /** A fixed key that looks random (a SHA-256 digest) and whose base64 and base64url forms differ. */
 const SAMPLE_KEY = "ad1c547f3610628dff55aebed55e6e022bf3858974144172e2229901d8bfe3de";
@@ -218,7 +219,7 @@ t.test("the service refuses to start with a bad setting: exit code 1 and a messa
   const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
     (resolve, reject) => {
       const child = spawn(process.execPath, [main], {
-        env: { PATH: process.env.PATH ?? "", PORT: "eighty" },
+        env: processEnv({ PORT: "eighty" }),
         stdio: ["ignore", "pipe", "pipe"],
       });
       let out = "";

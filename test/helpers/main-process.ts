@@ -30,6 +30,15 @@ export interface MainProcessOptions {
   teardownSignal?: NodeJS.Signals;
 }
 
+/**
+ * The environment of a process a test starts: PATH, HOME, npm test's compile cache (the child loads the
+ * modules the test processes compiled already) and `env`; nothing else of the test's own environment.
+ */
+export function processEnv(env: Record<string, string> = {}): Record<string, string> {
+  const cache = process.env.NODE_COMPILE_CACHE;
+  return { PATH: process.env.PATH ?? "", HOME: os.tmpdir(), ...(cache ? { NODE_COMPILE_CACHE: cache } : {}), ...env };
+}
+
 export async function startMainProcess(
   t: Test,
   env: Record<string, string>,
@@ -38,7 +47,7 @@ export async function startMainProcess(
   const seconds = options.seconds ?? 60;
   // Load shedding stays off: on a machine busy with other tests the event loop can lag past its threshold.
   const child = spawn(process.execPath, [options.main ?? MAIN, ...(options.args ?? ["--role=api"])], {
-    env: { PATH: process.env.PATH ?? "", HOME: os.tmpdir(), LOAD_SHED_EVENT_LOOP_DELAY_MS: "0", ...env },
+    env: processEnv({ LOAD_SHED_EVENT_LOOP_DELAY_MS: "0", ...env }),
     stdio: ["pipe", "pipe", "pipe"],
   });
   let out = "";

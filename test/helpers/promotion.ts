@@ -4,6 +4,7 @@
 import { spawn } from "node:child_process";
 import { runLoad } from "../../scripts/bench/common.ts";
 import { ROOT } from "./repository-copy.ts";
+import { processEnv } from "./main-process.ts";
 
 export interface PromotionRun {
   /**
@@ -64,7 +65,7 @@ export async function promotedShare(run: PromotionRun): Promise<number> {
     ],
     // No stream shared with the test's process: tap waits for its output to close, and an orphan holding it
     // would hold the whole run.
-    { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"], env: { ...run.env, PATH: process.env.PATH ?? "" } },
+    { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"], env: processEnv(run.env) },
   );
   let errors = "";
   child.stderr.on("data", (chunk: Buffer) => (errors += chunk.toString()));

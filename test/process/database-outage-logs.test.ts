@@ -10,6 +10,7 @@ import { freePort } from "../../scripts/throwaway-postgres.ts";
 import { createDatabase, startEmbeddedPostgres } from "../../db/database.ts";
 import { migrateAll } from "../../app/lifecycle.ts";
 import { waitFor } from "../helpers/wait.ts";
+import { processEnv } from "../helpers/main-process.ts";
 
 const MAIN = path.join(import.meta.dirname, "..", "..", "app", "main.ts");
 
@@ -26,9 +27,7 @@ t.test("every stdout line is JSON while the database is down", async (t) => {
   await migrator.destroy();
 
   const child = spawn(process.execPath, [MAIN], {
-    env: {
-      PATH: process.env.PATH ?? "",
-      HOME: os.tmpdir(),
+    env: processEnv({
       NODE_ENV: "test",
       DATABASE_URL: postgres.url,
       ENCRYPTION_KEY: randomBytes(32).toString("hex"),
@@ -37,7 +36,7 @@ t.test("every stdout line is JSON while the database is down", async (t) => {
       LOG_LEVEL: "debug",
       LOAD_SHED_EVENT_LOOP_DELAY_MS: "0",
       SHUTDOWN_TIMEOUT_MS: "3000",
-    },
+    }),
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";

@@ -3,13 +3,13 @@
 // restarts the service; a document that does not generate leaves the running service alone.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import os from "node:os";
 import path from "node:path";
 import t from "tap";
 import { createTestDatabase } from "../helpers/database.ts";
 import { copyRepository, editFile } from "../helpers/repository-copy.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { freePort } from "../../scripts/throwaway-postgres.ts";
+import { processEnv } from "../helpers/main-process.ts";
 
 // The loop typechecks the copy: minutes on a busy machine.
 t.setTimeout(600_000);
@@ -25,9 +25,7 @@ t.test("npm run dev regenerates, relints, reports type errors and restarts on a 
   const port = await freePort();
   const child = spawn(process.execPath, ["scripts/dev.ts"], {
     cwd: copy,
-    env: {
-      PATH: process.env.PATH ?? "",
-      HOME: os.tmpdir(),
+    env: processEnv({
       NODE_ENV: "development",
       PORT: String(port),
       METRICS_PORT: "0",
@@ -36,7 +34,7 @@ t.test("npm run dev regenerates, relints, reports type errors and restarts on a 
       DATA_DIR: path.join(copy, ".data"),
       LOG_LEVEL: "info",
       LOAD_SHED_EVENT_LOOP_DELAY_MS: "0",
-    },
+    }),
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";

@@ -4,12 +4,12 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import t from "tap";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { createTestDatabase } from "../helpers/database.ts";
 import { waitFor } from "../helpers/wait.ts";
+import { processEnv } from "../helpers/main-process.ts";
 
 const ROOT = path.join(import.meta.dirname, "..", "..");
 const SOURCES = ["package.json", "app", "foundation", "http", "db", "handlers", "worker", "generated", "openapi"];
@@ -34,7 +34,7 @@ function cloneInto(parent: string, without: string[] = []): string {
 function run(cwd: string, env: Record<string, string>) {
   const child = spawn(process.execPath, ["app/main.ts"], {
     cwd,
-    env: { PATH: process.env.PATH ?? "", HOME: os.tmpdir(), NODE_ENV: "development", PORT: "0", ...env },
+    env: processEnv({ NODE_ENV: "development", PORT: "0", ...env }),
     stdio: ["ignore", "pipe", "pipe"],
   });
   const output = { stdout: "", stderr: "" };

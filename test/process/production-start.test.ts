@@ -5,6 +5,7 @@ import path from "node:path";
 import t from "tap";
 import { createTestDatabase } from "../helpers/database.ts";
 import { startMainProcess } from "../helpers/main-process.ts";
+import { processEnv } from "../helpers/main-process.ts";
 
 const productionEnv = async (t: Parameters<typeof createTestDatabase>[0]) => ({
   NODE_ENV: "production",
@@ -19,7 +20,7 @@ function runMainToExit(env: Record<string, string>): Promise<{ code: number | nu
   const main = path.join(import.meta.dirname, "..", "..", "app", "main.ts");
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [main, "--role=api"], {
-      env: { PATH: process.env.PATH ?? "", ...env },
+      env: processEnv(env),
       stdio: ["ignore", "ignore", "pipe"],
     });
     let stderr = "";

@@ -4,7 +4,6 @@
 // done, sent twice only if it was in flight at the kill: with a job per delivery (fan-out 1) and with
 // an event's deliveries in one job (fan-out 4). Real processes, a real HTTPS receiver.
 import { spawn } from "node:child_process";
-import os from "node:os";
 import path from "node:path";
 import t from "tap";
 import { emitEvent } from "../../db/events.ts";
@@ -12,6 +11,7 @@ import { startWorker } from "../../worker/runner.ts";
 import { checkHealth } from "../../handlers/probes/health-checks.ts";
 import { startWebhookRig, testCa } from "../helpers/webhooks.ts";
 import { waitFor } from "../helpers/wait.ts";
+import { processEnv } from "../helpers/main-process.ts";
 
 const MAIN = path.join(import.meta.dirname, "..", "..", "app", "main.ts");
 const ca = testCa(t);
@@ -44,7 +44,7 @@ for (const fanOut of [1, 4]) {
       });
 
       const child = spawn(process.execPath, [MAIN, "--role=worker"], {
-        env: { ...server.env, PATH: process.env.PATH ?? "", HOME: os.tmpdir(), LOG_LEVEL: "silent" },
+        env: processEnv({ ...server.env, LOG_LEVEL: "silent" }),
         stdio: "ignore",
       });
       const exited = new Promise<NodeJS.Signals | null>((resolve) =>
