@@ -1732,7 +1732,11 @@ export interface components {
          *     5 minutes after it fails, the third 2 hours after that; a delivery still failing is `failed` about
          *     2 hours 5 minutes after its event. Each delivery shows when its next attempt is due
          *     (`next_attempt_at`; null once final). A deployment may set `WEBHOOK_RETRY_BASE_SECONDS` instead: retry
-         *     n then waits base × 6^(n−1) seconds, at most 10 hours. `X-Service-Review-Delivery` is the same on every attempt of one delivery, and `webhook-id`
+         *     n then waits base × 6^(n−1) seconds, at most 10 hours. Whatever the settings, the last retry comes at
+         *     most 3 days after the first attempt (the retry window: Stripe retries for up to 3 days, Svix for about
+         *     27½ hours); a deployment may set that window with `WEBHOOK_RETRY_WINDOW` instead of
+         *     `MAX_DELIVERY_ATTEMPTS`, the retries then following the schedule for as long as they fall within it.
+         *     `X-Service-Review-Delivery` is the same on every attempt of one delivery, and `webhook-id`
          *     (the event's `id`) the same on every attempt of every delivery of one event, resends included:
          *     receivers should drop duplicates by `webhook-id`. A delivery of a deactivated subscription is not
          *     sent again.
