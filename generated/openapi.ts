@@ -137,7 +137,8 @@ export interface paths {
          * List active webhook subscriptions
          * @description Lists the tenant's active subscriptions, without secrets. Deactivated (deleted) subscriptions are not
          *     listed; disabled subscriptions, by endpoint health or by hand, are (`status: disabled`, see
-         *     `enableWebhookSubscription`). `total` is the number of subscriptions listed.
+         *     `enableWebhookSubscription`). Each carries its endpoint's `health`, read from its recent attempts
+         *     (`WebhookSubscriptionHealth`). `total` is the number of subscriptions listed.
          */
         get: operations["listWebhookSubscriptions"];
         put?: never;
@@ -183,8 +184,9 @@ export interface paths {
         };
         /**
          * Get one webhook subscription
-         * @description Returns one subscription of the tenant, without its secret, including its health (`status`,
-         *     `disabled_at`, `disabled_reason`) and the end of a secret rotation's overlap window
+         * @description Returns one subscription of the tenant, without its secret, including its state (`status`,
+         *     `disabled_at`, `disabled_reason`), how its endpoint answered its recent attempts (`health`, see
+         *     `WebhookSubscriptionHealth`) and the end of a secret rotation's overlap window
          *     (`previous_secret_expires_at`). A deleted (deactivated) subscription, an unknown id, an id that is not
          *     a UUID, and a subscription of another tenant answer 404 `NOT_FOUND`.
          */
@@ -1350,6 +1352,47 @@ export interface components {
          * @enum {string}
          */
         WebhookSubscriptionStatus: "active" | "disabled";
+        /**
+         * @description How the endpoint answered its recent attempts: the newest 100 attempts made in the last 24 hours
+         *     (all of them when there were fewer), whatever they carried (first sends, retries, resends, test
+         *     events and operational events alike). Read when the subscription is answered, from the attempts
+         *     recorded until then; the portal shows the same figure on the endpoint's card.
+         *
+         *     `status`, from the newest attempt and the share delivered:
+         *     - `failing`: the newest attempt failed, so the endpoint is failing now: it answered a status other
+         *       than 2xx (a 503, say), did not answer in time, or could not be reached.
+         *     - `degraded`: the newest attempt was delivered, but fewer than 95 % of the recent ones were.
+         *     - `healthy`: the newest attempt was delivered, and at least 95 % of the recent ones were.
+         *     - `unknown`: no attempt in the last 24 hours (a new endpoint, a quiet one, or one disabled since).
+         *
+         *     This figure only reports. The worker disables a subscription by rules of its own (failed deliveries
+         *     in a row, days of failing; see `enableWebhookSubscription`).
+         */
+        WebhookSubscriptionHealth: {
+            /** @enum {string} */
+            status: "healthy" | "degraded" | "failing" | "unknown";
+            /** @description The attempts counted, those of the last 24 hours, at most the newest 100. */
+            attempts: number;
+            /** @description How many of them were delivered (a 2xx answer). */
+            delivered: number;
+            /**
+             * @description `delivered` as a share of `attempts`, in percent rounded down, so 100 only when every attempt was
+             *     delivered; null when `attempts` is 0.
+             */
+            delivered_percent: number | null;
+            /**
+             * Format: date-time
+             * @description When the newest attempt counted was made (RFC 3339 in UTC with `Z`); null when none was.
+             */
+            last_attempt_at: string | null;
+            /** @description The newest attempt's outcome; null when no attempt is counted. */
+            last_outcome: components["schemas"]["WebhookDeliveryAttemptOutcome"] | null;
+            /**
+             * @description The HTTP status the endpoint answered the newest attempt with; null when no answer arrived (a
+             *     timeout, a connection or TLS failure) or no attempt is counted.
+             */
+            last_response_code: number | null;
+        };
         /** @description A new subscription. An unknown field is 422 `extra_forbidden`. */
         WebhookSubscriptionCreateRequest: {
             /**
@@ -1469,6 +1512,7 @@ export interface components {
              *     (RFC 3339 in UTC with `Z`); null when no rotation overlap window is open.
              */
             previous_secret_expires_at: string | null;
+            health: components["schemas"]["WebhookSubscriptionHealth"];
             /**
              * @description The signing secret (`whsec_` followed by 32 random bytes in standard base64), returned once by the
              *     create operation (and by each rotation, for the new secret) and never again.

@@ -31,9 +31,9 @@ begin
   ),
   history as (
     insert into integrator.webhook_delivery_attempts
-           (tenant_id, delivery_id, number, attempted_at, duration_ms, outcome, response_code, error_class,
-            error_message, request_headers, response_headers, response_body, response_body_truncated)
-    select r.tenant_id, r.id, r.attempts, p_attempted_at, p_duration_ms,
+           (tenant_id, delivery_id, subscription_id, number, attempted_at, duration_ms, outcome, response_code,
+            error_class, error_message, request_headers, response_headers, response_body, response_body_truncated)
+    select r.tenant_id, r.id, r.subscription_id, r.attempts, p_attempted_at, p_duration_ms,
            case when delivered then 'delivered' else 'failed' end, p_response_code, p_error_class,
            p_failure, p_request_headers, p_response_headers, p_response_body, coalesce(p_response_body_truncated, false)
       from recorded r
