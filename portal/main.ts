@@ -19,8 +19,6 @@ import { EVENT_DESCRIPTIONS, EVENT_KINDS } from "../generated/event-kinds.ts";
 import { forgetSession, readSession, storeSession, type Session } from "./session.ts";
 
 const PAGE_SIZE = 25;
-/** How many of an endpoint's newest deliveries its health is read from. */
-const HEALTH_SAMPLE = 50;
 /** The session warns this long before it ends, with a button to stay. */
 const SESSION_WARNING_MS = 2 * 60 * 1000;
 /** How `disabled_reason` begins when the tenant disabled the endpoint (disableWebhookSubscription). */
@@ -450,7 +448,6 @@ class Portal {
       this.renderSubscriptions();
       this.syncSubscriptionFilter();
       this.renderCatalogue();
-      void this.loadHealth();
     } catch (error) {
       if (this.refused(error)) return;
       replace(
@@ -521,7 +518,7 @@ class Portal {
               subscription.rate_limit_per_second === 1 ? "delivery" : "deliveries"
             } a second`,
           ),
-      h("p", { class: "meta health", "data-health-for": subscription.id }, "Health: reading recent deliveries…"),
+      h("p", { class: "meta health", "data-health-for": subscription.id }, healthLine(subscription.health)),
       disabled ? this.disabledNote(subscription) : null,
       subscription.previous_secret_expires_at
         ? h(
@@ -538,23 +535,21 @@ class Portal {
     );
   }
 
-  /** Each endpoint's health: the share of its newest finished deliveries that were delivered. */
-  private async loadHealth(): Promise<void> {
-    await Promise.all(
-      this.subscriptions.map(async (subscription) => {
+  /**
+   * Each endpoint's health read again (the subscriptions' `health`, as the API answers it), written into the
+   * cards without drawing them again: an open form or the focus stays where it is.
+   */
+  private async refreshHealth(): Promise<void> {
+    try {
+      const { subscriptions } = await this.api.listSubscriptions();
+      for (const subscription of subscriptions) {
         const into = this.subscriptionsView.querySelector<HTMLElement>(`[data-health-for="${subscription.id}"]`);
-        if (!into) return;
-        try {
-          const { deliveries } = await this.api.listDeliveries({
-            subscription_id: subscription.id,
-            limit: HEALTH_SAMPLE,
-          });
-          replace(into, healthLine(deliveries));
-        } catch (error) {
-          if (!this.refused(error)) replace(into, "Health: could not be read just now.");
-        }
-      }),
-    );
+        if (into) replace(into, healthLine(subscription.health));
+      }
+    } catch (error) {
+      // The cards keep the figure they show; an expired link is handled here as everywhere.
+      this.refused(error);
+    }
   }
 
   /** Why and since when the endpoint is disabled, and what to do about it. */
@@ -864,7 +859,7 @@ class Portal {
     replace(this.deliveryList, loading("deliveries"));
     replace(this.deliveryFooter);
     replace(this.deliverySummary);
-    void this.loadHealth();
+    void this.refreshHealth();
     await this.loadDeliveryPage(undefined, ++this.deliveryLoads);
   }
 
@@ -1096,22 +1091,32 @@ function clock(ms: number): string {
   return new Date(ms).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
 }
 
-/** "Health: 9 of 10 recent deliveries delivered (90%)", with the newest one's status and time. */
-function healthLine(deliveries: Delivery[]): (Node | string)[] {
-  if (deliveries.length === 0) return ["Health: no deliveries yet."];
-  const finished = deliveries.filter((delivery) => delivery.status !== "pending");
-  const delivered = finished.filter((delivery) => delivery.status === "delivered").length;
-  const pending = deliveries.length - finished.length;
-  const newest = deliveries[0];
-  const parts: (Node | string)[] = ["Health: "];
-  if (finished.length === 0) parts.push(statusBadge("waiting", "wait"), " nothing finished yet");
-  else {
-    const rate = Math.round((delivered / finished.length) * 100);
-    const tone = rate >= 95 ? "ok" : rate >= 50 ? "wait" : "bad";
-    parts.push(statusBadge(`${rate}%`, tone), ` ${delivered} of ${finished.length} recent deliveries delivered`);
+/** How each health status is toned on the card. */
+const HEALTH_TONES: Record<Subscription["health"]["status"], "ok" | "wait" | "bad" | "off"> = {
+  healthy: "ok",
+  degraded: "wait",
+  failing: "bad",
+  unknown: "off",
+};
+
+/**
+ * The endpoint's health as the API answers it: "Health: failing · 3 of 4 recent attempts delivered (75%) ·
+ * last attempt failed, HTTP 503, <time>"; recent is the newest 100 attempts of the last 24 hours.
+ */
+function healthLine(health: Subscription["health"]): (Node | string)[] {
+  const parts: (Node | string)[] = ["Health: ", statusBadge(health.status, HEALTH_TONES[health.status])];
+  if (health.attempts === 0) {
+    parts.push(" · no attempts in the last 24 hours");
+    return parts;
   }
-  if (pending > 0) parts.push(` · ${pending} pending`);
-  if (newest) parts.push(" · newest ", newest.status, " ", time(newest.created_at));
+  parts.push(
+    ` · ${health.delivered} of ${health.attempts} recent ${health.attempts === 1 ? "attempt" : "attempts"} delivered`,
+    ` (${health.delivered_percent ?? 0}%)`,
+    ` · last attempt ${health.last_outcome ?? "—"}`,
+    health.last_response_code === null ? ", no answer" : `, HTTP ${health.last_response_code}`,
+    ", ",
+    time(health.last_attempt_at),
+  );
   return parts;
 }
 
