@@ -262,20 +262,26 @@ class Portal {
       value: current?.url,
     });
     const chosen = new Set<string>(current?.events ?? ["*"]);
-    const boxes = ["*", ...EVENT_KINDS].map((kind) =>
+    const box = (kind: string) =>
       h(
         "label",
         { class: "check" },
         h("input", { type: "checkbox", name: "events", value: kind, checked: chosen.has(kind) }),
         kind === "*" ? "all events (*)" : kind,
-      ),
-    );
-    const inputs = boxes.map((label) => label.querySelector("input")).filter((box) => box !== null);
-    const [all] = inputs;
-    for (const box of inputs)
-      box.addEventListener("change", () => {
-        if (!box.checked) return;
-        for (const other of inputs) if (other !== box && (box === all || other === all)) other.checked = false;
+      );
+    // `*` and single lifecycle kinds exclude each other; the reports about endpoints are never part of `*`
+    // and go with either.
+    const boxes = ["*", ...EVENT_KINDS.filter((kind) => !isOperational(kind))].map(box);
+    const reportBoxes = EVENT_KINDS.filter(isOperational).map(box);
+    const inputsOf = (labels: HTMLElement[]) =>
+      labels.map((label) => label.querySelector("input")).filter((input) => input !== null);
+    const lifecycle = inputsOf(boxes);
+    const inputs = [...lifecycle, ...inputsOf(reportBoxes)];
+    const [all] = lifecycle;
+    for (const input of lifecycle)
+      input.addEventListener("change", () => {
+        if (!input.checked) return;
+        for (const other of lifecycle) if (other !== input && (input === all || other === all)) other.checked = false;
       });
     const description = h("input", {
       id: `${prefix}-description`,
@@ -302,7 +308,14 @@ class Portal {
       fields: [
         h("label", { for: url.id }, "Endpoint URL (https)"),
         url,
-        h("fieldset", {}, h("legend", {}, "Events"), boxes),
+        h(
+          "fieldset",
+          {},
+          h("legend", {}, "Events"),
+          boxes,
+          h("p", { class: "meta reports" }, "Reports on your other endpoints (never part of all events):"),
+          reportBoxes,
+        ),
         h("label", { for: description.id }, "Description (optional)"),
         description,
         h("label", { for: rateLimit.id }, "Rate limit, deliveries per second (optional, 1–1000; blank for none)"),
@@ -920,6 +933,7 @@ class Portal {
         " ",
         h("strong", {}, delivery.event_type),
         delivery.origin !== "event" ? h("span", { class: "badge off" }, delivery.origin) : null,
+        this.reportSummary(delivery),
         " ",
         h("span", { class: "meta" }, time(delivery.created_at), target ? ` → ${target.url}` : ""),
         delivery.next_attempt_at
@@ -936,6 +950,34 @@ class Portal {
       }
     });
     return h("li", { class: "delivery", "data-delivery-id": delivery.id }, details);
+  }
+
+  /**
+   * What an operational event reports, in words, beside its kind: which endpoint was disabled and why, or
+   * which delivery to which endpoint used its attempts (the endpoint by its URL when it is listed).
+   */
+  private reportSummary(delivery: Delivery): HTMLElement | null {
+    const { payload } = delivery;
+    const endpoint = (id: string) =>
+      this.subscriptions.find((subscription) => subscription.id === id)?.url ?? `endpoint ${id}`;
+    if (payload.event === "webhook.endpoint_disabled")
+      return h(
+        "span",
+        { class: "report" },
+        ` · ${endpoint(payload.data.subscription_id)} was disabled: ${payload.data.reason}`,
+      );
+    if (payload.event === "webhook.delivery_exhausted") {
+      const { data } = payload;
+      const answer = data.last_response_code === null ? "no answer" : `HTTP ${data.last_response_code}`;
+      return h(
+        "span",
+        { class: "report" },
+        ` · ${data.event_type} to ${endpoint(data.subscription_id)} failed ${
+          data.attempts === 1 ? "its one attempt" : `all ${data.attempts} attempts`
+        } (last: ${answer})`,
+      );
+    }
+    return null;
   }
 
   private async loadDetail(delivery: Delivery, into: HTMLElement): Promise<void> {
@@ -1089,6 +1131,11 @@ class Portal {
 /** A time of day in the reader's locale (hours and minutes). */
 function clock(ms: number): string {
   return new Date(ms).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+}
+
+/** An operational kind: the service's report about one of the tenant's endpoints, never part of `*`. */
+function isOperational(kind: string): boolean {
+  return kind.startsWith("webhook.");
 }
 
 /** How each health status is toned on the card. */

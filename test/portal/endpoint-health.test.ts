@@ -85,3 +85,77 @@ t.test("a receiver answering 503 turns the endpoint's card to failing, as the AP
   t.equal(rig.receiver.receivedAt(path).length, 2, "both attempts reached the receiver");
   await screenshot(page, SHOTS, "13-endpoint-failing");
 });
+
+t.test(
+  "an endpoint subscribed to the reports beside all events is told, in the deliveries list, of another endpoint disabled and the delivery it failed",
+  async (t) => {
+    const rig = await startWebhookRig(t, ca, {
+      env: { MAX_DELIVERY_ATTEMPTS: "1", WEBHOOK_DISABLE_AFTER_FAILED_DELIVERIES: "1" },
+      answer: (request) => (down.has(request.path) ? { status: 503 } : { status: 204 }),
+    });
+    const failingPath = "/reports-failing";
+    down.add(failingPath);
+    const failing = await rig.subscribe(rig.receiver.url(failingPath), ["intake.submitted"]);
+
+    const browser = await browserSession(t);
+    const page = await browser.context.newPage();
+    await page.goto(await portalLink(rig.server, rig.tenant));
+    await page.locator(`[data-health-for="${failing.id}"]`).waitFor();
+
+    // The watcher, added in the form: all events, and both reports beside them.
+    const watcherUrl = rig.receiver.url("/reports-watcher");
+    await page.fill("#new-url", watcherUrl);
+    for (const kind of ["webhook.endpoint_disabled", "webhook.delivery_exhausted"])
+      await page.getByRole("checkbox", { name: kind, exact: true }).check();
+    t.ok(await page.getByRole("checkbox", { name: "all events (*)" }).isChecked(), "all events stays chosen");
+    await page.getByRole("button", { name: "Add endpoint" }).click();
+    await page.locator(`#subscription-list code:text-is("${watcherUrl}")`).waitFor();
+    const watcher = (await rig.subscriptions()).find((subscription) => subscription.url === watcherUrl);
+    t.same(watcher?.events, ["*", "webhook.endpoint_disabled", "webhook.delivery_exhausted"], "saved as chosen");
+
+    await rig.emitIntake();
+    await waitFor(
+      async () => rig.receiver.receivedAt("/reports-watcher").length,
+      (count) => count === 3,
+      until,
+    );
+    const reports = page.locator("#delivery-list li.delivery span.report");
+    await waitFor(
+      async () => {
+        await page.click("#refresh-deliveries");
+        await page.locator("#delivery-list .state.loading").waitFor({ state: "detached" });
+        return reports.count();
+      },
+      (count) => count === 2,
+      { ...until, intervalMs: 300 },
+    );
+    const summaries = await page
+      .locator("#delivery-list li.delivery", { has: page.locator("span.report") })
+      .locator("summary")
+      .allInnerTexts();
+    const failingUrl = rig.receiver.url(failingPath);
+    t.ok(
+      summaries.some((text) =>
+        text.includes(`webhook.endpoint_disabled · ${failingUrl} was disabled: 1 deliveries in a row failed`),
+      ),
+      "the disabled endpoint, by its URL, and why",
+    );
+    t.ok(
+      summaries.some((text) =>
+        text.includes(
+          `webhook.delivery_exhausted · intake.submitted to ${failingUrl} failed its one attempt (last: HTTP 503)`,
+        ),
+      ),
+      "the delivery it failed, and the answer",
+    );
+    t.ok(
+      summaries.every((text) => text.includes(watcherUrl)),
+      "both delivered to the watcher, none to the endpoint they are about",
+    );
+    await page.reload();
+    const card = page.locator(`li.subscription[data-subscription-id="${failing.id}"]`);
+    await card.locator(".reason").waitFor();
+    t.match(await card.locator(".health").innerText(), /^Health: failing · 0 of 1 recent attempt delivered \(0%\)/);
+    await screenshot(page, SHOTS, "14-endpoint-reports");
+  },
+);
