@@ -51,17 +51,15 @@ export function healthOf(row: Omit<HealthRow, "subscription_id">): SubscriptionH
 }
 
 /**
- * The health of each of the tenant's subscriptions named, in one statement: for each, its newest
- * HEALTH_SAMPLE attempts of the last HEALTH_WINDOW_HOURS. A subscription without any is NO_RECENT_ATTEMPTS.
+ * The statement that reads the health of the tenant's subscriptions named: for each, its newest
+ * HEALTH_SAMPLE attempts of the last HEALTH_WINDOW_HOURS, by the index on tenant, subscription and time.
  */
-export async function subscriptionsHealth(
+export function healthQuery(
   db: Knex,
   tenantId: string,
   subscriptionIds: readonly string[],
-): Promise<Map<string, SubscriptionHealth>> {
-  const health = new Map<string, SubscriptionHealth>();
-  if (subscriptionIds.length === 0) return health;
-  const { rows } = await db.raw<{ rows: HealthRow[] }>(
+): Knex.Raw<{ rows: HealthRow[] }> {
+  return db.raw<{ rows: HealthRow[] }>(
     `select s.id as subscription_id, h.attempts, h.delivered, h.last_attempt_at, h.last_outcome, h.last_response_code
        from unnest(?::uuid[]) as s(id)
        cross join lateral (
@@ -74,11 +72,22 @@ export async function subscriptionsHealth(
                    from integrator.webhook_delivery_attempts a
                   where a.tenant_id = ? and a.subscription_id = s.id
                     and a.attempted_at > now() - make_interval(hours => ?)
-                  order by a.attempted_at desc, a.delivery_id desc, a.number desc
+                  order by a.attempted_at desc
                   limit ?) recent
        ) h`,
     [[...subscriptionIds], tenantId, HEALTH_WINDOW_HOURS, HEALTH_SAMPLE],
   );
+}
+
+/** The health of each of the tenant's subscriptions named, in one statement; one without attempts is NO_RECENT_ATTEMPTS. */
+export async function subscriptionsHealth(
+  db: Knex,
+  tenantId: string,
+  subscriptionIds: readonly string[],
+): Promise<Map<string, SubscriptionHealth>> {
+  const health = new Map<string, SubscriptionHealth>();
+  if (subscriptionIds.length === 0) return health;
+  const { rows } = await healthQuery(db, tenantId, subscriptionIds);
   for (const row of rows) health.set(row.subscription_id, healthOf(row));
   return health;
 }

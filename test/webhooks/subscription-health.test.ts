@@ -7,6 +7,7 @@ import type { ReceivedRequest } from "../helpers/https-receiver.ts";
 import { startWebhookRig, testCa, type WebhookRig } from "../helpers/webhooks.ts";
 import { waitFor } from "../helpers/wait.ts";
 import type { SubscriptionView } from "../../db/webhooks/views.ts";
+import { healthQuery } from "../../db/webhooks/health.ts";
 
 const ca = testCa(t);
 /** Paths whose endpoint answers 503 Service Unavailable. */
@@ -151,4 +152,30 @@ t.test("only the attempts of the last 24 hours count, at most the newest 100", a
     { status: "unknown", attempts: 0, last_attempt_at: null },
     "nothing in the last 24 hours: unknown",
   );
+});
+
+t.test("the health read is an index range scan per subscription, however many attempts the tenant has", async (t) => {
+  const { db } = rig.server.services;
+  const tenantId = rig.tenant.tenantId;
+  const { id } = await rig.subscribe(rig.receiver.url(`/busy-${crypto.randomUUID()}`));
+  await attemptsReach(id, 1);
+  const delivery = (await rig.deliveries()).find((row) => row.subscription_id === id);
+  if (!delivery) return t.fail("no delivery");
+  const others = Array.from({ length: 50 }, () => crypto.randomUUID());
+  // 20 000 attempts of 50 other subscriptions over the last two days.
+  await db.raw(
+    `insert into integrator.webhook_delivery_attempts
+            (tenant_id, delivery_id, subscription_id, number, attempted_at, duration_ms, outcome, response_code)
+     select ?, ?, (?::uuid[])[1 + n % 50], n + 1, now() - make_interval(secs => n * 8), 10, 'delivered', 204
+       from generate_series(1, 20000) as n`,
+    [tenantId, delivery.id, others],
+  );
+  await db.raw("analyze integrator.webhook_delivery_attempts");
+  const { sql, bindings } = healthQuery(db, tenantId, [id, ...others.slice(0, 19)]).toSQL();
+  const plan = (await db.raw<{ rows: { "QUERY PLAN": string }[] }>(`explain ${sql}`, bindings as never)).rows.map(
+    (row) => row["QUERY PLAN"],
+  );
+  t.match(plan.join("\n"), /Index Scan using webhook_delivery_attempts_by_subscription/, plan.join("\n"));
+  t.notMatch(plan.join("\n"), /Seq Scan/, "no sequential scan");
+  t.match((await rig.subscription(id)).health, { status: "healthy", attempts: 1 }, "and counts its own alone");
 });
