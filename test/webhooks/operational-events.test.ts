@@ -5,11 +5,13 @@
 // endpoint it is about, never through `*`, never for a test delivery, and never setting off another: an
 // operational event's failed delivery neither disables its endpoint nor reports itself.
 import t from "tap";
+import type { Knex } from "knex";
 import type { ReceivedRequest } from "../helpers/https-receiver.ts";
 import { createTestTenant, type TestTenant } from "../helpers/server.ts";
 import { intakeEventData, startWebhookRig, testCa, type WebhookRig } from "../helpers/webhooks.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { emitEvent } from "../../db/events.ts";
+import { recordAttempt, type AttemptRecord } from "../../db/webhooks/sending.ts";
 import type { DeliveryView, EventView, SubscriptionView } from "../../db/webhooks/views.ts";
 
 const ca = testCa(t);
@@ -245,6 +247,59 @@ t.test(
       exhausted.map((delivery) => delivery.id).sort(),
       "one report per delivery that used its attempts, none for those failed unsent",
     );
+  },
+);
+
+t.test(
+  "the reports exist exactly with the recorded attempt: a record repeated by another run adds none, a rollback leaves none",
+  async (t) => {
+    const who = await tenant();
+    const failing = await endpoint(who, ["intake.submitted"], true);
+    const watcher = await endpoint(who, OPERATIONAL);
+    const { db } = rig.server.services;
+    const reportsTo = (trx: Knex, subscriptionId: string) =>
+      trx("integrator.webhook_deliveries")
+        .where({ tenant_id: who.tenantId, subscription_id: subscriptionId })
+        .orderBy("event_type")
+        .pluck("event_type");
+    await db
+      .transaction(async (trx) => {
+        // The delivery and its job are invisible to the worker until this transaction commits; it never does.
+        await emitEvent(trx, who.tenantId, "intake.submitted", intakeEventData());
+        const [deliveryId] = await trx("integrator.webhook_deliveries")
+          .where({ tenant_id: who.tenantId, subscription_id: failing.id })
+          .pluck("id");
+        const last: AttemptRecord = {
+          tenantId: who.tenantId,
+          deliveryId: String(deliveryId),
+          attemptsBefore: 0,
+          attemptedAt: new Date(),
+          durationMs: 12,
+          status: "failed",
+          responseCode: 503,
+          errorMessage: "HTTP status 503",
+          errorClass: "http_status",
+          failure: "The endpoint answered 503 Service Unavailable.",
+          requestHeaders: {},
+          response: null,
+          health: { disableAfterFailedDeliveries: 1, disableAfterFailingDays: 0 },
+        };
+        t.equal(await recordAttempt(trx, last), true, "the attempt is recorded");
+        t.equal(
+          await recordAttempt(trx, last),
+          false,
+          "the same attempt recorded again by another run changes nothing",
+        );
+        t.same(
+          await reportsTo(trx, watcher.id),
+          ["webhook.delivery_exhausted", "webhook.endpoint_disabled"],
+          "one report of each kind",
+        );
+        throw new Error("rolled back");
+      })
+      .catch((error: unknown) => t.equal((error as Error).message, "rolled back"));
+    t.same(await reportsTo(db, watcher.id), [], "rolled back with the attempt: no report");
+    t.equal((await subscription(who, failing.id)).status, "active", "nor the disabling");
   },
 );
 
