@@ -36,6 +36,7 @@ declare
   new_failed_in_a_row integer;
   new_failing_since timestamptz;
   reason text;
+  report jsonb;
 begin
   update integrator.webhook_deliveries
      set status = p_status, attempts = attempts + 1, last_attempt_at = p_attempted_at,
@@ -98,13 +99,16 @@ begin
         end if;
       end if;
     end if;
-    if delivery_failed and not recorded.test and recorded.event_type <> 'webhook.test' then
-      perform integrator.emit_operational_event(
-        p_tenant_id, 'webhook.delivery_exhausted',
-        jsonb_build_object('delivery_id', p_delivery_id, 'subscription_id', recorded.subscription_id,
-                           'event_id', 'evt_' || recorded.event_id, 'event_type', recorded.event_type,
-                           'attempts', recorded.attempts, 'last_response_code', p_response_code),
-        recorded.subscription_id);
+    if delivery_failed and not recorded.test then
+      report := jsonb_build_object('delivery_id', p_delivery_id, 'subscription_id', recorded.subscription_id,
+                                   'event_id', 'evt_' || recorded.event_id, 'event_type', recorded.event_type,
+                                   'attempts', recorded.attempts, 'last_response_code', p_response_code);
+      -- Only a kind the document still declares can be reported (webhook.test never is); the attempt is
+      -- recorded whatever the report, so that no delivery is sent again for want of its record.
+      if integrator.webhook_event_data_problem('webhook.delivery_exhausted', report) is null then
+        perform integrator.emit_operational_event(p_tenant_id, 'webhook.delivery_exhausted', report,
+                                                  recorded.subscription_id);
+      end if;
     end if;
   end if;
 
