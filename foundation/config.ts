@@ -118,6 +118,36 @@ export const encryptionKey: Parser<{ key: Buffer; encoding: KeyEncoding }> = (ra
 /** The most retries a delivery can have: MAX_DELIVERY_ATTEMPTS is at most 25. */
 export const MAX_RETRIES = 24;
 const MAX_RETRY_WAIT_SECONDS = 7 * 86400;
+/**
+ * The longest retry window, from a delivery's first attempt to its last retry: Stripe's, which retries for up
+ * to 3 days (Svix's schedule spans about 27½ hours). docs/integrating.md compares them.
+ */
+export const MAX_RETRY_WINDOW_SECONDS = 3 * 86400;
+
+/** A duration written as a whole number of seconds, minutes, hours or days (`30s`, `5m`, `2h`, `1d`; a bare number is seconds); undefined when it is not one. */
+function durationSeconds(raw: string): number | undefined {
+  const match = /^(\d+)\s*([smhd]?)$/.exec(raw.trim().toLowerCase());
+  if (!match) return undefined;
+  const seconds = Number(match[1]) * ({ "": 1, s: 1, m: 60, h: 3600, d: 86400 }[match[2] ?? ""] ?? 1);
+  return Number.isSafeInteger(seconds) ? seconds : undefined;
+}
+
+/** A duration as the settings write it, largest units first: `9d 4h 5m`, `27h 35m 5s` is `1d 3h 35m 5s`. */
+export function spellDuration(seconds: number): string {
+  const parts: string[] = [];
+  let rest = Math.round(seconds);
+  for (const [unit, size] of [
+    ["d", 86400],
+    ["h", 3600],
+    ["m", 60],
+    ["s", 1],
+  ] as const) {
+    const count = Math.floor(rest / size);
+    rest -= count * size;
+    if (count > 0) parts.push(`${count}${unit}`);
+  }
+  return parts.length > 0 ? parts.join(" ") : "0s";
+}
 
 /**
  * Waits before retry 1, 2, …: comma-separated durations, each a whole number of seconds, minutes, hours or
@@ -128,13 +158,20 @@ const retrySchedule: Parser<number[]> = (raw, name) => {
   const expected = `${name} must list up to ${MAX_RETRIES} waits such as 5m,2h,8h (s, m, h or d; at most 7 days each)`;
   if (entries.length === 0 || entries.length > MAX_RETRIES) throw new ConfigError(`${expected}, got "${raw}"`);
   return entries.map((entry) => {
-    const match = /^(\d+)\s*([smhd]?)$/.exec(entry.toLowerCase());
-    const unit = { "": 1, s: 1, m: 60, h: 3600, d: 86400 }[match?.[2] ?? ""] ?? 1;
-    const seconds = match ? Number(match[1]) * unit : Number.NaN;
-    if (!Number.isSafeInteger(seconds) || seconds > MAX_RETRY_WAIT_SECONDS)
-      throw new ConfigError(`${expected}, got "${entry}"`);
+    const seconds = durationSeconds(entry);
+    if (seconds === undefined || seconds > MAX_RETRY_WAIT_SECONDS) throw new ConfigError(`${expected}, got "${entry}"`);
     return seconds;
   });
+};
+
+/** WEBHOOK_RETRY_WINDOW: a duration of at least a second and at most MAX_RETRY_WINDOW_SECONDS. */
+const retryWindow: Parser<number> = (raw, name) => {
+  const seconds = durationSeconds(raw);
+  if (seconds === undefined || seconds < 1 || seconds > MAX_RETRY_WINDOW_SECONDS)
+    throw new ConfigError(
+      `${name} must be a duration of at most 3 days (Stripe's retry window), such as 27h or 3d (s, m, h or d), got "${raw}"`,
+    );
+  return seconds;
 };
 
 /**
@@ -147,6 +184,52 @@ export function retryWaits(schedule: number[], baseSeconds: number | undefined):
       ? (schedule[Math.min(index, schedule.length - 1)] ?? 0)
       : Math.min(baseSeconds * 6 ** index, 10 * 3600),
   );
+}
+
+/** Seconds from a delivery's first attempt to its last retry, with `maxAttempts` attempts and these waits. */
+export function retryWindowSeconds(maxAttempts: number, waitsSeconds: readonly number[]): number {
+  return waitsSeconds.slice(0, Math.max(0, maxAttempts - 1)).reduce((sum, wait) => sum + wait, 0);
+}
+
+/**
+ * How many attempts a delivery gets. With WEBHOOK_RETRY_WINDOW (`windowSeconds`): the first attempt and
+ * every retry the waits place within the window of it; otherwise MAX_DELIVERY_ATTEMPTS, whose retries must
+ * end within MAX_RETRY_WINDOW_SECONDS. Throws ConfigError saying what to change when the settings ask for
+ * a window longer than that, one the waits cannot fill within MAX_RETRIES retries, or one too short for a
+ * single retry. `schedule` names the waits' setting as it was given, for the messages.
+ */
+export function retryAttempts(
+  waitsSeconds: readonly number[],
+  settings: { maxAttempts: number; windowSeconds: number | undefined; schedule: string },
+): number {
+  const { windowSeconds, schedule } = settings;
+  if (windowSeconds === undefined) {
+    const window = retryWindowSeconds(settings.maxAttempts, waitsSeconds);
+    if (window <= MAX_RETRY_WINDOW_SECONDS) return settings.maxAttempts;
+    let fits = 1;
+    while (fits < settings.maxAttempts && retryWindowSeconds(fits + 1, waitsSeconds) <= MAX_RETRY_WINDOW_SECONDS)
+      fits++;
+    throw new ConfigError(
+      `MAX_DELIVERY_ATTEMPTS=${settings.maxAttempts} with ${schedule} retries a delivery for ${spellDuration(window)} after its first attempt; ` +
+        `the retry window is at most 3 days (Stripe's): set MAX_DELIVERY_ATTEMPTS to ${fits} or fewer, shorten the waits, or set WEBHOOK_RETRY_WINDOW instead`,
+    );
+  }
+  const mostAttempts = MAX_RETRIES + 1;
+  let attempts = 1;
+  while (attempts < mostAttempts && retryWindowSeconds(attempts + 1, waitsSeconds) <= windowSeconds) attempts++;
+  // The last wait repeats: one more retry would still fall within the window.
+  const reached = retryWindowSeconds(mostAttempts, waitsSeconds);
+  if (attempts === mostAttempts && reached + (waitsSeconds[MAX_RETRIES - 1] ?? 0) <= windowSeconds)
+    throw new ConfigError(
+      `WEBHOOK_RETRY_WINDOW=${spellDuration(windowSeconds)} with ${schedule} takes more than ${MAX_RETRIES} retries to fill ` +
+        `(${MAX_RETRIES} reach ${spellDuration(reached)}): lengthen the waits, e.g. WEBHOOK_RETRY_SCHEDULE=5s,5m,30m,2h,5h,10h`,
+    );
+  if (attempts === 1)
+    throw new ConfigError(
+      `WEBHOOK_RETRY_WINDOW=${spellDuration(windowSeconds)} ends before the first retry (${spellDuration(waitsSeconds[0] ?? 0)} after the first attempt with ${schedule}): ` +
+        "lengthen the window, or set MAX_DELIVERY_ATTEMPTS=1 for no retries",
+    );
+  return attempts;
 }
 
 /**
@@ -420,7 +503,11 @@ export const SETTINGS = {
     String(100 * 1024 * 1024),
     "Largest file_size intake accepts; larger items are rejected per item.",
   ),
-  MAX_DELIVERY_ATTEMPTS: setting(integer(1, 25), "3", "Attempts per webhook delivery before it is failed."),
+  MAX_DELIVERY_ATTEMPTS: setting(
+    integer(1, 25),
+    "3",
+    "Attempts per webhook delivery before it is failed; its retries must end within 3 days of the first attempt (a longer window stops the start, saying how many fit). Not with WEBHOOK_RETRY_WINDOW.",
+  ),
   WEBHOOK_RETRY_SCHEDULE: setting(
     retrySchedule,
     "5m,2h,8h,10h",
@@ -430,6 +517,11 @@ export const SETTINGS = {
     integer(0, 86400),
     undefined,
     "Instead of WEBHOOK_RETRY_SCHEDULE (not both): retry n waits base x 6^(n-1) seconds, capped at 10 hours, the schedule of earlier versions. Unset by default.",
+  ),
+  WEBHOOK_RETRY_WINDOW: setting(
+    retryWindow,
+    undefined,
+    "Instead of MAX_DELIVERY_ATTEMPTS (not both): retry a failed delivery, along the waits of WEBHOOK_RETRY_SCHEDULE, for as long as this after its first attempt; at most 3d (Stripe's window; Svix's spans about 27h). Unset by default.",
   ),
   WEBHOOK_TIMEOUT_MS: setting(integer(100, 120000), "10000", "Timeout of one webhook delivery attempt."),
   WEBHOOK_ALLOWED_PORTS: setting(
@@ -727,6 +819,8 @@ export interface Config {
     maxAttempts: number;
     /** Seconds to wait before retry n at index n − 1 (MAX_RETRIES of them; retryWaits). */
     retryWaitsSeconds: number[];
+    /** Seconds from a delivery's first attempt to its last retry, as scheduled: at most MAX_RETRY_WINDOW_SECONDS. */
+    retryWindowSeconds: number;
     timeoutMs: number;
     allowedPorts: PortRanges;
     allowPrivateTargets: boolean;
@@ -828,6 +922,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError("HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS");
   if (v.WEBHOOK_RETRY_BASE_SECONDS !== undefined && env.WEBHOOK_RETRY_SCHEDULE)
     throw new ConfigError("Set WEBHOOK_RETRY_SCHEDULE or WEBHOOK_RETRY_BASE_SECONDS, not both");
+  if (v.WEBHOOK_RETRY_WINDOW !== undefined && env.MAX_DELIVERY_ATTEMPTS)
+    throw new ConfigError(
+      "Set MAX_DELIVERY_ATTEMPTS or WEBHOOK_RETRY_WINDOW, not both: the window decides how many attempts a delivery gets",
+    );
+  const retryWaitsSeconds = retryWaits(v.WEBHOOK_RETRY_SCHEDULE, v.WEBHOOK_RETRY_BASE_SECONDS);
+  const maxAttempts = retryAttempts(retryWaitsSeconds, {
+    maxAttempts: v.MAX_DELIVERY_ATTEMPTS,
+    windowSeconds: v.WEBHOOK_RETRY_WINDOW,
+    schedule:
+      v.WEBHOOK_RETRY_BASE_SECONDS === undefined
+        ? `WEBHOOK_RETRY_SCHEDULE=${env.WEBHOOK_RETRY_SCHEDULE || (SETTINGS.WEBHOOK_RETRY_SCHEDULE.fallback ?? "")}`
+        : `WEBHOOK_RETRY_BASE_SECONDS=${v.WEBHOOK_RETRY_BASE_SECONDS}`,
+  });
   if (isProduction && (v.WEBHOOK_ALLOW_PRIVATE_TARGETS || v.WEBHOOK_RESOLVE || v.WEBHOOK_CA_FILE)) {
     throw new ConfigError(
       "WEBHOOK_ALLOW_PRIVATE_TARGETS, WEBHOOK_RESOLVE and WEBHOOK_CA_FILE are for tests and refused when NODE_ENV=production",
@@ -872,8 +979,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxFileSizeBytes: v.INTAKE_MAX_FILE_SIZE_BYTES,
     },
     webhooks: {
-      maxAttempts: v.MAX_DELIVERY_ATTEMPTS,
-      retryWaitsSeconds: retryWaits(v.WEBHOOK_RETRY_SCHEDULE, v.WEBHOOK_RETRY_BASE_SECONDS),
+      maxAttempts,
+      retryWaitsSeconds,
+      retryWindowSeconds: retryWindowSeconds(maxAttempts, retryWaitsSeconds),
       timeoutMs: v.WEBHOOK_TIMEOUT_MS,
       allowedPorts: v.WEBHOOK_ALLOWED_PORTS,
       allowPrivateTargets: v.WEBHOOK_ALLOW_PRIVATE_TARGETS,

@@ -19,6 +19,8 @@ export const EVENT_KINDS: readonly EventKind[] = [
   "intake.submitted",
   "intake.batch_submitted",
   "scorecard.created",
+  "webhook.endpoint_disabled",
+  "webhook.delivery_exhausted",
 ];
 
 /** The `data` each kind carries: the schema its event schema gives `data`. */
@@ -31,6 +33,8 @@ export interface EventDataByKind {
   "intake.submitted": Schemas["IntakeEventData"];
   "intake.batch_submitted": Schemas["IntakeEventData"];
   "scorecard.created": Schemas["ScorecardEventData"];
+  "webhook.endpoint_disabled": Schemas["WebhookEndpointDisabledEventData"];
+  "webhook.delivery_exhausted": Schemas["WebhookDeliveryExhaustedEventData"];
 }
 
 /** What each kind means: the first sentence of its description in the `webhooks` section. */
@@ -43,4 +47,6 @@ export const EVENT_DESCRIPTIONS: Readonly<Record<EventKind, string>> = {
   "intake.submitted": "A single-document intake submission was created (POST /v1/intake/submit; not sent again for idempotent replays).",
   "intake.batch_submitted": "A batch intake submission was created (POST /v1/intake/batch; not sent again for idempotent replays).",
   "scorecard.created": "A scorecard was created.",
+  "webhook.endpoint_disabled": "One of the tenant's endpoints was disabled because its deliveries kept failing.",
+  "webhook.delivery_exhausted": "A delivery failed its last attempt and will not be retried.",
 };

@@ -137,14 +137,15 @@ export interface paths {
          * List active webhook subscriptions
          * @description Lists the tenant's active subscriptions, without secrets. Deactivated (deleted) subscriptions are not
          *     listed; disabled subscriptions, by endpoint health or by hand, are (`status: disabled`, see
-         *     `enableWebhookSubscription`). `total` is the number of subscriptions listed.
+         *     `enableWebhookSubscription`). Each carries its endpoint's `health`, read from its recent attempts
+         *     (`WebhookSubscriptionHealth`). `total` is the number of subscriptions listed.
          */
         get: operations["listWebhookSubscriptions"];
         put?: never;
         /**
          * Subscribe an HTTPS endpoint to event kinds
-         * @description Registers an HTTPS endpoint for the listed event kinds (or `*` for all of them) for the token's
-         *     tenant. Duplicate entries in `events` are removed; the list is stored as given otherwise.
+         * @description Registers an HTTPS endpoint for the listed event kinds (or `*` for every lifecycle kind; the
+         *     operational `webhook.*` kinds only when named) for the token's tenant. Duplicate entries in `events` are removed; the list is stored as given otherwise.
          *
          *     The response carries the signing `secret` (`whsec_` followed by 32 random bytes in standard base64,
          *     the form Standard Webhooks libraries take as it is: `new Webhook(secret)`). It is
@@ -183,8 +184,9 @@ export interface paths {
         };
         /**
          * Get one webhook subscription
-         * @description Returns one subscription of the tenant, without its secret, including its health (`status`,
-         *     `disabled_at`, `disabled_reason`) and the end of a secret rotation's overlap window
+         * @description Returns one subscription of the tenant, without its secret, including its state (`status`,
+         *     `disabled_at`, `disabled_reason`), how its endpoint answered its recent attempts (`health`, see
+         *     `WebhookSubscriptionHealth`) and the end of a secret rotation's overlap window
          *     (`previous_secret_expires_at`). A deleted (deactivated) subscription, an unknown id, an id that is not
          *     a UUID, and a subscription of another tenant answer 404 `NOT_FOUND`.
          */
@@ -261,8 +263,10 @@ export interface paths {
          *     and counts towards the subscription limit, but nothing is sent to it: its pending deliveries, and the
          *     deliveries of events that match it while it is disabled, end `failed` without an attempt (their
          *     `error_message` says why), so they can be resent with `redeliverWebhookDelivery` once it is enabled
-         *     again. The tenant can also disable a subscription by hand (`disableWebhookSubscription`); endpoint health
-         *     never re-enables a subscription by itself. A deleted subscription (`is_active: false`) is gone: not
+         *     again. The worker emits a `webhook.endpoint_disabled` event as it disables one, to the tenant's other
+         *     subscriptions naming that kind, and a `webhook.delivery_exhausted` event for each delivery that failed
+         *     its last attempt. The tenant can also disable a subscription by hand (`disableWebhookSubscription`;
+         *     no event); endpoint health never re-enables a subscription by itself. A deleted subscription (`is_active: false`) is gone: not
          *     listed, not counted, not re-enabled (404).
          */
         post: operations["enableWebhookSubscription"];
@@ -1072,6 +1076,61 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "webhook.endpoint_disabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * webhook.endpoint_disabled
+         * @description One of the tenant's endpoints was disabled because its deliveries kept failing. An operational
+         *     event: the worker emits it in the same transaction that disables the subscription (endpoint health,
+         *     see `enableWebhookSubscription`; never for a subscription disabled by hand), so it exists exactly
+         *     when the disabling does, once. It goes to the tenant's other subscriptions that name this kind in
+         *     their `events` (`*` does not take it), never to the endpoint disabled. Its deliveries are signed,
+         *     retried and listed like any; if one of them fails in turn it counts in its endpoint's `health`, but
+         *     neither disables that endpoint nor leads to another operational event, so one report never sets
+         *     off another. Re-enable the endpoint once it is fixed, and resend what it missed
+         *     (`redeliverWebhookDelivery`). See `WebhookEventEnvelope` for signing and retries.
+         */
+        post: operations["webhookEndpointDisabled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.delivery_exhausted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * webhook.delivery_exhausted
+         * @description A delivery failed its last attempt and will not be retried. An operational event: the worker emits
+         *     it in the same transaction that records that attempt and ends the delivery `failed`, so it exists
+         *     exactly when that happens, once per delivery, naming the delivery, its subscription and the event it
+         *     carried, to resend once the endpoint works (`redeliverWebhookDelivery`). Not for a test delivery
+         *     (`test: true`), nor for a delivery that ends without an attempt (its subscription disabled or
+         *     deleted), nor for the delivery of an operational event, so one report never sets off another. It
+         *     goes to the tenant's other subscriptions that name this kind in their `events` (`*` does not take
+         *     it), never to the endpoint that failed. See `WebhookEventEnvelope` for signing and retries.
+         */
+        post: operations["webhookDeliveryExhausted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "webhook.test": {
         parameters: {
             query?: never;
@@ -1322,20 +1381,25 @@ export interface components {
          */
         WebhookEventId: string;
         /**
-         * @description A lifecycle event kind that can be subscribed to.
+         * @description An event kind that can be subscribed to: the platform's lifecycle kinds, and the service's operational
+         *     kinds about the tenant's own endpoints (`webhook.endpoint_disabled`, `webhook.delivery_exhausted`),
+         *     which `*` does not take.
          * @enum {string}
          */
-        WebhookEventKind: "document.status_changed" | "document.uploaded" | "document.completed" | "adjudication.case_created" | "adjudication.case_resolved" | "intake.submitted" | "intake.batch_submitted" | "scorecard.created";
+        WebhookEventKind: "document.status_changed" | "document.uploaded" | "document.completed" | "adjudication.case_created" | "adjudication.case_resolved" | "intake.submitted" | "intake.batch_submitted" | "scorecard.created" | "webhook.endpoint_disabled" | "webhook.delivery_exhausted";
         /** @description What `sendWebhookTestEvent` sends; an empty body (or none) sends a `webhook.test` event. */
         WebhookTestEventRequest: {
             /** @description Send an example event of this kind (the kind's example in the `webhooks` section) instead. */
             event_type?: components["schemas"]["WebhookEventKind"];
         };
         /**
-         * @description An event kind of `WebhookEventKind`, or `*` for all of them.
+         * @description An event kind of `WebhookEventKind`, or `*` for every lifecycle kind: `*` does not take the
+         *     operational kinds (`webhook.endpoint_disabled`, `webhook.delivery_exhausted`), which a subscription
+         *     receives only when it names them, so that a receiver built for the platform's events never gets the
+         *     service's reports about its endpoints unasked.
          * @enum {string}
          */
-        WebhookEventSelector: "document.status_changed" | "document.uploaded" | "document.completed" | "adjudication.case_created" | "adjudication.case_resolved" | "intake.submitted" | "intake.batch_submitted" | "scorecard.created" | "*";
+        WebhookEventSelector: "document.status_changed" | "document.uploaded" | "document.completed" | "adjudication.case_created" | "adjudication.case_resolved" | "intake.submitted" | "intake.batch_submitted" | "scorecard.created" | "webhook.endpoint_disabled" | "webhook.delivery_exhausted" | "*";
         /**
          * @description The event kind of a delivery: a `WebhookEventKind`, or `webhook.test`, sent only by
          *     `sendWebhookTestEvent` (it cannot be subscribed to).
@@ -1350,6 +1414,48 @@ export interface components {
          * @enum {string}
          */
         WebhookSubscriptionStatus: "active" | "disabled";
+        /**
+         * @description How the endpoint answered its recent attempts: the newest 100 attempts made in the last 24 hours
+         *     (all of them when there were fewer), whatever they carried (first sends, retries, resends, test
+         *     events and operational events alike). Read when the subscription is answered, from the attempts
+         *     recorded until then; the portal shows the same figure on the endpoint's card.
+         *
+         *     `status`, from the newest attempt and the share delivered:
+         *     - `failing`: the newest attempt failed, so the endpoint is failing now: it answered a status other
+         *       than 2xx (a 503, say), did not answer in time, or could not be reached.
+         *     - `degraded`: the newest attempt was delivered, but fewer than 95 % of the recent ones were.
+         *     - `healthy`: the newest attempt was delivered, and at least 95 % of the recent ones were.
+         *     - `unknown`: no attempt in the last 24 hours (a new endpoint, a quiet one, or one disabled since).
+         *
+         *     This figure only reports. The worker disables a subscription by rules of its own (failed deliveries
+         *     in a row, days of failing; see `enableWebhookSubscription`), and says so with a
+         *     `webhook.endpoint_disabled` event.
+         */
+        WebhookSubscriptionHealth: {
+            /** @enum {string} */
+            status: "healthy" | "degraded" | "failing" | "unknown";
+            /** @description The attempts counted, those of the last 24 hours, at most the newest 100. */
+            attempts: number;
+            /** @description How many of them were delivered (a 2xx answer). */
+            delivered: number;
+            /**
+             * @description `delivered` as a share of `attempts`, in percent rounded down, so 100 only when every attempt was
+             *     delivered; null when `attempts` is 0.
+             */
+            delivered_percent: number | null;
+            /**
+             * Format: date-time
+             * @description When the newest attempt counted was made (RFC 3339 in UTC with `Z`); null when none was.
+             */
+            last_attempt_at: string | null;
+            /** @description The newest attempt's outcome; null when no attempt is counted. */
+            last_outcome: components["schemas"]["WebhookDeliveryAttemptOutcome"] | null;
+            /**
+             * @description The HTTP status the endpoint answered the newest attempt with; null when no answer arrived (a
+             *     timeout, a connection or TLS failure) or no attempt is counted.
+             */
+            last_response_code: number | null;
+        };
         /** @description A new subscription. An unknown field is 422 `extra_forbidden`. */
         WebhookSubscriptionCreateRequest: {
             /**
@@ -1372,7 +1478,10 @@ export interface components {
              * @example https://hooks.example.com/review
              */
             url: string;
-            /** @description Event kinds to deliver, or `*` for all; duplicates are removed. */
+            /**
+             * @description Event kinds to deliver, or `*` for every lifecycle kind (the operational `webhook.*` kinds only
+             *     when named); duplicates are removed.
+             */
             events: components["schemas"]["WebhookEventSelector"][];
             description?: components["schemas"]["WebhookSubscriptionDescription"];
             rate_limit_per_second?: components["schemas"]["WebhookSubscriptionRateLimit"];
@@ -1414,7 +1523,10 @@ export interface components {
              * @example https://hooks.example.com/review/v2
              */
             url?: string;
-            /** @description The new event kinds, or `*` for all; duplicates are removed. Replaces the whole list. */
+            /**
+             * @description The new event kinds, or `*` for every lifecycle kind (the operational `webhook.*` kinds only when
+             *     named); duplicates are removed. Replaces the whole list.
+             */
             events?: components["schemas"]["WebhookEventSelector"][];
             description?: components["schemas"]["WebhookSubscriptionDescription"];
             rate_limit_per_second?: components["schemas"]["WebhookSubscriptionRateLimit"];
@@ -1469,6 +1581,7 @@ export interface components {
              *     (RFC 3339 in UTC with `Z`); null when no rotation overlap window is open.
              */
             previous_secret_expires_at: string | null;
+            health: components["schemas"]["WebhookSubscriptionHealth"];
             /**
              * @description The signing secret (`whsec_` followed by 32 random bytes in standard base64), returned once by the
              *     create operation (and by each rotation, for the new secret) and never again.
@@ -1732,7 +1845,11 @@ export interface components {
          *     5 minutes after it fails, the third 2 hours after that; a delivery still failing is `failed` about
          *     2 hours 5 minutes after its event. Each delivery shows when its next attempt is due
          *     (`next_attempt_at`; null once final). A deployment may set `WEBHOOK_RETRY_BASE_SECONDS` instead: retry
-         *     n then waits base × 6^(n−1) seconds, at most 10 hours. `X-Service-Review-Delivery` is the same on every attempt of one delivery, and `webhook-id`
+         *     n then waits base × 6^(n−1) seconds, at most 10 hours. Whatever the settings, the last retry comes at
+         *     most 3 days after the first attempt (the retry window: Stripe retries for up to 3 days, Svix for about
+         *     27½ hours); a deployment may set that window with `WEBHOOK_RETRY_WINDOW` instead of
+         *     `MAX_DELIVERY_ATTEMPTS`, the retries then following the schedule for as long as they fall within it.
+         *     `X-Service-Review-Delivery` is the same on every attempt of one delivery, and `webhook-id`
          *     (the event's `id`) the same on every attempt of every delivery of one event, resends included:
          *     receivers should drop duplicates by `webhook-id`. A delivery of a deactivated subscription is not
          *     sent again.
@@ -1767,7 +1884,7 @@ export interface components {
          * @description The body of a delivery, one schema per event kind, told apart by `event` (the same body the
          *     receiver got; see the top-level `webhooks` section).
          */
-        WebhookEventPayload: components["schemas"]["DocumentStatusChangedEvent"] | components["schemas"]["DocumentUploadedEvent"] | components["schemas"]["DocumentCompletedEvent"] | components["schemas"]["AdjudicationCaseCreatedEvent"] | components["schemas"]["AdjudicationCaseResolvedEvent"] | components["schemas"]["IntakeSubmittedEvent"] | components["schemas"]["IntakeBatchSubmittedEvent"] | components["schemas"]["ScorecardCreatedEvent"] | components["schemas"]["WebhookTestEvent"];
+        WebhookEventPayload: components["schemas"]["DocumentStatusChangedEvent"] | components["schemas"]["DocumentUploadedEvent"] | components["schemas"]["DocumentCompletedEvent"] | components["schemas"]["AdjudicationCaseCreatedEvent"] | components["schemas"]["AdjudicationCaseResolvedEvent"] | components["schemas"]["IntakeSubmittedEvent"] | components["schemas"]["IntakeBatchSubmittedEvent"] | components["schemas"]["ScorecardCreatedEvent"] | components["schemas"]["WebhookEndpointDisabledEvent"] | components["schemas"]["WebhookDeliveryExhaustedEvent"] | components["schemas"]["WebhookTestEvent"];
         /** @description Data of `intake.submitted` and `intake.batch_submitted`. */
         IntakeEventData: {
             /** Format: uuid */
@@ -1934,6 +2051,64 @@ export interface components {
              * @enum {string}
              */
             event: "scorecard.created";
+        };
+        /** @description Data of `webhook.endpoint_disabled`. */
+        WebhookEndpointDisabledEventData: {
+            /**
+             * Format: uuid
+             * @description The subscription whose endpoint was disabled (`getWebhookSubscription` shows it).
+             */
+            subscription_id: string;
+            /**
+             * @description Why, as its `disabled_reason` says: `20 deliveries in a row failed` or `Every attempt failed for 5
+             *     days` (`WEBHOOK_DISABLE_AFTER_FAILED_DELIVERIES`, `WEBHOOK_DISABLE_AFTER_FAILING_DAYS`).
+             */
+            reason: string;
+        };
+        /** @description Data of `webhook.delivery_exhausted`. */
+        WebhookDeliveryExhaustedEventData: {
+            /**
+             * Format: uuid
+             * @description The delivery that failed (`getWebhookDelivery` shows it and its attempts).
+             */
+            delivery_id: string;
+            /**
+             * Format: uuid
+             * @description The subscription it was for.
+             */
+            subscription_id: string;
+            /** @description The event the delivery carried (`getEvent`); resend it with `redeliverWebhookDelivery`. */
+            event_id: components["schemas"]["WebhookEventId"];
+            /** @description The kind of that event. */
+            event_type: components["schemas"]["WebhookEventKind"];
+            /** @description The attempts made, all failed. */
+            attempts: number;
+            /** @description The HTTP status of the last attempt's answer; null when none arrived. */
+            last_response_code: number | null;
+        };
+        /** @description The `webhook.endpoint_disabled` delivery body. */
+        WebhookEndpointDisabledEvent: components["schemas"]["WebhookEventEnvelope"] & {
+            /** @constant */
+            event: "webhook.endpoint_disabled";
+            data: components["schemas"]["WebhookEndpointDisabledEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "webhook.endpoint_disabled";
+        };
+        /** @description The `webhook.delivery_exhausted` delivery body. */
+        WebhookDeliveryExhaustedEvent: components["schemas"]["WebhookEventEnvelope"] & {
+            /** @constant */
+            event: "webhook.delivery_exhausted";
+            data: components["schemas"]["WebhookDeliveryExhaustedEventData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "webhook.delivery_exhausted";
         };
         /**
          * @description `healthy`, `degraded` (working, but something lags) or `unhealthy` (not working).
@@ -4305,6 +4480,136 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ScorecardCreatedEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookEndpointDisabled: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @deprecated
+                 * @description **Deprecated: verify `webhook-signature` instead.** This signature covers the body alone, not the
+                 *     delivery id nor the time of the attempt, so a captured delivery verifies again whenever it is
+                 *     replayed to a receiver that checks only this header. `webhook-signature` (Standard Webhooks) signs
+                 *     `webhook-id` and `webhook-timestamp` with the body: refusing old timestamps and ids already handled
+                 *     stops replays. This header is still sent on every delivery.
+                 *
+                 *     Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
+                 *     rotation's overlap, one digest per secret separated by commas, newest secret first.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /**
+                 * @description The delivery id, stable across retries of the same delivery. A resend is a new delivery with its own
+                 *     id; to drop duplicates of an event whatever the delivery, use `webhook-id` (the event id).
+                 */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+                /**
+                 * @description Standard Webhooks message id: the event's id (`evt_…`, the body's `id`), the same on every retry and
+                 *     every resend of the event (deduplicate on it). Every subscription the event went to gets the same
+                 *     id; a receiver behind several subscriptions that wants each of their deliveries deduplicates on the
+                 *     id and the subscription (its URL). Deliveries made before events had ids were given one when the
+                 *     service was upgraded.
+                 */
+                "webhook-id": components["parameters"]["WebhookStandardId"];
+                /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
+                "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
+                /**
+                 * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
+                 *     keyed with the bytes the secret encodes after `whsec_` (base64). One entry per signing secret,
+                 *     separated by spaces, newest first.
+                 */
+                "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+                /**
+                 * @description `true` on a test delivery: one made by `POST /v1/webhooks/subscriptions/{subscription_id}/test`
+                 *     (a `webhook.test` event, or *Send example*: the document's example of a real kind such as
+                 *     `document.completed`), and on every resend of one. Absent on the deliveries of events that happened.
+                 *     The body says the same (`"test": true`, signed with it); read that one, since a header is not signed.
+                 *     Whoever holds a portal link can send test deliveries: never act on one as on a real event.
+                 */
+                "X-Service-Review-Test"?: components["parameters"]["WebhookTest"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointDisabledEvent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookDelivered"];
+            "4XX": components["responses"]["WebhookFailed"];
+            default: components["responses"]["WebhookFailed"];
+        };
+    };
+    webhookDeliveryExhausted: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @deprecated
+                 * @description **Deprecated: verify `webhook-signature` instead.** This signature covers the body alone, not the
+                 *     delivery id nor the time of the attempt, so a captured delivery verifies again whenever it is
+                 *     replayed to a receiver that checks only this header. `webhook-signature` (Standard Webhooks) signs
+                 *     `webhook-id` and `webhook-timestamp` with the body: refusing old timestamps and ids already handled
+                 *     stops replays. This header is still sent on every delivery.
+                 *
+                 *     Lowercase hex HMAC-SHA256 of the raw request body, keyed with the subscription secret. Recompute it
+                 *     over the bytes as received (do not re-serialise) and compare in constant time. During a secret
+                 *     rotation's overlap, one digest per secret separated by commas, newest secret first.
+                 */
+                "X-Service-Review-Signature": components["parameters"]["WebhookSignature"];
+                /** @description The event kind; equal to the body's `event`. */
+                "X-Service-Review-Event": components["parameters"]["WebhookEvent"];
+                /**
+                 * @description The delivery id, stable across retries of the same delivery. A resend is a new delivery with its own
+                 *     id; to drop duplicates of an event whatever the delivery, use `webhook-id` (the event id).
+                 */
+                "X-Service-Review-Delivery": components["parameters"]["WebhookDelivery"];
+                /** @description Identifies the sending service and its version, as `integrator-api-webhooks/<version>`. */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+                /**
+                 * @description Standard Webhooks message id: the event's id (`evt_…`, the body's `id`), the same on every retry and
+                 *     every resend of the event (deduplicate on it). Every subscription the event went to gets the same
+                 *     id; a receiver behind several subscriptions that wants each of their deliveries deduplicates on the
+                 *     id and the subscription (its URL). Deliveries made before events had ids were given one when the
+                 *     service was upgraded.
+                 */
+                "webhook-id": components["parameters"]["WebhookStandardId"];
+                /** @description Standard Webhooks timestamp; the attempt's time in unix seconds (signed; refuse old ones). */
+                "webhook-timestamp": components["parameters"]["WebhookStandardTimestamp"];
+                /**
+                 * @description Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`
+                 *     keyed with the bytes the secret encodes after `whsec_` (base64). One entry per signing secret,
+                 *     separated by spaces, newest first.
+                 */
+                "webhook-signature": components["parameters"]["WebhookStandardSignature"];
+                /**
+                 * @description `true` on a test delivery: one made by `POST /v1/webhooks/subscriptions/{subscription_id}/test`
+                 *     (a `webhook.test` event, or *Send example*: the document's example of a real kind such as
+                 *     `document.completed`), and on every resend of one. Absent on the deliveries of events that happened.
+                 *     The body says the same (`"test": true`, signed with it); read that one, since a header is not signed.
+                 *     Whoever holds a portal link can send test deliveries: never act on one as on a real event.
+                 */
+                "X-Service-Review-Test"?: components["parameters"]["WebhookTest"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDeliveryExhaustedEvent"];
             };
         };
         responses: {

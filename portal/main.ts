@@ -19,8 +19,6 @@ import { EVENT_DESCRIPTIONS, EVENT_KINDS } from "../generated/event-kinds.ts";
 import { forgetSession, readSession, storeSession, type Session } from "./session.ts";
 
 const PAGE_SIZE = 25;
-/** How many of an endpoint's newest deliveries its health is read from. */
-const HEALTH_SAMPLE = 50;
 /** The session warns this long before it ends, with a button to stay. */
 const SESSION_WARNING_MS = 2 * 60 * 1000;
 /** How `disabled_reason` begins when the tenant disabled the endpoint (disableWebhookSubscription). */
@@ -264,20 +262,26 @@ class Portal {
       value: current?.url,
     });
     const chosen = new Set<string>(current?.events ?? ["*"]);
-    const boxes = ["*", ...EVENT_KINDS].map((kind) =>
+    const box = (kind: string) =>
       h(
         "label",
         { class: "check" },
         h("input", { type: "checkbox", name: "events", value: kind, checked: chosen.has(kind) }),
         kind === "*" ? "all events (*)" : kind,
-      ),
-    );
-    const inputs = boxes.map((label) => label.querySelector("input")).filter((box) => box !== null);
-    const [all] = inputs;
-    for (const box of inputs)
-      box.addEventListener("change", () => {
-        if (!box.checked) return;
-        for (const other of inputs) if (other !== box && (box === all || other === all)) other.checked = false;
+      );
+    // `*` and single lifecycle kinds exclude each other; the reports about endpoints are never part of `*`
+    // and go with either.
+    const boxes = ["*", ...EVENT_KINDS.filter((kind) => !isOperational(kind))].map(box);
+    const reportBoxes = EVENT_KINDS.filter(isOperational).map(box);
+    const inputsOf = (labels: HTMLElement[]) =>
+      labels.map((label) => label.querySelector("input")).filter((input) => input !== null);
+    const lifecycle = inputsOf(boxes);
+    const inputs = [...lifecycle, ...inputsOf(reportBoxes)];
+    const [all] = lifecycle;
+    for (const input of lifecycle)
+      input.addEventListener("change", () => {
+        if (!input.checked) return;
+        for (const other of lifecycle) if (other !== input && (input === all || other === all)) other.checked = false;
       });
     const description = h("input", {
       id: `${prefix}-description`,
@@ -304,7 +308,14 @@ class Portal {
       fields: [
         h("label", { for: url.id }, "Endpoint URL (https)"),
         url,
-        h("fieldset", {}, h("legend", {}, "Events"), boxes),
+        h(
+          "fieldset",
+          {},
+          h("legend", {}, "Events"),
+          boxes,
+          h("p", { class: "meta reports" }, "Reports on your other endpoints (never part of all events):"),
+          reportBoxes,
+        ),
         h("label", { for: description.id }, "Description (optional)"),
         description,
         h("label", { for: rateLimit.id }, "Rate limit, deliveries per second (optional, 1–1000; blank for none)"),
@@ -450,7 +461,6 @@ class Portal {
       this.renderSubscriptions();
       this.syncSubscriptionFilter();
       this.renderCatalogue();
-      void this.loadHealth();
     } catch (error) {
       if (this.refused(error)) return;
       replace(
@@ -521,7 +531,7 @@ class Portal {
               subscription.rate_limit_per_second === 1 ? "delivery" : "deliveries"
             } a second`,
           ),
-      h("p", { class: "meta health", "data-health-for": subscription.id }, "Health: reading recent deliveries…"),
+      h("p", { class: "meta health", "data-health-for": subscription.id }, healthLine(subscription.health)),
       disabled ? this.disabledNote(subscription) : null,
       subscription.previous_secret_expires_at
         ? h(
@@ -538,23 +548,21 @@ class Portal {
     );
   }
 
-  /** Each endpoint's health: the share of its newest finished deliveries that were delivered. */
-  private async loadHealth(): Promise<void> {
-    await Promise.all(
-      this.subscriptions.map(async (subscription) => {
+  /**
+   * Each endpoint's health read again (the subscriptions' `health`, as the API answers it), written into the
+   * cards without drawing them again: an open form or the focus stays where it is.
+   */
+  private async refreshHealth(): Promise<void> {
+    try {
+      const { subscriptions } = await this.api.listSubscriptions();
+      for (const subscription of subscriptions) {
         const into = this.subscriptionsView.querySelector<HTMLElement>(`[data-health-for="${subscription.id}"]`);
-        if (!into) return;
-        try {
-          const { deliveries } = await this.api.listDeliveries({
-            subscription_id: subscription.id,
-            limit: HEALTH_SAMPLE,
-          });
-          replace(into, healthLine(deliveries));
-        } catch (error) {
-          if (!this.refused(error)) replace(into, "Health: could not be read just now.");
-        }
-      }),
-    );
+        if (into) replace(into, healthLine(subscription.health));
+      }
+    } catch (error) {
+      // The cards keep the figure they show; an expired link is handled here as everywhere.
+      this.refused(error);
+    }
   }
 
   /** Why and since when the endpoint is disabled, and what to do about it. */
@@ -864,7 +872,7 @@ class Portal {
     replace(this.deliveryList, loading("deliveries"));
     replace(this.deliveryFooter);
     replace(this.deliverySummary);
-    void this.loadHealth();
+    void this.refreshHealth();
     await this.loadDeliveryPage(undefined, ++this.deliveryLoads);
   }
 
@@ -925,6 +933,7 @@ class Portal {
         " ",
         h("strong", {}, delivery.event_type),
         delivery.origin !== "event" ? h("span", { class: "badge off" }, delivery.origin) : null,
+        this.reportSummary(delivery),
         " ",
         h("span", { class: "meta" }, time(delivery.created_at), target ? ` → ${target.url}` : ""),
         delivery.next_attempt_at
@@ -941,6 +950,34 @@ class Portal {
       }
     });
     return h("li", { class: "delivery", "data-delivery-id": delivery.id }, details);
+  }
+
+  /**
+   * What an operational event reports, in words, beside its kind: which endpoint was disabled and why, or
+   * which delivery to which endpoint used its attempts (the endpoint by its URL when it is listed).
+   */
+  private reportSummary(delivery: Delivery): HTMLElement | null {
+    const { payload } = delivery;
+    const endpoint = (id: string) =>
+      this.subscriptions.find((subscription) => subscription.id === id)?.url ?? `endpoint ${id}`;
+    if (payload.event === "webhook.endpoint_disabled")
+      return h(
+        "span",
+        { class: "report" },
+        ` · ${endpoint(payload.data.subscription_id)} was disabled: ${payload.data.reason}`,
+      );
+    if (payload.event === "webhook.delivery_exhausted") {
+      const { data } = payload;
+      const answer = data.last_response_code === null ? "no answer" : `HTTP ${data.last_response_code}`;
+      return h(
+        "span",
+        { class: "report" },
+        ` · ${data.event_type} to ${endpoint(data.subscription_id)} failed ${
+          data.attempts === 1 ? "its one attempt" : `all ${data.attempts} attempts`
+        } (last: ${answer})`,
+      );
+    }
+    return null;
   }
 
   private async loadDetail(delivery: Delivery, into: HTMLElement): Promise<void> {
@@ -1096,22 +1133,37 @@ function clock(ms: number): string {
   return new Date(ms).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
 }
 
-/** "Health: 9 of 10 recent deliveries delivered (90%)", with the newest one's status and time. */
-function healthLine(deliveries: Delivery[]): (Node | string)[] {
-  if (deliveries.length === 0) return ["Health: no deliveries yet."];
-  const finished = deliveries.filter((delivery) => delivery.status !== "pending");
-  const delivered = finished.filter((delivery) => delivery.status === "delivered").length;
-  const pending = deliveries.length - finished.length;
-  const newest = deliveries[0];
-  const parts: (Node | string)[] = ["Health: "];
-  if (finished.length === 0) parts.push(statusBadge("waiting", "wait"), " nothing finished yet");
-  else {
-    const rate = Math.round((delivered / finished.length) * 100);
-    const tone = rate >= 95 ? "ok" : rate >= 50 ? "wait" : "bad";
-    parts.push(statusBadge(`${rate}%`, tone), ` ${delivered} of ${finished.length} recent deliveries delivered`);
+/** An operational kind: the service's report about one of the tenant's endpoints, never part of `*`. */
+function isOperational(kind: string): boolean {
+  return kind.startsWith("webhook.");
+}
+
+/** How each health status is toned on the card. */
+const HEALTH_TONES: Record<Subscription["health"]["status"], "ok" | "wait" | "bad" | "off"> = {
+  healthy: "ok",
+  degraded: "wait",
+  failing: "bad",
+  unknown: "off",
+};
+
+/**
+ * The endpoint's health as the API answers it: "Health: failing · 3 of 4 recent attempts delivered (75%) ·
+ * last attempt failed, HTTP 503, <time>"; recent is the newest 100 attempts of the last 24 hours.
+ */
+function healthLine(health: Subscription["health"]): (Node | string)[] {
+  const parts: (Node | string)[] = ["Health: ", statusBadge(health.status, HEALTH_TONES[health.status])];
+  if (health.attempts === 0) {
+    parts.push(" · no attempts in the last 24 hours");
+    return parts;
   }
-  if (pending > 0) parts.push(` · ${pending} pending`);
-  if (newest) parts.push(" · newest ", newest.status, " ", time(newest.created_at));
+  parts.push(
+    ` · ${health.delivered} of ${health.attempts} recent ${health.attempts === 1 ? "attempt" : "attempts"} delivered`,
+    ` (${health.delivered_percent ?? 0}%)`,
+    ` · last attempt ${health.last_outcome ?? "—"}`,
+    health.last_response_code === null ? ", no answer" : `, HTTP ${health.last_response_code}`,
+    ", ",
+    time(health.last_attempt_at),
+  );
   return parts;
 }
 

@@ -1,10 +1,12 @@
 -- integrator.emit_event: the one entry through which a lifecycle event becomes deliveries. In the
 -- caller's transaction it checks the event's data (webhook_event_data_problem), writes one pending
 -- delivery per active subscription of the tenant that takes the kind (a disabled one too: the task ends
--- it failed, unsent) and queues their job (queue_delivery_jobs, ranked by the tenant's backlog as counted
+-- it failed, unsent; `*` takes every kind but the operational `webhook.*` ones, which a subscription
+-- takes only by naming them) and queues their job (queue_delivery_jobs, ranked by the tenant's backlog as counted
 -- before the insert), so a rollback leaves neither and a commit leaves both. Returns the number of
 -- deliveries. The per-tenant delivery count follows through the webhook_deliveries triggers
--- (count_inserted_webhook_deliveries.sql). Called by record_submission and db/events.ts.
+-- (count_inserted_webhook_deliveries.sql). Called by record_submission and db/events.ts; the operational
+-- kinds about an endpoint come through emit_operational_event.sql, which leaves that endpoint out.
 --
 -- The event gets its id here (a UUIDv7; `evt_` and the UUID in the envelope's `id`, which the worker
 -- sends as webhook-id) and is recorded in webhook_events only when at least one delivery was written:
@@ -45,7 +47,7 @@ begin
       from integrator.webhook_subscriptions s
      where s.tenant_id = emit_event.tenant_id
        and s.is_active
-       and (emit_event.kind = any (s.events) or '*' = any (s.events))
+       and (emit_event.kind = any (s.events) or ('*' = any (s.events) and emit_event.kind not like 'webhook.%'))
     returning id
   )
   select array_agg(id) into delivery_ids from inserted;

@@ -23,6 +23,7 @@ export const FUNCTION_FILES: readonly string[] = [
   "delivery_backlog",
   "queue_delivery_jobs",
   "emit_event",
+  "emit_operational_event",
   "count_inserted_webhook_deliveries",
   "count_deleted_webhook_deliveries",
   "submit_intake",

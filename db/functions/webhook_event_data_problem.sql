@@ -1,7 +1,9 @@
 -- integrator.webhook_event_data_problem: why the data of an event of this kind does not match the
 -- document's webhooks schemas, or null. emit_event refuses an event for which it says anything.
 -- Each field is "type" (required), "type|null" (required, may be null) or "type|absent" (optional);
--- only scalar identifiers and statuses exist, so filenames, metadata or text cannot slip through.
+-- only scalar identifiers and statuses exist, so filenames, metadata or text cannot slip through. The
+-- types: uuid, text, count (a whole number of at least 0), intake_status, event_id (`evt_` and a UUID) and
+-- event_kind (a kind of this table).
 -- The table follows the document's data schema of each kind by hand (a kind's line is added with the kind:
 -- CONTRIBUTING.md, "Add an event kind"); test/db/webhook-event-data.test.ts fails while it lags.
 create or replace function integrator.webhook_event_data_problem(kind text, data jsonb) returns text
@@ -26,6 +28,8 @@ begin
     when 'adjudication.case_created' then '{"case_id":"uuid","document_id":"uuid|absent","status":"text","outcome":"text|absent"}'
     when 'adjudication.case_resolved' then '{"case_id":"uuid","document_id":"uuid|absent","status":"text","outcome":"text|absent"}'
     when 'scorecard.created' then '{"scorecard_id":"uuid","document_id":"uuid|absent","case_id":"uuid|absent"}'
+    when 'webhook.endpoint_disabled' then '{"subscription_id":"uuid","reason":"text"}'
+    when 'webhook.delivery_exhausted' then '{"delivery_id":"uuid","subscription_id":"uuid","event_id":"event_id","event_type":"event_kind","attempts":"count","last_response_code":"count|null"}'
   end::jsonb;
   if fields is null then
     return format('unknown event kind %L', kind);
@@ -58,6 +62,10 @@ begin
       when 'text' then jsonb_typeof(value) = 'string'
       when 'count' then jsonb_typeof(value) = 'number' and (value #>> '{}')::numeric >= 0 and (value #>> '{}')::numeric = trunc((value #>> '{}')::numeric)
       when 'intake_status' then jsonb_typeof(value) = 'string' and (value #>> '{}') in ('received', 'processing', 'completed', 'completed_with_errors', 'rejected')
+      when 'event_id' then jsonb_typeof(value) = 'string' and (value #>> '{}') ~ '^evt_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+      -- A kind this table knows: asked about no data, the check names a field or nothing, never the kind.
+      when 'event_kind' then jsonb_typeof(value) = 'string'
+        and coalesce(integrator.webhook_event_data_problem(value #>> '{}', '{}'::jsonb), '') not like 'unknown event kind%'
       else false
     end;
     if not matches then
@@ -65,6 +73,8 @@ begin
         when 'uuid' then 'a UUID string'
         when 'text' then 'a string'
         when 'count' then 'a whole number of at least 0'
+        when 'event_id' then 'an event id (evt_ and a UUID in lower case)'
+        when 'event_kind' then 'an event kind'
         else 'an intake submission status' end);
     end if;
   end loop;

@@ -10,6 +10,23 @@ import {
   type SubscriptionView,
   subscriptionView,
 } from "./views.ts";
+import { NO_RECENT_ATTEMPTS, subscriptionsHealth } from "./health.ts";
+
+/** The rows as the API shows them, each with its endpoint's health, read in one statement. */
+async function viewsOf(db: Knex, tenantId: string, rows: readonly SubscriptionRow[]): Promise<SubscriptionView[]> {
+  const health = await subscriptionsHealth(
+    db,
+    tenantId,
+    rows.map((row) => row.id),
+  );
+  return rows.map((row) => subscriptionView(row, health.get(row.id) ?? NO_RECENT_ATTEMPTS));
+}
+
+async function viewOf(db: Knex, tenantId: string, row: SubscriptionRow): Promise<SubscriptionView> {
+  const [view] = await viewsOf(db, tenantId, [row]);
+  if (!view) throw new Error("viewsOf returns one view per row");
+  return view;
+}
 
 /** Serialises a tenant's subscription changes (the limit is a count, checked and kept under this lock). */
 async function lockTenantSubscriptions(trx: Knex.Transaction, tenantId: string): Promise<void> {
@@ -91,7 +108,8 @@ export async function createSubscription(
       const existing = await active().andWhere({ url: input.url }).first<{ id: string }>("id");
       throw new SubscriptionRefused({ reason: "duplicate_url", subscriptionId: existing.id });
     }
-    return subscriptionView(row);
+    // A new subscription has had no attempt.
+    return subscriptionView(row, NO_RECENT_ATTEMPTS);
   });
 }
 
@@ -100,7 +118,7 @@ export async function listActiveSubscriptions(db: Knex, tenantId: string): Promi
     .where({ tenant_id: tenantId, is_active: true })
     .orderBy([{ column: "created_at" }, { column: "id" }])
     .select(SUBSCRIPTION_COLUMNS);
-  return (rows as SubscriptionRow[]).map(subscriptionView);
+  return viewsOf(db, tenantId, rows as SubscriptionRow[]);
 }
 
 /** One subscription of the tenant that is not deleted (active or disabled); undefined otherwise. */
@@ -113,7 +131,7 @@ export async function findSubscription(
   const row = (await db("integrator.webhook_subscriptions")
     .where({ tenant_id: tenantId, id: subscriptionId, is_active: true })
     .first(SUBSCRIPTION_COLUMNS)) as SubscriptionRow | undefined;
-  return row ? subscriptionView(row) : undefined;
+  return row ? viewOf(db, tenantId, row) : undefined;
 }
 
 /** Applies `changes` to a subscription of the tenant that is not deleted; undefined when there is none. */
@@ -128,7 +146,7 @@ async function updateSubscription(
     .where({ tenant_id: tenantId, id: subscriptionId, is_active: true })
     .update(changes)
     .returning(SUBSCRIPTION_COLUMNS)) as SubscriptionRow[];
-  return row ? subscriptionView(row) : undefined;
+  return row ? viewOf(db, tenantId, row) : undefined;
 }
 
 /**
@@ -172,7 +190,7 @@ export async function changeSubscription(
       ...(rate_limit_per_second === undefined ? {} : { rate_limit_per_second }),
     });
     if (!changed) return undefined;
-    return { before: subscriptionView(current), after: changed };
+    return { before: subscriptionView(current, changed.health), after: changed };
   });
 }
 

@@ -3,6 +3,7 @@
 import type { components } from "../../generated/openapi.ts";
 import { eventIdOf, type EventSelector } from "../events.ts";
 import { rfc3339, rfc3339OrNull } from "../timestamps.ts";
+import type { SubscriptionHealth } from "./health.ts";
 
 type Schemas = components["schemas"];
 /** A subscription as the API shows it; the secret is never read back. */
@@ -86,7 +87,8 @@ export const DELIVERY_COLUMNS = [
   "redelivery_of",
 ];
 
-export function subscriptionView(row: SubscriptionRow): SubscriptionView {
+/** A subscription row as the API shows it, with its endpoint's health (db/webhooks/health.ts). */
+export function subscriptionView(row: SubscriptionRow, health: SubscriptionHealth): SubscriptionView {
   const overlapOpen = row.previous_secret_expires_at !== null && row.previous_secret_expires_at.getTime() > Date.now();
   return {
     id: row.id,
@@ -102,6 +104,7 @@ export function subscriptionView(row: SubscriptionRow): SubscriptionView {
     disabled_at: rfc3339OrNull(row.disabled_at),
     disabled_reason: row.disabled_reason,
     previous_secret_expires_at: overlapOpen ? rfc3339OrNull(row.previous_secret_expires_at) : null,
+    health,
   };
 }
 

@@ -7,6 +7,8 @@ import { throwawayPostgres, withDatabase } from "../throwaway-postgres.ts";
 
 export interface MigratedDatabase {
   client: pg.Client;
+  /** The database's URL, for a pool of one's own (createDatabase). */
+  url: string;
   close: () => Promise<void>;
 }
 
@@ -21,6 +23,7 @@ export async function migratedDatabase(name: string): Promise<MigratedDatabase> 
   await client.connect();
   return {
     client,
+    url,
     close: async () => {
       await client.end();
       await db.destroy();

@@ -20,12 +20,15 @@ const DESCRIPTION = "A document was archived.";
 const ADD_KIND: Record<string, [string, string][]> = {
   "the kind enum": [
     [
-      "        - scorecard.created\n    WebhookTestEventRequest:",
-      `        - scorecard.created\n        - ${KIND}\n    WebhookTestEventRequest:`,
+      "        - scorecard.created\n        - webhook.endpoint_disabled\n        - webhook.delivery_exhausted\n    WebhookTestEventRequest:",
+      `        - scorecard.created\n        - ${KIND}\n        - webhook.endpoint_disabled\n        - webhook.delivery_exhausted\n    WebhookTestEventRequest:`,
     ],
   ],
   "the selector enum": [
-    ["        - scorecard.created\n        - '*'", `        - scorecard.created\n        - ${KIND}\n        - '*'`],
+    [
+      "        - scorecard.created\n        - webhook.endpoint_disabled\n        - webhook.delivery_exhausted\n        - '*'",
+      `        - scorecard.created\n        - ${KIND}\n        - webhook.endpoint_disabled\n        - webhook.delivery_exhausted\n        - '*'`,
+    ],
   ],
   "the webhooks entry": [
     [
@@ -138,7 +141,11 @@ t.test("a kind added to the document reaches db/ and the portal through npm run 
   const written = generate(copy);
   t.equal(written.status, 0, written.output);
   const kinds = fs.readFileSync(path.join(copy, "generated/event-kinds.ts"), "utf8");
-  t.match(kinds, `  "scorecard.created",\n  "${KIND}",\n];`, "the kind, in the document's order");
+  t.match(
+    kinds,
+    `  "scorecard.created",\n  "${KIND}",\n  "webhook.endpoint_disabled",`,
+    "the kind, in the document's order",
+  );
   t.match(kinds, `  "${KIND}": Schemas["DocumentEventData"];`, "its data type");
   t.match(kinds, `  "${KIND}": "${DESCRIPTION}",`, "its description's first sentence");
   const portal = fs.readFileSync(path.join(copy, "generated/portal/portal.js"), "utf8");

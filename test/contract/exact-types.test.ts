@@ -30,8 +30,11 @@ export function idOf(payload: Schemas["WebhookEventPayload"]): string {
       return payload.data.case_id;
     case "scorecard.created":
       return payload.data.scorecard_id;
+    case "webhook.endpoint_disabled":
     case "webhook.test":
       return payload.data.subscription_id;
+    case "webhook.delivery_exhausted":
+      return payload.data.delivery_id;
   }
 }
 export function label(delivery: Schemas["WebhookDeliveryResponse"]): string {

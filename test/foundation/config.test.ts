@@ -253,3 +253,84 @@ t.test(
       );
   },
 );
+
+t.test(
+  "the retry window: MAX_DELIVERY_ATTEMPTS with the schedule, or WEBHOOK_RETRY_WINDOW, up to 3 days after the first attempt",
+  async (t) => {
+    const defaults = loadConfig({}).webhooks;
+    t.equal(defaults.retryWindowSeconds, 2 * 3600 + 5 * 60, "by default 3 attempts over 2 h 5 min");
+
+    // Svix's schedule (5s, 5m, 30m, 2h, 5h, 10h, 10h): 8 attempts over about 27½ hours.
+    const svix = loadConfig({ WEBHOOK_RETRY_SCHEDULE: "5s,5m,30m,2h,5h,10h", WEBHOOK_RETRY_WINDOW: "28h" }).webhooks;
+    t.equal(svix.maxAttempts, 8, "a window takes every retry the schedule places within it");
+    t.equal(svix.retryWindowSeconds, 5 + 300 + 1800 + 7200 + 18000 + 36000 + 36000);
+    // Stripe's 3 days with the default waits: 5m, 2h05m, 10h05m, 20h05m, … 70h05m; the next would be 80h05m.
+    const stripe = loadConfig({ WEBHOOK_RETRY_WINDOW: "3d" }).webhooks;
+    t.equal(stripe.maxAttempts, 10);
+    t.equal(stripe.retryWindowSeconds, 70 * 3600 + 5 * 60);
+    t.equal(loadConfig({ WEBHOOK_RETRY_WINDOW: "72h" }).webhooks.maxAttempts, 10, "hours as well as days");
+    t.equal(loadConfig({ MAX_DELIVERY_ATTEMPTS: "10" }).webhooks.retryWindowSeconds, stripe.retryWindowSeconds);
+
+    const refused: [Record<string, string>, RegExp][] = [
+      [{ WEBHOOK_RETRY_WINDOW: "4d" }, /^WEBHOOK_RETRY_WINDOW must be a duration of at most 3 days .*, got "4d"$/],
+      [{ WEBHOOK_RETRY_WINDOW: "73h" }, /^WEBHOOK_RETRY_WINDOW must be a duration of at most 3 days/],
+      [{ WEBHOOK_RETRY_WINDOW: "0" }, /^WEBHOOK_RETRY_WINDOW must be a duration/],
+      [{ WEBHOOK_RETRY_WINDOW: "a day" }, /^WEBHOOK_RETRY_WINDOW must be a duration/],
+      [
+        { WEBHOOK_RETRY_WINDOW: "1d", MAX_DELIVERY_ATTEMPTS: "5" },
+        /^Set MAX_DELIVERY_ATTEMPTS or WEBHOOK_RETRY_WINDOW, not both/,
+      ],
+      [
+        { MAX_DELIVERY_ATTEMPTS: "25" },
+        /^MAX_DELIVERY_ATTEMPTS=25 with WEBHOOK_RETRY_SCHEDULE=5m,2h,8h,10h retries a delivery for 9d 4h 5m after its first attempt; the retry window is at most 3 days \(Stripe's\): set MAX_DELIVERY_ATTEMPTS to 10 or fewer/,
+      ],
+      [
+        { MAX_DELIVERY_ATTEMPTS: "4", WEBHOOK_RETRY_SCHEDULE: "2d" },
+        /^MAX_DELIVERY_ATTEMPTS=4 with WEBHOOK_RETRY_SCHEDULE=2d retries a delivery for 6d .*set MAX_DELIVERY_ATTEMPTS to 2 or fewer/,
+      ],
+      [
+        { MAX_DELIVERY_ATTEMPTS: "25", WEBHOOK_RETRY_BASE_SECONDS: "60" },
+        /^MAX_DELIVERY_ATTEMPTS=25 with WEBHOOK_RETRY_BASE_SECONDS=60 retries/,
+      ],
+      [
+        { WEBHOOK_RETRY_WINDOW: "3d", WEBHOOK_RETRY_SCHEDULE: "5m" },
+        /^WEBHOOK_RETRY_WINDOW=3d with WEBHOOK_RETRY_SCHEDULE=5m takes more than 24 retries to fill \(24 reach 2h\): lengthen the waits/,
+      ],
+      [
+        { WEBHOOK_RETRY_WINDOW: "1m" },
+        /^WEBHOOK_RETRY_WINDOW=1m ends before the first retry \(5m after the first attempt with WEBHOOK_RETRY_SCHEDULE=5m,2h,8h,10h\)/,
+      ],
+    ];
+    for (const [env, message] of refused)
+      t.throws(() => loadConfig(env), { name: "ConfigError", message }, JSON.stringify(env));
+    t.equal(
+      loadConfig({ MAX_DELIVERY_ATTEMPTS: "25", WEBHOOK_RETRY_SCHEDULE: "0s" }).webhooks.maxAttempts,
+      25,
+      "25 attempts at once are within the window",
+    );
+    t.equal(
+      loadConfig({ WEBHOOK_RETRY_WINDOW: "2h", WEBHOOK_RETRY_SCHEDULE: "5m" }).webhooks.maxAttempts,
+      25,
+      "a window the 24 retries fill exactly",
+    );
+  },
+);
+
+t.test("a retry window over 3 days stops the start with what to change", async (t) => {
+  const main = path.join(import.meta.dirname, "..", "..", "app", "main.ts");
+  const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
+    const child = spawn(process.execPath, [main], {
+      env: { PATH: process.env.PATH ?? "", MAX_DELIVERY_ATTEMPTS: "12" },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let err = "";
+    child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString("utf8")));
+    child.once("error", reject);
+    child.once("close", (exitCode) => resolve({ code: exitCode, stderr: err }));
+  });
+  t.equal(code, 1);
+  t.match(
+    stderr,
+    /^Configuration error: MAX_DELIVERY_ATTEMPTS=12 with WEBHOOK_RETRY_SCHEDULE=5m,2h,8h,10h retries a delivery for 3d 18h 5m after its first attempt; the retry window is at most 3 days \(Stripe's\): set MAX_DELIVERY_ATTEMPTS to 10 or fewer, shorten the waits, or set WEBHOOK_RETRY_WINDOW instead$/m,
+  );
+});

@@ -110,7 +110,7 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   t.notOk(await allEvents.isChecked(), "choosing one kind clears all events");
   await allEvents.check();
   t.notOk(await intakeOnly.isChecked(), "choosing all events clears the kinds");
-  await page.locator(".health", { hasText: "no deliveries yet" }).waitFor();
+  await page.locator(".health", { hasText: "no attempts in the last 24 hours" }).waitFor();
   await screenshot(page, SHOTS, "02-endpoint-created");
 
   // Copy really puts the secret on the clipboard (the page may use it once the origin is granted it).
@@ -131,8 +131,12 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   await page.getByText("Test event queued").waitFor();
   t.equal(await newestDeliveryBecomes(page, "delivered"), "delivered", "the test delivery is delivered");
   t.equal(receiver.receivedAt("/portal-hook").length, 1, "the receiver got it");
-  await page.locator(".health", { hasText: "1 of 1 recent deliveries delivered" }).waitFor();
-  t.match(await page.locator(".health").innerText(), /100%/, "the endpoint's health: every recent delivery delivered");
+  await page.locator(".health", { hasText: "1 of 1 recent attempt delivered" }).waitFor();
+  t.match(
+    await page.locator(".health").innerText(),
+    /^Health: healthy · 1 of 1 recent attempt delivered \(100%\) · last attempt delivered, HTTP 204, /,
+    "the endpoint's health: every recent attempt delivered",
+  );
   const newest = page.locator("#delivery-list li.delivery").first();
   t.match(await newest.locator("summary").textContent(), /webhook\.test/);
   await newest.locator("summary").focus();
@@ -292,11 +296,11 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   const card = page.locator("li.subscription.disabled");
   t.equal(await card.count(), 1, "the disabled endpoint stands out");
   t.match(await card.locator(".reason").textContent(), /Disabled .+: .+/, "with its reason");
-  await card.locator(".health", { hasText: "of 5 recent deliveries" }).waitFor();
+  await card.locator(".health", { hasText: "of 4 recent attempts" }).waitFor();
   t.match(
     await card.locator(".health").innerText(),
-    /60% 3 of 5 recent deliveries delivered/,
-    "its health: the test, the resend and the example delivered; two failed",
+    /^Health: failing · 3 of 4 recent attempts delivered \(75%\) · last attempt failed, HTTP 500, /,
+    "its health: the test, the resend and the example delivered; the last attempt failed (the event missed while disabled had none)",
   );
   const failed = page.locator("#delivery-list li.delivery").first();
   await failed.locator("summary").click();

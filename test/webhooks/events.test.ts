@@ -70,6 +70,30 @@ function sampleData(kind: EventKind): Record<string, unknown>[] {
       ];
     case "scorecard.created":
       return [{ scorecard_id: id(), document_id: id(), case_id: id() }, { scorecard_id: id() }];
+    case "webhook.endpoint_disabled":
+      return [
+        { subscription_id: id(), reason: "20 deliveries in a row failed" },
+        { subscription_id: id(), reason: "Every attempt failed for 5 days" },
+      ];
+    case "webhook.delivery_exhausted":
+      return [
+        {
+          delivery_id: id(),
+          subscription_id: id(),
+          event_id: `evt_${id()}`,
+          event_type: "intake.submitted",
+          attempts: 3,
+          last_response_code: 503,
+        },
+        {
+          delivery_id: id(),
+          subscription_id: id(),
+          event_id: `evt_${id()}`,
+          event_type: "scorecard.created",
+          attempts: 1,
+          last_response_code: null,
+        },
+      ];
   }
 }
 
@@ -196,6 +220,29 @@ t.test(
     t.not(second?.id, event?.id, "each emission is an event of its own");
   },
 );
+
+t.test("* takes every lifecycle kind but no operational one: those go only to subscriptions naming them", async (t) => {
+  const tenant = await createTestTenant(server.services);
+  const wildcard = await subscription(tenant, ["*"]);
+  const naming = await subscription(tenant, ["webhook.endpoint_disabled", "intake.submitted"]);
+  await subscription(tenant, ["webhook.delivery_exhausted"]);
+  const [disabledData] = sampleData("webhook.endpoint_disabled");
+  t.equal(await emitEvent(server.services.db, tenant.tenantId, "webhook.endpoint_disabled", disabledData as never), 1);
+  t.same(
+    (await deliveriesOf(tenant.tenantId)).map((delivery) => delivery.subscription_id),
+    [naming],
+    "only the subscription naming the kind",
+  );
+  t.equal(
+    await emitEvent(server.services.db, tenant.tenantId, "scorecard.created", { scorecard_id: crypto.randomUUID() }),
+    1,
+  );
+  t.equal(
+    (await deliveriesOf(tenant.tenantId)).filter((delivery) => delivery.subscription_id === wildcard).length,
+    1,
+    "while * takes a lifecycle kind",
+  );
+});
 
 t.test("an event no subscription of the tenant takes is not recorded: no delivery, no event row, no job", async (t) => {
   const tenant = await createTestTenant(server.services);
@@ -357,7 +404,8 @@ t.test("every payload is valid against the document's webhooks schema for its ki
     "the document describes every kind (and the test event, sent only on request)",
   );
   const tenant = await createTestTenant(server.services);
-  await subscription(tenant, ["*"]);
+  // `*` takes every lifecycle kind; the operational ones only when named.
+  await subscription(tenant, ["*", "webhook.endpoint_disabled", "webhook.delivery_exhausted"]);
   for (const kind of EVENT_KINDS) {
     for (const data of sampleData(kind))
       t.equal(await emitEvent(server.services.db, tenant.tenantId, kind, data as never), 1, kind);

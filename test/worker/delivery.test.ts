@@ -442,7 +442,8 @@ t.test(
   "every received body is valid against the document's webhooks schema for its kind and carries no filename, item_metadata or document text",
   async (t) => {
     const path = `/kinds-${crypto.randomUUID()}`;
-    await rig.subscribe(rig.receiver.url(path), ["*"]);
+    // `*` takes every lifecycle kind; the operational ones only when named.
+    await rig.subscribe(rig.receiver.url(path), ["*", "webhook.endpoint_disabled", "webhook.delivery_exhausted"]);
     const id = () => crypto.randomUUID();
     const data: Record<EventKind, Record<string, unknown>> = {
       "document.status_changed": {
@@ -477,6 +478,15 @@ t.test(
         failed_count: 3,
       },
       "scorecard.created": { scorecard_id: id(), case_id: id() },
+      "webhook.endpoint_disabled": { subscription_id: id(), reason: "20 deliveries in a row failed" },
+      "webhook.delivery_exhausted": {
+        delivery_id: id(),
+        subscription_id: id(),
+        event_id: `evt_${id()}`,
+        event_type: "document.completed",
+        attempts: 3,
+        last_response_code: null,
+      },
     };
     for (const kind of EVENT_KINDS)
       await emitEvent(rig.server.services.db, rig.tenant.tenantId, kind, data[kind] as never);
