@@ -10,6 +10,7 @@ import { changePartnerStatus, entitlePartner, registerPartner } from "../handler
 import { ChangeRefused } from "../foundation/refusals.ts";
 import { emitEvent, EVENT_KINDS, isEventKind, type EventDataByKind } from "../db/events.ts";
 import { isUuid } from "../db/ids.ts";
+import { createPortalLink } from "../handlers/webhooks/portal-sessions.ts";
 
 /** The actor of the audit actions the admin CLI records. */
 export const ADMIN_CLI_ACTOR = "admin-cli";
@@ -207,6 +208,23 @@ export const adminCommands: Record<string, AdminCommand> = {
         subject: principal.subject,
         roles,
       };
+    },
+  },
+  "portal:link": {
+    usage: "--tenant T",
+    summary:
+      "Prints a new link to the tenant's webhook portal, valid for PORTAL_SESSION_TTL_MINUTES (for when the first start's link has expired).",
+    flags: ["tenant"],
+    run: async (services, flags) => {
+      const tenantId = await requiredTenant(services, flags);
+      // Made by the admin CLI as POST /v1/webhooks/portal-sessions makes one, and audited as its action.
+      return createPortalLink(services, {
+        subject: ADMIN_CLI_ACTOR,
+        tenantId,
+        creatorTenantId: tenantId,
+        baseUrl: services.config.publicBaseUrl,
+        requestId: undefined,
+      });
     },
   },
   "audit:list": {

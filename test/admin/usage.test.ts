@@ -17,7 +17,7 @@ t.test("--help, help and <command> --help answer with the usage on stdout", asyn
   const [dashed, word, one] = await Promise.all([
     runAdminCli(NOWHERE, ["--help"]),
     runAdminCli(NOWHERE, ["help"]),
-    runAdminCli(NOWHERE, ["tenant:create", "--help"]),
+    runAdminCli(NOWHERE, ["portal:link", "--help"]),
   ]);
   for (const [what, run] of [
     ["--help", dashed],
@@ -29,11 +29,11 @@ t.test("--help, help and <command> --help answer with the usage on stdout", asyn
     for (const [name, command] of Object.entries(adminCommands))
       t.ok(run.stdout.includes(`  ${name} ${command.usage}\n      ${command.summary}\n`), `${what} lists ${name}`);
   }
-  t.equal(one.code, 0, "tenant:create --help: exit 0");
+  t.equal(one.code, 0, "portal:link --help: exit 0");
   t.equal(
     one.stdout,
-    `Usage: npm run admin -- tenant:create --name N\n${adminCommands["tenant:create"]?.summary ?? "-"}\n`,
-    "tenant:create --help: that command's usage and what it does",
+    `Usage: npm run admin -- portal:link --tenant T\n${adminCommands["portal:link"]?.summary ?? "-"}\n`,
+    "portal:link --help: that command's usage and what it does",
   );
 });
 
