@@ -10,6 +10,7 @@ import { changePartnerStatus, entitlePartner, registerPartner } from "../handler
 import { ChangeRefused } from "../foundation/refusals.ts";
 import { emitEvent, EVENT_KINDS, isEventKind, type EventDataByKind } from "../db/events.ts";
 import { isUuid } from "../db/ids.ts";
+import { createPortalLink } from "../handlers/webhooks/portal-sessions.ts";
 
 /** The actor of the audit actions the admin CLI records. */
 export const ADMIN_CLI_ACTOR = "admin-cli";
@@ -20,6 +21,8 @@ export class UsageError extends Error {
 
 export interface AdminCommand {
   usage: string;
+  /** What the command does, in a sentence (the help lists it). */
+  summary: string;
   flags: string[];
   /** Flags that take no value (`--revoke-previous`); given, they read "true". */
   switches?: string[];
@@ -67,11 +70,13 @@ export function roleList(raw: string): string[] {
 export const adminCommands: Record<string, AdminCommand> = {
   "tenant:create": {
     usage: "--name N",
+    summary: "Creates a tenant; prints its id and name.",
     flags: ["name"],
     run: async (services, flags) => createTenant(services.db, required(flags, "name")),
   },
   "user:create": {
     usage: "--tenant T --username U --roles r1,r2 (the password on standard input)",
+    summary: "Creates a user of a tenant, who signs in with the password grant of POST /token.",
     flags: ["tenant", "username", "roles", "password"],
     readsStdin: true,
     run: async (services, flags, stdin) => {
@@ -97,6 +102,7 @@ export const adminCommands: Record<string, AdminCommand> = {
   },
   "user:disable": {
     usage: "--username U",
+    summary: "Disables a user: no new token, and its tokens are refused within AUTH_REFRESH_SECONDS.",
     flags: ["username"],
     run: async (services, flags) => {
       const user = await disableUser(services.db, required(flags, "username"));
@@ -106,6 +112,7 @@ export const adminCommands: Record<string, AdminCommand> = {
   },
   "client:disable": {
     usage: "--client C",
+    summary: "Disables an API client: no new token, and its tokens are refused within AUTH_REFRESH_SECONDS.",
     flags: ["client"],
     run: async (services, flags) => {
       const client = await disableClient(services.db, required(flags, "client"));
@@ -115,6 +122,7 @@ export const adminCommands: Record<string, AdminCommand> = {
   },
   "signing-key:rotate": {
     usage: "[--revoke-previous]",
+    summary: "Signs tokens with a new key from now on; --revoke-previous also revokes every earlier key.",
     flags: [],
     switches: ["revoke-previous"],
     run: async (services, flags) => {
@@ -135,6 +143,7 @@ export const adminCommands: Record<string, AdminCommand> = {
   },
   "client:create": {
     usage: "--tenant T --roles r1",
+    summary: "Creates an API client of a tenant; prints its client_id and its secret (shown once).",
     flags: ["tenant", "roles"],
     run: async (services, flags) => {
       const tenantId = await requiredTenant(services, flags);
@@ -150,6 +159,7 @@ export const adminCommands: Record<string, AdminCommand> = {
   "token:issue": {
     usage:
       "--tenant T --subject S (a user's id or username, or a client_id, of that tenant) [--roles r1] [--expires-in SECONDS]",
+    summary: "Issues an access token for a user or API client of a tenant (recorded in its audit trail).",
     flags: ["tenant", "subject", "roles", "expires-in"],
     run: async (services, flags) => {
       const tenantId = await requiredTenant(services, flags);
@@ -200,8 +210,26 @@ export const adminCommands: Record<string, AdminCommand> = {
       };
     },
   },
+  "portal:link": {
+    usage: "--tenant T",
+    summary:
+      "Prints a new link to the tenant's webhook portal, valid for PORTAL_SESSION_TTL_MINUTES (for when the first start's link has expired).",
+    flags: ["tenant"],
+    run: async (services, flags) => {
+      const tenantId = await requiredTenant(services, flags);
+      // Made by the admin CLI as POST /v1/webhooks/portal-sessions makes one, and audited as its action.
+      return createPortalLink(services, {
+        subject: ADMIN_CLI_ACTOR,
+        tenantId,
+        creatorTenantId: tenantId,
+        baseUrl: services.config.publicBaseUrl,
+        requestId: undefined,
+      });
+    },
+  },
   "audit:list": {
     usage: `--tenant T [--action A] (T ${SERVICE_AUDIT_TENANT_ID}: the service's own actions, such as signing-key:rotate)`,
+    summary: "Lists a tenant's audit actions, oldest first.",
     flags: ["tenant", "action"],
     run: async (services, flags) => {
       const own = required(flags, "tenant").toLowerCase() === SERVICE_AUDIT_TENANT_ID;
@@ -212,6 +240,7 @@ export const adminCommands: Record<string, AdminCommand> = {
   // An item is addressed with its tenant (the submission's tenant_id), as every key of a tenant's rows is.
   "item:link": {
     usage: "--tenant T --item ID --document-id D",
+    summary: "Links an intake item to its document (pending to uploaded).",
     flags: ["tenant", "item", "document-id"],
     run: async (services, flags) => {
       const tenantId = await requiredTenant(services, flags);
@@ -220,6 +249,7 @@ export const adminCommands: Record<string, AdminCommand> = {
   },
   "item:status": {
     usage: "--tenant T --item ID --status S [--error MSG]",
+    summary: "Moves an intake item to another status (processing, completed, failed, ...).",
     flags: ["tenant", "item", "status", "error"],
     run: async (services, flags) => {
       const tenantId = await requiredTenant(services, flags);
@@ -230,6 +260,7 @@ export const adminCommands: Record<string, AdminCommand> = {
   },
   "partner:create": {
     usage: "--key K --name N --launch-url URL [--context-keys a,b]",
+    summary: "Registers a partner; prints its callback secret (shown once).",
     flags: ["key", "name", "launch-url", "context-keys"],
     run: (services, flags) =>
       refusalsAsUsage(async () => {
@@ -256,6 +287,7 @@ export const adminCommands: Record<string, AdminCommand> = {
   },
   "partner:entitle": {
     usage: "--tenant T --partner K",
+    summary: "Lets a tenant launch and switch to a partner.",
     flags: ["tenant", "partner"],
     run: async (services, flags) => {
       const tenantId = await requiredTenant(services, flags);
@@ -264,18 +296,21 @@ export const adminCommands: Record<string, AdminCommand> = {
   },
   "partner:pause": {
     usage: "--partner K",
+    summary: "Pauses a partner: launches are denied and callbacks answered 503.",
     flags: ["partner"],
     run: (services, flags) =>
       refusalsAsUsage(() => changePartnerStatus(services, required(flags, "partner"), "paused"), PARTNER_FLAGS),
   },
   "partner:resume": {
     usage: "--partner K",
+    summary: "Resumes a paused partner.",
     flags: ["partner"],
     run: (services, flags) =>
       refusalsAsUsage(() => changePartnerStatus(services, required(flags, "partner"), "active"), PARTNER_FLAGS),
   },
   "event:emit": {
     usage: `--tenant T --kind KIND --data JSON (KIND: ${EVENT_KINDS.join(", ")})`,
+    summary: "Emits an event for a tenant: it is queued for the tenant's matching webhook subscriptions.",
     flags: ["tenant", "kind", "data"],
     run: async (services, flags) => {
       const tenantId = await requiredTenant(services, flags);

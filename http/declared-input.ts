@@ -1,8 +1,9 @@
 // What the document says of a request's input that the schema validator does not hold it to, checked once
 // the body is read and before the validator runs (http/app.ts):
 // - a request with no body at all (neither Content-Length nor Transfer-Encoding, as `curl -X PATCH -H
-//   'Content-Type: application/json'` sends it) where the operation requires one is 422 `missing` at
-//   ["body"] (the validator requires a body only when its schema lists required properties);
+//   'Content-Type: application/json'` sends it; or an empty one without a Content-Type, as fetch sends a
+//   POST without a body) where the operation requires one is 422 `missing` at ["body"] (the validator
+//   requires a body only when its schema lists required properties, and would call the second 415);
 // - a body sent to an operation that declares none is not read (so not judged either);
 // - a date-time parameter must name an instant, and a query parameter must hold text PostgreSQL can
 //   store, or 422 `value_error` at its loc (http/validation.ts).
@@ -17,9 +18,15 @@ import {
   unstorableQueryIssues,
 } from "./validation.ts";
 
-/** Whether the request carries a body, even an empty one (RFC 9112 §6.3). */
+/**
+ * Whether the request carries a body, even an empty one (RFC 9112 §6.3). An empty one without a
+ * Content-Type is none: it is what fetch and most HTTP clients send for a POST without a body.
+ */
 function sentBody(req: Request): boolean {
-  return req.headers["transfer-encoding"] !== undefined || req.headers["content-length"] !== undefined;
+  if (req.headers["transfer-encoding"] !== undefined) return true;
+  const length = req.headers["content-length"];
+  if (length === undefined) return false;
+  return Number(length) > 0 || req.headers["content-type"] !== undefined;
 }
 
 export function declaredInput() {

@@ -445,7 +445,7 @@ export function unstorableQueryIssues(
   return [...names].map((name) => valueError(["query", name], UNSTORABLE_TEXT_MESSAGE));
 }
 
-/** A request without any body (neither Content-Length nor Transfer-Encoding) where the document requires one. */
+/** A request without any body (http/declared-input.ts) where the document requires one. */
 export function absentBodyIssue(): ValidationIssue {
   return { loc: ["body"], msg: "Field required", type: "missing" };
 }

@@ -1,6 +1,7 @@
 // Webhook portal links: a short-lived credential for one tenant's webhook operations, in the fragment
 // of a link to the /portal page (browsers never send a fragment to a server, so it reaches no log). A
 // refresh retires the credential it was given (db/portal-credentials.ts): one chain of credentials per link.
+// Every new link is made by createPortalLink: the API's, the first start's demo link and `admin portal:link`.
 import { effectiveTenant } from "../../http/tenancy.ts";
 import { ApiError, notFound } from "../../http/errors.ts";
 import { PORTAL_SESSION_MAX_AGE_SECONDS, PORTAL_SUBJECT_PREFIX } from "../../foundation/auth/tokens.ts";
@@ -10,6 +11,42 @@ import { retirePortalCredential } from "../../db/portal-credentials.ts";
 import { invalidToken } from "../../http/authentication.ts";
 import { tenantExists } from "../../db/principals.ts";
 import { rfc3339 } from "../../db/timestamps.ts";
+import type { components } from "../../generated/openapi.ts";
+import type { Services } from "../../foundation/services.ts";
+
+export type PortalLink = components["schemas"]["WebhookPortalSessionResponse"];
+
+/**
+ * A new portal link to `tenantId`'s webhooks, valid for PORTAL_SESSION_TTL_MINUTES, made by `subject` of
+ * `creatorTenantId` (the link dies with that principal) and audited as its action.
+ */
+export async function createPortalLink(
+  services: Services,
+  link: { subject: string; tenantId: string; creatorTenantId: string; baseUrl: string; requestId: string | undefined },
+): Promise<PortalLink> {
+  const { token, expiresIn, expiresAt } = await services.tokens.issuePortal({
+    subject: link.subject,
+    tenantId: link.tenantId,
+    creatorTenantId: link.creatorTenantId,
+    expiresInSeconds: services.config.portal.sessionTtlMinutes * 60,
+  });
+  const expiresAtText = rfc3339(new Date(expiresAt * 1000));
+  await recordAudit(services.db, {
+    tenantId: link.tenantId,
+    action: "webhooks.portal_session_created",
+    actor: link.subject,
+    resourceType: "portal_session",
+    resourceId: link.tenantId,
+    requestId: link.requestId,
+    details: { expires_at: expiresAtText },
+  });
+  return {
+    url: `${link.baseUrl}/portal#token=${token}`,
+    tenant_id: link.tenantId,
+    expires_at: expiresAtText,
+    expires_in: expiresIn,
+  };
+}
 
 export const createWebhookPortalSession: OperationHandler<"createWebhookPortalSession"> = async ({
   query,
@@ -20,31 +57,14 @@ export const createWebhookPortalSession: OperationHandler<"createWebhookPortalSe
   const caller = principalOf({ principal });
   const tenantId = effectiveTenant(caller, query.tenant_id);
   if (tenantId !== caller.tenantId && !(await tenantExists(services.db, tenantId))) throw notFound("Tenant");
-  const { token, expiresIn, expiresAt } = await services.tokens.issuePortal({
+  const body = await createPortalLink(services, {
     subject: caller.subject,
     tenantId,
     creatorTenantId: caller.tenantId,
-    expiresInSeconds: services.config.portal.sessionTtlMinutes * 60,
-  });
-  const expiresAtText = rfc3339(new Date(expiresAt * 1000));
-  await recordAudit(services.db, {
-    tenantId,
-    action: "webhooks.portal_session_created",
-    actor: caller.subject,
-    resourceType: "portal_session",
-    resourceId: tenantId,
+    baseUrl: services.config.publicBaseUrl,
     requestId,
-    details: { expires_at: expiresAtText },
   });
-  return {
-    status: 201,
-    body: {
-      url: `${services.config.publicBaseUrl}/portal#token=${token}`,
-      tenant_id: tenantId,
-      expires_at: expiresAtText,
-      expires_in: expiresIn,
-    },
-  };
+  return { status: 201, body };
 };
 
 /**

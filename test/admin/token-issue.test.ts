@@ -90,6 +90,12 @@ t.test("token:issue records an audit action of the admin CLI with the token's id
   const refused = await runAdminCli(server, ["token:issue", "--tenant", tenant.tenantId, "--subject", "nobody"]);
   t.equal(refused.code, 2);
   t.equal(
+    refused.stderr.split("\n")[0],
+    `--subject nobody is no user (id or username) or client of tenant ${tenant.tenantId}.`,
+    "a refusal is a sentence on stderr, followed by the usage",
+  );
+  t.match(refused.stderr.split("\n")[1], /^Usage: npm run admin -- token:issue --tenant T --subject S /);
+  t.equal(
     (await listAudit(server.services.db, tenant.tenantId, "auth.token_issued")).length,
     1,
     "a refusal issues nothing",

@@ -1,8 +1,10 @@
 // npm run mock: Prism serves the document on MOCK_PORT and answers every operation with the document's
-// own examples; each answer is one of the examples of a declared success response and validates.
-import { spawn } from "node:child_process";
+// own examples; each answer is one of the examples of a declared success response and validates. npm
+// runs Prism in its own place (exec), so a SIGTERM to npm (a supervisor, Ctrl-C) stops it.
+import fs from "node:fs";
+import net from "node:net";
 import t from "tap";
-import { freePort } from "../../scripts/throwaway-postgres.ts";
+import { startMock } from "../helpers/mock.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { mediaCases, schemaValidator } from "../helpers/openapi-media.ts";
 import { loadDocument, resolveRef } from "../../http/openapi-document.ts";
@@ -36,31 +38,7 @@ function pathValue(path: string, method: string, name: string): string {
 }
 
 t.test("npm run mock answers every operation with a valid example", async (t) => {
-  const port = await freePort();
-  const mock = spawn("npm", ["run", "mock"], {
-    env: { ...process.env, MOCK_PORT: String(port) },
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
-  });
-  let output = "";
-  mock.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  mock.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  t.teardown(() => {
-    if (mock.pid && mock.exitCode === null) process.kill(-mock.pid, "SIGTERM");
-  });
-  const base = `http://127.0.0.1:${port}`;
-  const up = await waitFor(
-    () =>
-      fetch(`${base}/v1/health`).then(
-        (res) => res.status,
-        () => 0,
-      ),
-    (status) => status > 0,
-    { seconds: 90, intervalMs: 250 },
-  );
-  t.equal(up, 200, "the mock is up");
-  if (up !== 200) t.comment(output);
-
+  const { baseUrl: base } = await startMock(t);
   const compile = schemaValidator();
   const cases = mediaCases().filter((c) => c.kind === "path");
   const operations = new Map<string, { method: string; path: string }>();
@@ -108,4 +86,59 @@ t.test("npm run mock answers every operation with a valid example", async (t) =>
   }
   t.equal(checked, operations.size);
   t.ok(checked >= 15, `${checked} operations mocked`);
+});
+
+/** The processes whose parent is `pid` (Linux: /proc), with their arguments. */
+function childrenOf(pid: number): { pid: number; argv: string[] }[] {
+  const children = [];
+  for (const name of fs.readdirSync("/proc").filter((entry) => /^\d+$/.test(entry))) {
+    try {
+      // The parent is the 4th field, after the command name in parentheses (which may hold spaces).
+      const stat = fs.readFileSync(`/proc/${name}/stat`, "utf8");
+      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) !== pid) continue;
+      children.push({ pid: Number(name), argv: fs.readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0") });
+    } catch {
+      // Gone since the listing.
+    }
+  }
+  return children;
+}
+
+/** Whether any process of the group `pgid` is left. */
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+t.test("SIGTERM to npm run mock stops Prism at once and leaves no process behind", async (t) => {
+  const mock = await startMock(t);
+  const npmPid = mock.npm.pid as number;
+  const children = childrenOf(npmPid);
+  t.equal(children.length, 1, "npm started one process");
+  t.match(children[0]?.argv.join(" "), /^\S*node\S* \S*prism mock /, "Prism itself, not a shell around it");
+  const exited = new Promise<number>((resolve) => mock.npm.once("exit", () => resolve(performance.now())));
+  const sent = performance.now();
+  mock.npm.kill("SIGTERM");
+  const stoppedAfterMs = (await exited) - sent;
+  t.ok(stoppedAfterMs < 5000, `npm exited ${Math.round(stoppedAfterMs)} ms after the signal`);
+  const left = await waitFor(
+    async () => groupAlive(npmPid),
+    (alive) => !alive,
+    { seconds: 5 },
+  );
+  t.notOk(left, "no process of the mock's group is left");
+  const port = Number(new URL(mock.baseUrl).port);
+  const refused = await new Promise<boolean>((resolve) => {
+    const socket = net.connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once("error", () => resolve(true));
+  });
+  t.ok(refused, "nothing listens on the mock's port any more");
 });

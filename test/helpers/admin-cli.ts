@@ -5,20 +5,22 @@ import type { TestServer } from "./server.ts";
 export function runAdminCli(
   server: Pick<TestServer, "env">,
   args: string[],
-  /** `root`: the checkout whose CLI runs (default the working directory's). */
-  options: { stdin?: string; root?: string } = {},
-): Promise<{ code: number | null; stdout: string }> {
+  /** `root`: the checkout whose CLI runs (default the working directory's); `env`: settings over the server's. */
+  options: { stdin?: string; root?: string; env?: Record<string, string> } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     // The previous release (`root`) kept its CLI in scripts/admin.ts; this one keeps it in admin/.
     const cli = options.root ? "scripts/admin.ts" : "admin/main.ts";
     const child = spawn(process.execPath, [cli, ...args], {
       ...(options.root ? { cwd: options.root } : {}),
-      env: { ...process.env, ...server.env },
-      stdio: ["pipe", "pipe", "inherit"],
+      env: { ...process.env, ...server.env, ...options.env },
+      stdio: ["pipe", "pipe", "pipe"],
     });
     child.stdin.end(options.stdin ?? "");
     let stdout = "";
+    let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.on("close", (code) => resolve({ code, stdout }));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
   });
 }

@@ -1,8 +1,8 @@
 // What the document says of a request's input beyond what its schemas make the validator check
-// (http/declared-input.ts), for every operation it concerns: a request without any body where one is
-// required is 422 missing at ["body"]; a body sent where none is declared is not read; a date-time
-// parameter must name an instant; a query parameter must hold text PostgreSQL can store. Each is the
-// operation's x-validation-error answer where it declares one.
+// (http/declared-input.ts), for every operation it concerns: a request without any body (or with an
+// empty one and no Content-Type) where one is required is 422 missing at ["body"]; a body sent where none
+// is declared is not read; a date-time parameter must name an instant; a query parameter must hold text
+// PostgreSQL can store. Each is the operation's x-validation-error answer where it declares one.
 import net from "node:net";
 import t from "tap";
 import type { OpenAPIV3_1 } from "openapi-types";
@@ -85,24 +85,25 @@ t.test("declared input", async (t) => {
     t.ok(required.length >= 5, `${required.length} operations require a body`);
     for (const operation of required) {
       const mediaType = Object.keys(operation.requestBody?.content ?? {})[0] ?? "application/json";
-      const { status, body: text } = await send(
-        port,
-        `${operation.method} ${pathOf(operation)} HTTP/1.1\r\nAuthorization: Bearer ${tenant.token}\r\nContent-Type: ${mediaType}`,
-      );
-      const body = JSON.parse(text) as {
-        detail?: Issue[];
-        error?: string | { details?: { errors?: Issue[] } };
-      };
-      t.equal(status, operation.override?.status ?? 422, `${operation.operationId}: ${status}`);
-      const issues = body.detail ?? (typeof body.error === "object" ? body.error.details?.errors : undefined);
-      // The token endpoint answers an RFC 6749 error instead (its x-validation-error says so).
-      if (typeof body.error === "string") t.equal(body.error, "invalid_request", operation.operationId);
-      else
-        t.same(
-          issues,
-          [{ loc: ["body"], msg: "Field required", type: "missing" }],
-          `${operation.operationId}: missing`,
-        );
+      const authorization = `Authorization: Bearer ${tenant.token}`;
+      const request = `${operation.method} ${pathOf(operation)} HTTP/1.1\r\n${authorization}`;
+      // Neither Content-Length nor Transfer-Encoding (curl -X POST), and an empty body without a
+      // Content-Type (fetch's POST without a body): both are no body, not a body of the wrong media type.
+      for (const [what, answer] of [
+        ["no length", await send(port, `${request}\r\nContent-Type: ${mediaType}`)],
+        ["empty, no Content-Type", await send(port, request, "")],
+      ] as const) {
+        const where = `${operation.operationId}, ${what}`;
+        const body = JSON.parse(answer.body) as {
+          detail?: Issue[];
+          error?: string | { details?: { errors?: Issue[] } };
+        };
+        t.equal(answer.status, operation.override?.status ?? 422, `${where}: ${answer.status}`);
+        const issues = body.detail ?? (typeof body.error === "object" ? body.error.details?.errors : undefined);
+        // The token endpoint answers an RFC 6749 error instead (its x-validation-error says so).
+        if (typeof body.error === "string") t.equal(body.error, "invalid_request", where);
+        else t.same(issues, [{ loc: ["body"], msg: "Field required", type: "missing" }], `${where}: missing`);
+      }
     }
   });
 

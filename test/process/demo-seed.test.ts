@@ -1,6 +1,6 @@
 // The development start's demo hints (app/demo.ts, printed by app/main.ts on an empty embedded database):
 // the first start seeds a demo tenant and prints its user once with a short-lived token in a curl line;
-// every later start prints how to get a token, and no token.
+// every later start prints how to get a token, and no token; both name the command for a new portal link.
 import { decodeJwt } from "jose";
 import t from "tap";
 import { demoHints } from "../../app/demo.ts";
@@ -23,4 +23,10 @@ t.test("a token is printed on the first seed only, and it is short-lived", async
   t.notMatch(later, /Bearer ey/, "a later start prints no token");
   t.notMatch(later, /Seeded/, "nor the password");
   t.match(later, /grant_type=password/, "but how to get one with the demo user");
+
+  // Both name the admin command that makes a new portal link for the demo tenant (test/admin/portal-link.test.ts runs it).
+  const tenantId = (await server.services.db("integrator.users").where({ username: "demo-admin" }).first()).tenant_id;
+  const command = `npm run admin -- portal:link --tenant ${tenantId}`;
+  t.match(first, `(the link is valid for 15 minutes; the page can extend it; a new link: ${command}):\n`, "first");
+  t.match(later, `A link to the demo tenant's webhook portal: ${command}\n`, "later");
 });

@@ -1,7 +1,7 @@
 // The README's quickstart, run as written after the set-up's one `npm ci` (which this clone has had): the
 // service block starts the service, the receiver block is saved as receiver.mjs, and the step blocks run
 // in order in one bash; the receiver must print a verified event and the deliveries list show it
-// delivered. No block installs again.
+// delivered. No block installs again, and every wait has a deadline after which it says what to check.
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -53,6 +53,15 @@ t.test("the README's quickstart, pasted in order, ends with a verified delivery"
   const [receiver] = blocksAfter("quickstart:receiver receiver.mjs", "js");
   if (!service || !receiver || steps.length === 0) return t.fail("the README lacks a quickstart block");
   t.notMatch([service, receiver, ...steps].join("\n"), /\bnpm (ci|install|i)\b/, "no second install");
+  // A wait that never ends leaves a person with a silent terminal: each gives up, then says what to check.
+  const script = steps.join("\n");
+  t.notMatch(script, /\buntil\b|\bwhile\b/, "no wait without a deadline");
+  const waits = [...script.matchAll(/^for i in \$\(seq \d+\); do (.+?) && break; sleep [\d.]+; done/gm)];
+  t.equal(waits.length, 3, "three waits: the service, the receiver, the delivery");
+  for (const [, condition = "-"] of waits) {
+    const givingUp = script.split("\n").find((line) => line.startsWith(`${condition} || `));
+    t.match(givingUp, /echo "[^"]+ after \d+ (s|minutes?): [^"]+"/, `the wait for ${condition} says what to check`);
+  }
   t.match(service, /npm start/, "the service block runs npm start");
 
   // A folder of its own that looks like the repository, so that the files the quickstart writes stay there.
