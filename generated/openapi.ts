@@ -2456,11 +2456,20 @@ export interface components {
         IdempotencyKey: string;
         /** @description Correlates the routing decision with the caller's flow; generated when absent. */
         CorrelationId: string;
-        /** @description The submission id (a UUID; any other value is answered 404). */
+        /**
+         * @description The submission id (a UUID; any other value is answered 404).
+         * @example 0192f0c4-8a9e-7c1b-9a4e-3f2d1c0b5a69
+         */
         SubmissionId: string;
-        /** @description The subscription id (a UUID; any other value is answered 404). */
+        /**
+         * @description The subscription id (a UUID; any other value is answered 404).
+         * @example 0192f0c2-7e8f-7a1b-9c2d-3e4f5a6b7c8d
+         */
         SubscriptionId: string;
-        /** @description The delivery id (a UUID; any other value is answered 404). */
+        /**
+         * @description The delivery id (a UUID; any other value is answered 404).
+         * @example 0192f0c9-2d3e-7f4a-8b5c-6d7e8f9a0b1c
+         */
         DeliveryId: string;
         /**
          * @description The event id (`evt_` and a UUID; any other value is answered 404).
@@ -2693,17 +2702,11 @@ export interface operations {
                 tenant_id?: components["parameters"]["TenantIdQuery"];
                 /** @description Maximum number of submissions returned. */
                 limit?: number;
-                /**
-                 * @description The `next_cursor` of the previous page (opaque).
-                 * @example eyJjIjoiMjAyNi0xMS0yMVQyMzo0MDowNi42NDUxMjNaIiwiaSI6IjAxOTJmMGM0LThhOWUtN2MxYi05YTRlLTNmMmQxYzBiNWE2OSJ9
-                 */
+                /** @description The `next_cursor` of the previous page (opaque). */
                 cursor?: string;
                 /** @description Only submissions in this aggregate status. */
                 status?: components["schemas"]["IntakeSubmissionStatus"];
-                /**
-                 * @description Only submissions with exactly this `external_reference`.
-                 * @example CLM-4711
-                 */
+                /** @description Only submissions with exactly this `external_reference`. */
                 external_reference?: string;
                 /** @description Only submissions created after this instant (an RFC 3339 date-time that names an instant; see Formats). */
                 created_after?: string;
@@ -2749,7 +2752,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The submission id (a UUID; any other value is answered 404). */
+                /**
+                 * @description The submission id (a UUID; any other value is answered 404).
+                 * @example 0192f0c4-8a9e-7c1b-9a4e-3f2d1c0b5a69
+                 */
                 submission_id: components["parameters"]["SubmissionId"];
             };
             cookie?: never;
@@ -2855,7 +2861,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The subscription id (a UUID; any other value is answered 404). */
+                /**
+                 * @description The subscription id (a UUID; any other value is answered 404).
+                 * @example 0192f0c2-7e8f-7a1b-9c2d-3e4f5a6b7c8d
+                 */
                 subscription_id: components["parameters"]["SubscriptionId"];
             };
             cookie?: never;
@@ -2889,7 +2898,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The subscription id (a UUID; any other value is answered 404). */
+                /**
+                 * @description The subscription id (a UUID; any other value is answered 404).
+                 * @example 0192f0c2-7e8f-7a1b-9c2d-3e4f5a6b7c8d
+                 */
                 subscription_id: components["parameters"]["SubscriptionId"];
             };
             cookie?: never;
@@ -2922,7 +2934,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The subscription id (a UUID; any other value is answered 404). */
+                /**
+                 * @description The subscription id (a UUID; any other value is answered 404).
+                 * @example 0192f0c2-7e8f-7a1b-9c2d-3e4f5a6b7c8d
+                 */
                 subscription_id: components["parameters"]["SubscriptionId"];
             };
             cookie?: never;
@@ -2967,7 +2982,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The subscription id (a UUID; any other value is answered 404). */
+                /**
+                 * @description The subscription id (a UUID; any other value is answered 404).
+                 * @example 0192f0c2-7e8f-7a1b-9c2d-3e4f5a6b7c8d
+                 */
                 subscription_id: components["parameters"]["SubscriptionId"];
             };
             cookie?: never;
@@ -3001,7 +3019,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The subscription id (a UUID; any other value is answered 404). */
+                /**
+                 * @description The subscription id (a UUID; any other value is answered 404).
+                 * @example 0192f0c2-7e8f-7a1b-9c2d-3e4f5a6b7c8d
+                 */
                 subscription_id: components["parameters"]["SubscriptionId"];
             };
             cookie?: never;
@@ -3044,7 +3065,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The subscription id (a UUID; any other value is answered 404). */
+                /**
+                 * @description The subscription id (a UUID; any other value is answered 404).
+                 * @example 0192f0c2-7e8f-7a1b-9c2d-3e4f5a6b7c8d
+                 */
                 subscription_id: components["parameters"]["SubscriptionId"];
             };
             cookie?: never;
@@ -3078,7 +3102,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The subscription id (a UUID; any other value is answered 404). */
+                /**
+                 * @description The subscription id (a UUID; any other value is answered 404).
+                 * @example 0192f0c2-7e8f-7a1b-9c2d-3e4f5a6b7c8d
+                 */
                 subscription_id: components["parameters"]["SubscriptionId"];
             };
             cookie?: never;
@@ -3115,10 +3142,7 @@ export interface operations {
             query?: {
                 /** @description Maximum number of deliveries returned. */
                 limit?: number;
-                /**
-                 * @description The `next_cursor` of the previous page (opaque).
-                 * @example eyJjIjoiMjAyNi0xMS0yMVQyMzo0MDowNi42NDVaIiwiaSI6IjAxOTJmMGM0LThhOWUtN2MxYi05YTRlLTNmMmQxYzBiNWE2OSJ9
-                 */
+                /** @description The `next_cursor` of the previous page (opaque). */
                 cursor?: string;
                 /** @description Only deliveries of this subscription. */
                 subscription_id?: string;
@@ -3166,7 +3190,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The delivery id (a UUID; any other value is answered 404). */
+                /**
+                 * @description The delivery id (a UUID; any other value is answered 404).
+                 * @example 0192f0c9-2d3e-7f4a-8b5c-6d7e8f9a0b1c
+                 */
                 delivery_id: components["parameters"]["DeliveryId"];
             };
             cookie?: never;
@@ -3198,7 +3225,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The delivery id (a UUID; any other value is answered 404). */
+                /**
+                 * @description The delivery id (a UUID; any other value is answered 404).
+                 * @example 0192f0c9-2d3e-7f4a-8b5c-6d7e8f9a0b1c
+                 */
                 delivery_id: components["parameters"]["DeliveryId"];
             };
             cookie?: never;
@@ -3231,10 +3261,7 @@ export interface operations {
             query?: {
                 /** @description Maximum number of events returned. */
                 limit?: number;
-                /**
-                 * @description The `next_cursor` of the previous page (opaque).
-                 * @example eyJjIjoiMjAyNi0xMS0yMVQyMzo0MDowNi42NDUxMjNaIiwiaSI6IjAxOTJmMGM0LThhOWUtN2MxYi05YTRlLTNmMmQxYzBiNWE3MCJ9
-                 */
+                /** @description The `next_cursor` of the previous page (opaque). */
                 cursor?: string;
                 /** @description Only events of this kind. */
                 type?: components["schemas"]["WebhookDeliveredEventKind"];
@@ -3437,7 +3464,6 @@ export interface operations {
                  * @description `all` (default): every dependency, the worker included. `api`: this API instance's own readiness
                  *     (database and migrations), for container health checks. Any other value is 422 `enum` at
                  *     `["query", "scope"]`: a misspelt probe fails loudly instead of gating on something else.
-                 * @example api
                  */
                 scope?: "all" | "api";
             };
@@ -3593,11 +3619,17 @@ export interface operations {
                 signature?: string;
             };
             header?: {
-                /** @description Hex HMAC-SHA256 signature, optionally prefixed `sha256=`. Takes precedence over the other two places. */
+                /**
+                 * @description Hex HMAC-SHA256 signature, optionally prefixed `sha256=`. Takes precedence over the other two places.
+                 * @example sha256=8c1f0e4b7a2d9c3e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e
+                 */
                 "X-Callback-Signature"?: string;
             };
             path: {
-                /** @description The partner sending the callback. */
+                /**
+                 * @description The partner sending the callback.
+                 * @example benefits-co
+                 */
                 partner_key: string;
             };
             cookie?: never;
