@@ -237,6 +237,9 @@ class Portal {
    */
   private say(message: string, tone: "ok" | "error" = "ok", options: { in?: HTMLElement; extra?: Node } = {}): void {
     const area = options.in ?? this.notice;
+    // One outcome at a time: what earlier actions said elsewhere goes, but a secret still to be copied.
+    for (const earlier of this.root.querySelectorAll<HTMLElement>(".notice.ok"))
+      if (!area.contains(earlier) && !earlier.querySelector("input.secret")) earlier.parentElement?.replaceChildren();
     replace(
       area,
       h(
