@@ -552,7 +552,7 @@ class Portal {
         h(
           "p",
           { class: "state empty" },
-          "No endpoints yet. Add your HTTPS endpoint (Add an endpoint, above) to start receiving events.",
+          "No endpoints yet. Add your HTTPS endpoint to start receiving events: Add an endpoint, above, takes you to the form.",
         ),
       );
       return;
