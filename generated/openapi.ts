@@ -2631,11 +2631,20 @@ export interface components {
         IdempotencyKey: string;
         /** @description Correlates the routing decision with the caller's flow; generated when absent. */
         CorrelationId: string;
-        /** @description The submission id (a UUID; any other value is answered 404). */
+        /**
+         * @description The submission id (a UUID; any other value is answered 404).
+         * @example 0192f0c4-8a9e-7c1b-9a4e-3f2d1c0b5a69
+         */
         SubmissionId: string;
-        /** @description The subscription id (a UUID; any other value is answered 404). */
+        /**
+         * @description The subscription id (a UUID; any other value is answered 404).
+         * @example 0192f0c2-7e8f-7a1b-9c2d-3e4f5a6b7c8d
+         */
         SubscriptionId: string;
-        /** @description The delivery id (a UUID; any other value is answered 404). */
+        /**
+         * @description The delivery id (a UUID; any other value is answered 404).
+         * @example 0192f0c9-2d3e-7f4a-8b5c-6d7e8f9a0b1c
+         */
         DeliveryId: string;
         /**
          * @description The event id (`evt_` and a UUID; any other value is answered 404).
@@ -2868,17 +2877,11 @@ export interface operations {
                 tenant_id?: components["parameters"]["TenantIdQuery"];
                 /** @description Maximum number of submissions returned. */
                 limit?: number;
-                /**
-                 * @description The `next_cursor` of the previous page (opaque).
-                 * @example eyJjIjoiMjAyNi0xMS0yMVQyMzo0MDowNi42NDUxMjNaIiwiaSI6IjAxOTJmMGM0LThhOWUtN2MxYi05YTRlLTNmMmQxYzBiNWE2OSJ9
-                 */
+                /** @description The `next_cursor` of the previous page (opaque). */
                 cursor?: string;
                 /** @description Only submissions in this aggregate status. */
                 status?: components["schemas"]["IntakeSubmissionStatus"];
-                /**
-                 * @description Only submissions with exactly this `external_reference`.
-                 * @example CLM-4711
-                 */
+                /** @description Only submissions with exactly this `external_reference`. */
                 external_reference?: string;
                 /** @description Only submissions created after this instant (an RFC 3339 date-time that names an instant; see Formats). */
                 created_after?: string;
@@ -2924,7 +2927,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The submission id (a UUID; any other value is answered 404). */
+                /**
+                 * @description The submission id (a UUID; any other value is answered 404).
+                 * @example 0192f0c4-8a9e-7c1b-9a4e-3f2d1c0b5a69
+                 */
                 submission_id: components["parameters"]["SubmissionId"];
             };
             cookie?: never;
@@ -3030,7 +3036,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The subscription id (a UUID; any other value is answered 404). */
+                /**
+                 * @description The subscription id (a UUID; any other value is answered 404).
+                 * @example 0192f0c2-7e8f-7a1b-9c2d-3e4f5a6b7c8d
+                 */
                 subscription_id: components["parameters"]["SubscriptionId"];
             };
             cookie?: never;
@@ -3064,7 +3073,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The subscription id (a UUID; any other value is answered 404). */
+                /**
+                 * @description The subscription id (a UUID; any other value is answered 404).
+                 * @example 0192f0c2-7e8f-7a1b-9c2d-3e4f5a6b7c8d
+                 */
                 subscription_id: components["parameters"]["SubscriptionId"];
             };
             cookie?: never;
@@ -3097,7 +3109,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The subscription id (a UUID; any other value is answered 404). */
+                /**
+                 * @description The subscription id (a UUID; any other value is answered 404).
+                 * @example 0192f0c2-7e8f-7a1b-9c2d-3e4f5a6b7c8d
+                 */
                 subscription_id: components["parameters"]["SubscriptionId"];
             };
             cookie?: never;
@@ -3142,7 +3157,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The subscription id (a UUID; any other value is answered 404). */
+                /**
+                 * @description The subscription id (a UUID; any other value is answered 404).
+                 * @example 0192f0c2-7e8f-7a1b-9c2d-3e4f5a6b7c8d
+                 */
                 subscription_id: components["parameters"]["SubscriptionId"];
             };
             cookie?: never;
@@ -3176,7 +3194,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The subscription id (a UUID; any other value is answered 404). */
+                /**
+                 * @description The subscription id (a UUID; any other value is answered 404).
+                 * @example 0192f0c2-7e8f-7a1b-9c2d-3e4f5a6b7c8d
+                 */
                 subscription_id: components["parameters"]["SubscriptionId"];
             };
             cookie?: never;
@@ -3219,7 +3240,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The subscription id (a UUID; any other value is answered 404). */
+                /**
+                 * @description The subscription id (a UUID; any other value is answered 404).
+                 * @example 0192f0c2-7e8f-7a1b-9c2d-3e4f5a6b7c8d
+                 */
                 subscription_id: components["parameters"]["SubscriptionId"];
             };
             cookie?: never;
@@ -3253,7 +3277,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The subscription id (a UUID; any other value is answered 404). */
+                /**
+                 * @description The subscription id (a UUID; any other value is answered 404).
+                 * @example 0192f0c2-7e8f-7a1b-9c2d-3e4f5a6b7c8d
+                 */
                 subscription_id: components["parameters"]["SubscriptionId"];
             };
             cookie?: never;
@@ -3290,10 +3317,7 @@ export interface operations {
             query?: {
                 /** @description Maximum number of deliveries returned. */
                 limit?: number;
-                /**
-                 * @description The `next_cursor` of the previous page (opaque).
-                 * @example eyJjIjoiMjAyNi0xMS0yMVQyMzo0MDowNi42NDVaIiwiaSI6IjAxOTJmMGM0LThhOWUtN2MxYi05YTRlLTNmMmQxYzBiNWE2OSJ9
-                 */
+                /** @description The `next_cursor` of the previous page (opaque). */
                 cursor?: string;
                 /** @description Only deliveries of this subscription. */
                 subscription_id?: string;
@@ -3341,7 +3365,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The delivery id (a UUID; any other value is answered 404). */
+                /**
+                 * @description The delivery id (a UUID; any other value is answered 404).
+                 * @example 0192f0c9-2d3e-7f4a-8b5c-6d7e8f9a0b1c
+                 */
                 delivery_id: components["parameters"]["DeliveryId"];
             };
             cookie?: never;
@@ -3373,7 +3400,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The delivery id (a UUID; any other value is answered 404). */
+                /**
+                 * @description The delivery id (a UUID; any other value is answered 404).
+                 * @example 0192f0c9-2d3e-7f4a-8b5c-6d7e8f9a0b1c
+                 */
                 delivery_id: components["parameters"]["DeliveryId"];
             };
             cookie?: never;
@@ -3406,10 +3436,7 @@ export interface operations {
             query?: {
                 /** @description Maximum number of events returned. */
                 limit?: number;
-                /**
-                 * @description The `next_cursor` of the previous page (opaque).
-                 * @example eyJjIjoiMjAyNi0xMS0yMVQyMzo0MDowNi42NDUxMjNaIiwiaSI6IjAxOTJmMGM0LThhOWUtN2MxYi05YTRlLTNmMmQxYzBiNWE3MCJ9
-                 */
+                /** @description The `next_cursor` of the previous page (opaque). */
                 cursor?: string;
                 /** @description Only events of this kind. */
                 type?: components["schemas"]["WebhookDeliveredEventKind"];
@@ -3612,7 +3639,6 @@ export interface operations {
                  * @description `all` (default): every dependency, the worker included. `api`: this API instance's own readiness
                  *     (database and migrations), for container health checks. Any other value is 422 `enum` at
                  *     `["query", "scope"]`: a misspelt probe fails loudly instead of gating on something else.
-                 * @example api
                  */
                 scope?: "all" | "api";
             };
@@ -3768,11 +3794,17 @@ export interface operations {
                 signature?: string;
             };
             header?: {
-                /** @description Hex HMAC-SHA256 signature, optionally prefixed `sha256=`. Takes precedence over the other two places. */
+                /**
+                 * @description Hex HMAC-SHA256 signature, optionally prefixed `sha256=`. Takes precedence over the other two places.
+                 * @example sha256=8c1f0e4b7a2d9c3e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e
+                 */
                 "X-Callback-Signature"?: string;
             };
             path: {
-                /** @description The partner sending the callback. */
+                /**
+                 * @description The partner sending the callback.
+                 * @example benefits-co
+                 */
                 partner_key: string;
             };
             cookie?: never;

@@ -1,7 +1,7 @@
 // The API description and its reference page: GET /openapi.json (the bundled copy), /openapi.yaml (the
 // hand-written source, self-contained) and /docs, a Scalar page whose script is served from the installed
-// @scalar/api-reference package (no CDN, no web fonts, no vendor AI or MCP features: it works offline, and
-// every request the page makes goes to this origin). Served when config.serveApiDocs (API_DOCS; by
+// @scalar/api-reference package (no CDN, no web fonts, no vendor AI or MCP features, no link to the
+// vendor's client or site: it works offline, and every request the page makes goes to this origin). Served when config.serveApiDocs (API_DOCS; by
 // default everywhere but production). `npm run build` writes the same page as a static folder.
 import fs from "node:fs";
 import express, { type Router } from "express";
@@ -67,10 +67,18 @@ export function referencePageHtml(title: string, links: ReferencePageLinks): str
 }
 
 /**
+ * Styles given to Scalar as its customCss: the sidebar footer's "Powered by Scalar" link, which no option
+ * turns off (Scalar's maintainers answer to use custom CSS), is not shown.
+ */
+export const REFERENCE_CSS = 'a[href="https://www.scalar.com"] { display: none; }';
+
+/**
  * Starts Scalar on #reference; a file of its own so that the page needs no inline script. The document is
  * given by url with a title and slug, so search indexes it (operations, schemas, webhooks). Everything that
- * would call the vendor is off: no web fonts (the page uses the system's), no telemetry, no AI agent, no
- * MCP button, no developer tools bar. Try it offers a pasted bearer token first (an access token from
+ * would call the vendor or send a person there is off: no web fonts (the page uses the system's), no
+ * telemetry, no AI agent, no MCP button, no developer tools bar, no "Open API Client" button
+ * (hideClientButton) and no "Powered by" link (REFERENCE_CSS). Each operation's code example opens on the
+ * contract package's call, the document's x-codeSamples (scripts/code-samples.ts). Try it offers a pasted bearer token first (an access token from
  * POST /token, sent as Authorization: Bearer); the document's OAuth2 flows stay selectable.
  */
 export const REFERENCE_INIT_SCRIPT = `(function () {
@@ -84,6 +92,8 @@ export const REFERENCE_INIT_SCRIPT = `(function () {
     showDeveloperTools: "never",
     agent: { disabled: true },
     mcp: { disabled: true },
+    hideClientButton: true,
+    customCss: ${JSON.stringify(REFERENCE_CSS)},
     defaultOpenAllTags: true,
     modelsSectionLabel: "Schemas",
     authentication: {

@@ -9,14 +9,23 @@ export type EventSelector = components["schemas"]["WebhookEventSelector"];
 /** An endpoint as its form holds it: the URL, the events, the description and the rate limit (null for none). */
 export type EndpointInput = Required<components["schemas"]["WebhookSubscriptionUpdateRequest"]>;
 
+/** One thing the service refused in a request: the body field it concerns (its first key, when there is one) and why. */
+export interface RefusedField {
+  field: string | undefined;
+  message: string;
+}
+
 /** A refused or failed call: the HTTP status (0 when the network failed) and the service's error code. */
 export class ApiFailure extends Error {
   readonly status: number;
   readonly code: string;
-  constructor(status: number, code: string, message: string) {
+  /** What a 422 in FastAPI's shape named, one entry per violation (none for other failures). */
+  readonly issues: RefusedField[];
+  constructor(status: number, code: string, message: string, issues: RefusedField[] = []) {
     super(message);
     this.status = status;
     this.code = code;
+    this.issues = issues;
   }
 }
 
@@ -25,12 +34,28 @@ interface ErrorBody {
   detail?: { loc?: unknown[]; msg?: string }[];
 }
 
+/**
+ * A violation's message as a person reads it: pydantic's "Value error, " (which the service keeps for
+ * FastAPI-compatible clients) says nothing to a person and is left out.
+ */
+export function readableMessage(msg: string | undefined): string {
+  return (msg ?? "invalid value").replace(/^Value error, /, "");
+}
+
 function failure(response: Response, body: unknown): ApiFailure {
   const error = (body ?? {}) as ErrorBody;
   if (error.error?.code) return new ApiFailure(response.status, error.error.code, error.error.message ?? "");
   if (Array.isArray(error.detail)) {
-    const message = error.detail.map((issue) => issue.msg ?? "invalid value").join("; ");
-    return new ApiFailure(response.status, "VALIDATION_FAILED", message);
+    const issues = error.detail.map((issue): RefusedField => ({
+      field: issue.loc?.[0] === "body" && typeof issue.loc[1] === "string" ? issue.loc[1] : undefined,
+      message: readableMessage(issue.msg),
+    }));
+    return new ApiFailure(
+      response.status,
+      "VALIDATION_FAILED",
+      issues.map((issue) => issue.message).join("; "),
+      issues,
+    );
   }
   return new ApiFailure(response.status, "HTTP_" + String(response.status), response.statusText);
 }

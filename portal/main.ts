@@ -14,6 +14,7 @@ import {
   type Subscription,
 } from "./api.ts";
 import { h, replace, time, visibleBidi } from "./dom.ts";
+import { FormProblems, type Problem, type ProblemField } from "./form-problems.ts";
 // The subscribable kinds and the catalogue's line for each, generated from the document's `webhooks` section.
 import { EVENT_DESCRIPTIONS, EVENT_KINDS } from "../generated/event-kinds.ts";
 import { forgetSession, readSession, storeSession, type Session } from "./session.ts";
@@ -69,7 +70,13 @@ class Portal {
   private sessionTimers: number[] = [];
   private readonly subscriptionsView = h("div", { id: "subscriptions-view" });
   private readonly deliveriesView = h("div", { id: "deliveries-view" });
+  // Each part of the page says what happened where it happened: the header (the session), the endpoints
+  // (one removed), each endpoint's card (its own actions), the deliveries and the catalogue.
   private readonly notice = h("div", { id: "notice", "aria-live": "assertive" });
+  private readonly endpointsNotice = h("div", { id: "endpoints-notice", "aria-live": "assertive" });
+  private readonly deliveriesNotice = h("div", { id: "deliveries-notice", "aria-live": "assertive" });
+  private readonly catalogueNotice = h("div", { id: "catalogue-notice", "aria-live": "assertive" });
+  private readonly createForm = this.buildCreateForm();
 
   constructor(session: Session, root: HTMLElement) {
     this.session = session;
@@ -91,12 +98,36 @@ class Portal {
       ),
       this.sessionWarning,
       this.notice,
+      // What exists comes first (the endpoints, then their deliveries); adding one is below them, and a
+      // button at the top of the endpoints takes the focus there.
       h(
         "section",
         { "aria-labelledby": "subscriptions-title" },
         h("h2", { id: "subscriptions-title" }, "Endpoints"),
-        this.createForm(),
+        h(
+          "div",
+          { class: "toolbar" },
+          h(
+            "button",
+            { type: "button", id: "go-add-endpoint", onclick: () => this.goToCreateForm() },
+            "Add an endpoint",
+          ),
+        ),
+        this.endpointsNotice,
         this.subscriptionsView,
+      ),
+      h(
+        "section",
+        { "aria-labelledby": "deliveries-title" },
+        h("h2", { id: "deliveries-title" }, "Deliveries"),
+        this.deliveriesNotice,
+        this.deliveriesView,
+      ),
+      h(
+        "section",
+        { "aria-labelledby": "add-endpoint-title" },
+        h("h2", { id: "add-endpoint-title" }, "Add an endpoint"),
+        this.createForm,
       ),
       h(
         "section",
@@ -107,13 +138,8 @@ class Portal {
           { class: "meta" },
           "The events an endpoint can subscribe to. Send an example of one to see exactly what your endpoint will receive (marked as a test delivery).",
         ),
+        this.catalogueNotice,
         this.catalogueView,
-      ),
-      h(
-        "section",
-        { "aria-labelledby": "deliveries-title" },
-        h("h2", { id: "deliveries-title" }, "Deliveries"),
-        this.deliveriesView,
       ),
     );
     this.showSession();
@@ -199,25 +225,42 @@ class Portal {
     return true;
   }
 
-  private fail(error: unknown): void {
-    if (!this.refused(error)) this.say(advice(error), "error");
+  private fail(error: unknown, where?: HTMLElement): void {
+    if (!this.refused(error)) this.say(advice(error), "error", { in: where });
   }
 
-  private say(message: string, tone: "ok" | "error" = "ok", extra?: Node): void {
+  /**
+   * Says `message` in the notice area `in` (the page's own by default) and scrolls it into view if it is
+   * not: a message is shown where the person is, beside what they just used.
+   */
+  private say(message: string, tone: "ok" | "error" = "ok", options: { in?: HTMLElement; extra?: Node } = {}): void {
+    const area = options.in ?? this.notice;
+    // One outcome at a time: what earlier actions said elsewhere goes, but a secret still to be copied.
+    for (const earlier of this.root.querySelectorAll<HTMLElement>(".notice.ok"))
+      if (!area.contains(earlier) && !earlier.querySelector("input.secret")) earlier.parentElement?.replaceChildren();
     replace(
-      this.notice,
+      area,
       h(
         "div",
         { class: `notice ${tone}`, role: tone === "error" ? "alert" : "status" },
         h("p", {}, message),
-        extra ?? null,
-        h("button", { type: "button", class: "link", onclick: () => replace(this.notice) }, "Dismiss"),
+        options.extra ?? null,
+        h("button", { type: "button", class: "link", onclick: () => replace(area) }, "Dismiss"),
       ),
+    );
+    area.scrollIntoView({ block: "nearest" });
+  }
+
+  /** The notice area of an endpoint's card as the list shows it now (the list is drawn again after changes). */
+  private cardNotice(subscriptionId: string): HTMLElement {
+    return (
+      this.subscriptionsView.querySelector<HTMLElement>(`li[data-subscription-id="${subscriptionId}"] .card-notice`) ??
+      this.endpointsNotice
     );
   }
 
-  /** Shows a secret once, with a copy button. */
-  private showSecret(title: string, secret: string): void {
+  /** Shows a secret once, with a copy button, in the card of the endpoint it signs for. */
+  private showSecret(title: string, secret: string, subscriptionId: string): void {
     const field = h("input", {
       type: "text",
       readonly: true,
@@ -231,11 +274,10 @@ class Portal {
       if (navigator.clipboard) navigator.clipboard.writeText(secret).then(done, () => field.select());
       else field.select();
     });
-    this.say(
-      `${title} Copy the signing secret now: it is shown only this once.`,
-      "ok",
-      h("div", { class: "secret-row" }, field, copy),
-    );
+    this.say(`${title} Copy the signing secret now: it is shown only this once.`, "ok", {
+      in: this.cardNotice(subscriptionId),
+      extra: h("div", { class: "secret-row" }, field, copy),
+    });
     field.focus();
     field.select();
   }
@@ -244,14 +286,16 @@ class Portal {
 
   /**
    * The fields of an endpoint, for adding one and for editing one: its URL, its events ("all events" and
-   * single kinds exclude each other: choosing one clears the other), its description and its rate limit.
-   * `read` answers what they hold, or undefined (and says why) when no event is chosen or the rate limit is
-   * not a whole number from 1 to 1000; a blank description is none, and so is a blank rate limit.
+   * single kinds exclude each other: choosing one clears the other), its description and its rate limit,
+   * each in a block of its own where a problem with it is said. `read` answers what they hold, or undefined
+   * (saying why beside the field) when no event is chosen or the rate limit is not a whole number from 1 to
+   * 1000; a blank description is none, and so is a blank rate limit. `problems` says what the service
+   * refused beside the field it names.
    */
   private endpointFields(
     prefix: string,
     current?: Subscription,
-  ): { fields: HTMLElement[]; read(): EndpointInput | undefined; focus(): void } {
+  ): { fields: HTMLElement[]; problems: FormProblems; read(): EndpointInput | undefined; focus(): void } {
     const url = h("input", {
       id: `${prefix}-url`,
       name: "url",
@@ -304,37 +348,44 @@ class Portal {
       placeholder: "no limit",
       value: current?.rate_limit_per_second?.toString() ?? undefined,
     });
+    const block = (label: string, control: HTMLInputElement): ProblemField => ({
+      block: h("div", { class: "field" }, h("label", { for: control.id }, label), control),
+      control,
+    });
+    const events = h(
+      "fieldset",
+      { id: `${prefix}-events` },
+      h("legend", {}, "Events"),
+      boxes,
+      h("p", { class: "meta reports" }, "Reports on your other endpoints (never part of all events):"),
+      reportBoxes,
+    );
+    // Keyed by the body field the service names in a refusal (`loc: ["body", "url"]`).
+    const fields: Record<string, ProblemField> = {
+      url: block("Endpoint URL (https)", url),
+      events: { block: events, control: events, focus: all },
+      description: block("Description (optional)", description),
+      rate_limit_per_second: block("Rate limit, deliveries per second (optional, 1–1000; blank for none)", rateLimit),
+    };
+    const problems = new FormProblems(prefix, fields);
     return {
-      fields: [
-        h("label", { for: url.id }, "Endpoint URL (https)"),
-        url,
-        h(
-          "fieldset",
-          {},
-          h("legend", {}, "Events"),
-          boxes,
-          h("p", { class: "meta reports" }, "Reports on your other endpoints (never part of all events):"),
-          reportBoxes,
-        ),
-        h("label", { for: description.id }, "Description (optional)"),
-        description,
-        h("label", { for: rateLimit.id }, "Rate limit, deliveries per second (optional, 1–1000; blank for none)"),
-        rateLimit,
-      ],
+      fields: Object.values(fields).map((field) => field.block),
+      problems,
       read: () => {
+        problems.clear();
         const events = inputs.filter((box) => box.checked).map((box) => box.value as EventSelector);
-        if (events.length === 0) {
-          this.say("Choose at least one event (or all events).", "error");
-          return undefined;
-        }
         const text = description.value.trim();
         const rate = rateLimit.value.trim();
         const perSecond = rate === "" ? null : Number(rate);
-        if (perSecond !== null && !(Number.isInteger(perSecond) && perSecond >= 1 && perSecond <= 1000)) {
-          this.say(
-            "The rate limit is a whole number of deliveries per second from 1 to 1000, or blank for none.",
-            "error",
-          );
+        const found: Problem[] = [];
+        if (events.length === 0) found.push({ field: "events", message: "Choose at least one event (or all events)." });
+        if (perSecond !== null && !(Number.isInteger(perSecond) && perSecond >= 1 && perSecond <= 1000))
+          found.push({
+            field: "rate_limit_per_second",
+            message: "The rate limit is a whole number of deliveries per second from 1 to 1000, or blank for none.",
+          });
+        if (found.length > 0) {
+          problems.show(found);
           return undefined;
         }
         return {
@@ -348,27 +399,53 @@ class Portal {
     };
   }
 
-  private createForm(): HTMLElement {
+  private buildCreateForm(): HTMLFormElement {
     const endpoint = this.endpointFields("new");
     const submit = h("button", { type: "submit", class: "primary" }, "Add endpoint");
     const form = h(
       "form",
       { id: "create-form", class: "card", "aria-label": "Add an endpoint" },
       endpoint.fields,
-      submit,
+      endpoint.problems.summary,
+      h("div", { class: "actions" }, submit),
     );
     form.addEventListener("submit", (event) => {
       event.preventDefault();
       const input = endpoint.read();
       if (!input) return;
-      this.busyWhile(submit, async () => {
+      this.submitting(submit, endpoint.problems, async () => {
         const created = await this.api.createSubscription(input);
         form.reset();
-        this.showSecret("Endpoint added.", created.secret);
-        void this.loadSubscriptions();
+        await this.loadSubscriptions();
+        this.showSecret("Endpoint added.", created.secret, created.id);
       });
     });
     return form;
+  }
+
+  /** "Add an endpoint" at the top of the endpoints: the focus goes to the form's URL field, in view. */
+  private goToCreateForm(): void {
+    const url = this.createForm.querySelector<HTMLInputElement>("#new-url");
+    url?.focus({ preventScroll: true });
+    this.createForm.scrollIntoView({ block: "nearest" });
+  }
+
+  /**
+   * Runs `work` for a form with its submit button disabled meanwhile; a refusal is said inside the form,
+   * beside the field it names when it names one.
+   */
+  private submitting(button: HTMLButtonElement, problems: FormProblems, work: () => Promise<unknown>): void {
+    button.disabled = true;
+    problems.clear();
+    work().then(
+      () => (button.disabled = false),
+      (error: unknown) => {
+        button.disabled = false;
+        if (this.refused(error)) return;
+        if (error instanceof ApiFailure && error.issues.length > 0) problems.show(error.issues);
+        else problems.show([{ message: advice(error) }]);
+      },
+    );
   }
 
   /** "Edit" opens the endpoint's fields under the card's buttons, as they are now; Escape or Cancel closes them. */
@@ -381,11 +458,12 @@ class Portal {
         tone: "edit",
         text: "Deliveries waiting for a retry go to the new URL; new events are matched against the new event list.",
         fields: endpoint.fields,
+        problems: endpoint.problems,
         submit,
         close,
         onSubmit: () => {
           const input = endpoint.read();
-          if (input) this.busyWhile(submit, () => this.update(subscription, input));
+          if (input) this.submitting(submit, endpoint.problems, () => this.update(subscription, input));
         },
       });
       return { form, focus: () => endpoint.focus() };
@@ -419,12 +497,16 @@ class Portal {
     return button;
   }
 
-  /** A form under a card's buttons: what it does, its fields, its submit button and Cancel; Escape closes it. */
+  /**
+   * A form under a card's buttons: what it does, its fields, what is wrong with them (said beside its
+   * buttons when no field is concerned), its submit button and Cancel; Escape closes it.
+   */
   private cardForm(options: {
     label: string;
     tone: "edit" | "danger";
     text: string;
     fields: (HTMLElement | null)[];
+    problems: FormProblems;
     submit: HTMLButtonElement;
     close: () => void;
     onSubmit: () => void;
@@ -434,6 +516,7 @@ class Portal {
       { class: options.tone === "edit" ? "confirm edit" : "confirm", "aria-label": options.label },
       h("p", {}, options.text),
       options.fields,
+      options.problems.summary,
       h(
         "div",
         { class: "actions" },
@@ -454,7 +537,9 @@ class Portal {
   }
 
   private async loadSubscriptions(): Promise<void> {
-    replace(this.subscriptionsView, loading("endpoints"));
+    // The cards stay while they are read again: the page keeps its height, and the reader their place.
+    if (!this.subscriptionsView.querySelector("#subscription-list"))
+      replace(this.subscriptionsView, loading("endpoints"));
     try {
       const { subscriptions } = await this.api.listSubscriptions();
       this.subscriptions = subscriptions;
@@ -474,10 +559,18 @@ class Portal {
     if (this.subscriptions.length === 0) {
       replace(
         this.subscriptionsView,
-        h("p", { class: "state empty" }, "No endpoints yet. Add your HTTPS endpoint above to start receiving events."),
+        h(
+          "p",
+          { class: "state empty" },
+          "No endpoints yet. Add your HTTPS endpoint to start receiving events: Add an endpoint, above, takes you to the form.",
+        ),
       );
       return;
     }
+    // What a card says (a secret shown once, an action's outcome) stays when the list is drawn again.
+    const notices = new Map<string, Node[]>();
+    for (const notice of this.subscriptionsView.querySelectorAll<HTMLElement>(".card-notice"))
+      notices.set(notice.dataset.for ?? "", [...notice.childNodes]);
     replace(
       this.subscriptionsView,
       h(
@@ -486,23 +579,29 @@ class Portal {
         this.subscriptions.map((subscription) => this.subscriptionCard(subscription)),
       ),
     );
+    for (const [id, nodes] of notices) {
+      const notice = this.subscriptionsView.querySelector(`li[data-subscription-id="${id}"] .card-notice`);
+      notice?.append(...nodes);
+    }
   }
 
   private subscriptionCard(subscription: Subscription): HTMLElement {
     const disabled = subscription.status === "disabled";
     const confirmArea = h("div", { id: `disable-${subscription.id}` });
     const editArea = h("div", { id: `edit-${subscription.id}` });
+    // The card's actions say what came of them in the card, under its buttons.
+    const inCard = () => this.cardNotice(subscription.id);
     const actions = h(
       "div",
       { class: "actions" },
       disabled
-        ? this.action("Re-enable", () => this.enable(subscription), { primary: true })
-        : this.action("Send test event", () => this.sendTest(subscription)),
+        ? this.action("Re-enable", () => this.enable(subscription), { primary: true, where: inCard })
+        : this.action("Send test event", () => this.sendTest(subscription), { where: inCard }),
       disabled ? null : this.disableButton(subscription, confirmArea),
       this.editButton(subscription, editArea),
-      this.action("Rotate secret", () => this.rotate(subscription)),
-      this.action("Show deliveries", async () => this.filterBySubscription(subscription.id)),
-      this.action("Delete", () => this.remove(subscription), { danger: true }),
+      this.action("Rotate secret", () => this.rotate(subscription), { where: inCard }),
+      this.action("Show deliveries", async () => this.filterBySubscription(subscription.id), { where: inCard }),
+      this.action("Delete", () => this.remove(subscription), { danger: true, where: inCard }),
     );
     return h(
       "li",
@@ -543,6 +642,7 @@ class Portal {
           )
         : null,
       actions,
+      h("div", { class: "card-notice", "data-for": subscription.id, "aria-live": "assertive" }),
       confirmArea,
       editArea,
     );
@@ -602,14 +702,25 @@ class Portal {
         placeholder: "e.g. the receiver moves until 18:00 UTC",
       });
       const submit = h("button", { type: "submit", class: "danger" }, "Disable endpoint");
+      const reasonField = {
+        block: h(
+          "div",
+          { class: "field" },
+          h("label", { for: fieldId }, "Reason (optional, shown on the endpoint)"),
+          reason,
+        ),
+        control: reason,
+      };
+      const problems = new FormProblems(`disable-${subscription.id}`, { reason: reasonField });
       const form = this.cardForm({
         label: `Disable the endpoint ${subscription.url}`,
         tone: "danger",
         text: "Disable this endpoint? Nothing is sent to it until you re-enable it; events meanwhile are recorded as failed deliveries that you can resend.",
-        fields: [h("label", { for: fieldId }, "Reason (optional, shown on the endpoint)"), reason],
+        fields: [reasonField.block],
+        problems,
         submit,
         close,
-        onSubmit: () => this.busyWhile(submit, () => this.disable(subscription, reason.value)),
+        onSubmit: () => this.submitting(submit, problems, () => this.disable(subscription, reason.value)),
       });
       return { form, focus: () => reason.focus() };
     });
@@ -622,25 +733,29 @@ class Portal {
     button?.focus();
   }
 
+  /** A button that runs `run`; a failure is said in the notice area `where` finds (the page's by default). */
   private action(
     label: string,
     run: () => Promise<unknown>,
-    options: { danger?: boolean; primary?: boolean } = {},
+    options: { danger?: boolean; primary?: boolean; where?: () => HTMLElement } = {},
   ): HTMLButtonElement {
     const tone = options.danger ? "danger" : options.primary ? "primary" : "";
     const button = h("button", { type: "button", class: tone }, label);
-    button.addEventListener("click", () => this.busyWhile(button, run));
+    button.addEventListener("click", () => this.busyWhile(button, run, options.where));
     return button;
   }
 
-  /** Runs `work` with `button` disabled meanwhile (no double submit); a failure is shown and the button is usable again. */
-  private busyWhile(button: HTMLButtonElement, work: () => Promise<unknown>): void {
+  /**
+   * Runs `work` with `button` disabled meanwhile (no double submit); a failure is said in the notice area
+   * `where` finds when it fails (the page's by default) and the button is usable again.
+   */
+  private busyWhile(button: HTMLButtonElement, work: () => Promise<unknown>, where?: () => HTMLElement): void {
     button.disabled = true;
     work().then(
       () => (button.disabled = false),
       (error: unknown) => {
         button.disabled = false;
-        this.fail(error);
+        this.fail(error, where?.());
       },
     );
   }
@@ -650,7 +765,7 @@ class Portal {
       return;
     await this.api.deleteSubscription(subscription.id);
     await this.loadSubscriptions();
-    this.say("Endpoint deleted: nothing more is sent to it.");
+    this.say(`Endpoint ${subscription.url} deleted: nothing more is sent to it.`, "ok", { in: this.endpointsNotice });
   }
 
   private async enable(subscription: Subscription): Promise<void> {
@@ -658,21 +773,29 @@ class Portal {
     // The message comes once the list shows what it says (and the focus is on the next action).
     await this.loadSubscriptions();
     this.focusAction(subscription.id, "Disable");
-    this.say("Endpoint re-enabled: new events are delivered again. Resend the deliveries that failed meanwhile.");
+    this.say(
+      "Endpoint re-enabled: new events are delivered again. Resend the deliveries that failed meanwhile.",
+      "ok",
+      {
+        in: this.cardNotice(subscription.id),
+      },
+    );
   }
 
   private async disable(subscription: Subscription, reason: string): Promise<void> {
     await this.api.disableSubscription(subscription.id, reason);
     await this.loadSubscriptions();
     this.focusAction(subscription.id, "Re-enable");
-    this.say("Endpoint disabled: nothing is sent to it until you re-enable it.");
+    this.say("Endpoint disabled: nothing is sent to it until you re-enable it.", "ok", {
+      in: this.cardNotice(subscription.id),
+    });
   }
 
   private async update(subscription: Subscription, input: EndpointInput): Promise<void> {
     await this.api.updateSubscription(subscription.id, input);
     await this.loadSubscriptions();
     this.focusAction(subscription.id, "Edit");
-    this.say("Endpoint saved.");
+    this.say("Endpoint saved.", "ok", { in: this.cardNotice(subscription.id) });
   }
 
   private async rotate(subscription: Subscription): Promise<void> {
@@ -682,7 +805,7 @@ class Portal {
     const until = rotated.previous_secret_expires_at
       ? ` The previous secret also signs until ${new Date(rotated.previous_secret_expires_at).toLocaleString()}.`
       : "";
-    this.showSecret(`Secret rotated.${until}`, rotated.secret);
+    this.showSecret(`Secret rotated.${until}`, rotated.secret, subscription.id);
   }
 
   /** The subscribable kinds, each with what it means and a button that sends its example to a chosen endpoint. */
@@ -720,7 +843,13 @@ class Portal {
             { type: "button", disabled: active.length === 0, "aria-label": `Send an example ${kind} event` },
             "Send example",
           );
-          send.addEventListener("click", () => this.busyWhile(send, () => this.sendExample(kind, target.value)));
+          send.addEventListener("click", () =>
+            this.busyWhile(
+              send,
+              () => this.sendExample(kind, target.value),
+              () => this.catalogueNotice,
+            ),
+          );
           return h(
             "li",
             { class: "event-kind", "data-kind": kind },
@@ -734,16 +863,20 @@ class Portal {
 
   private async sendExample(kind: EventKind, subscriptionId: string): Promise<void> {
     const target = this.subscriptions.find((subscription) => subscription.id === subscriptionId);
-    if (!target) return this.say("Choose an endpoint to send the example to.", "error");
+    if (!target) return this.say("Choose an endpoint to send the example to.", "error", { in: this.catalogueNotice });
     await this.api.sendTestEvent(target.id, kind);
     await this.loadDeliveries();
-    this.say(`Example ${kind} event queued for ${target.url}. It appears under Deliveries.`);
+    this.say(`Example ${kind} event queued for ${target.url}. It appears under Deliveries.`, "ok", {
+      in: this.catalogueNotice,
+    });
   }
 
   private async sendTest(subscription: Subscription): Promise<void> {
     await this.api.sendTestEvent(subscription.id);
     await this.loadDeliveries();
-    this.say(`Test event queued for ${subscription.url}. It appears under Deliveries.`);
+    this.say(`Test event queued for ${subscription.url}. It appears under Deliveries.`, "ok", {
+      in: this.cardNotice(subscription.id),
+    });
   }
 
   // ---- deliveries ----------------------------------------------------------------------------------
@@ -984,6 +1117,7 @@ class Portal {
     replace(into, loading("attempts"));
     try {
       const { delivery: current, attempts } = await this.api.getDelivery(delivery.id);
+      const resendNotice = h("div", { class: "detail-notice", "aria-live": "assertive" });
       replace(
         into,
         h(
@@ -1020,8 +1154,9 @@ class Portal {
         h(
           "div",
           { class: "actions" },
-          this.action("Resend", () => this.resend(current), { primary: true }),
+          this.action("Resend", () => this.resend(current), { primary: true, where: () => resendNotice }),
         ),
+        resendNotice,
         h("h3", {}, "Payload"),
         h("pre", { class: "payload", tabindex: 0 }, visibleBidi(JSON.stringify(current.payload, null, 2))),
       );
@@ -1041,35 +1176,43 @@ class Portal {
    */
   private attemptTable(attempts: Attempt[]): HTMLElement {
     const columns = ["#", "Outcome", "HTTP status", "Time", "Duration"];
+    // On a narrow screen (portal.css) each attempt's cells wrap onto lines of their own, the HTTP status
+    // and the attempt number named by data-label; the roles keep it a table for assistive technology then.
+    const cell = (label: string | undefined, ...content: (Node | string)[]) =>
+      h("td", { role: "cell", "data-label": label }, ...content);
     return h(
       "div",
       { class: "table-wrap", tabindex: 0 },
       h(
         "table",
-        { class: "attempts" },
+        { class: "attempts", role: "table" },
         h(
           "thead",
-          {},
+          { role: "rowgroup" },
           h(
             "tr",
-            {},
-            columns.map((title) => h("th", { scope: "col" }, title)),
+            { role: "row" },
+            columns.map((title) => h("th", { scope: "col", role: "columnheader" }, title)),
           ),
         ),
         h(
           "tbody",
-          {},
+          { role: "rowgroup" },
           attempts.flatMap((attempt) => [
             h(
               "tr",
-              { class: `attempt ${attempt.outcome}` },
-              h("td", {}, String(attempt.number)),
-              h("td", {}, statusBadge(attempt.outcome, attempt.outcome === "delivered" ? "ok" : "bad")),
-              h("td", {}, attempt.response_code === null ? "—" : String(attempt.response_code)),
-              h("td", {}, time(attempt.attempted_at)),
-              h("td", {}, `${attempt.duration_ms} ms`),
+              { class: `attempt ${attempt.outcome}`, role: "row" },
+              cell("Attempt", String(attempt.number)),
+              cell(undefined, statusBadge(attempt.outcome, attempt.outcome === "delivered" ? "ok" : "bad")),
+              cell("HTTP", attempt.response_code === null ? "—" : String(attempt.response_code)),
+              cell(undefined, time(attempt.attempted_at)),
+              cell(undefined, `${attempt.duration_ms} ms`),
             ),
-            h("tr", { class: "attempt-detail" }, h("td", { colspan: columns.length }, this.attemptDetail(attempt))),
+            h(
+              "tr",
+              { class: "attempt-detail", role: "row" },
+              h("td", { colspan: columns.length, role: "cell" }, this.attemptDetail(attempt)),
+            ),
           ]),
         ),
       ),
@@ -1124,7 +1267,9 @@ class Portal {
   private async resend(delivery: Delivery): Promise<void> {
     await this.api.redeliver(delivery.id);
     await this.loadDeliveries();
-    this.say("Resend queued: it appears as a new delivery at the top of the list.");
+    this.say("Resend queued: it appears as a new delivery at the top of the list.", "ok", {
+      in: this.deliveriesNotice,
+    });
   }
 }
 

@@ -16,6 +16,10 @@ const EVENT_TYPE_PARAMETER = `        - name: event_type
           description: Only deliveries of this event kind.
           schema:
             $ref: '#/components/schemas/WebhookDeliveredEventKind'
+          examples:
+            example:
+              value: intake.submitted
+              x-disabled: true
 `;
 
 function run(cwd: string, script: string, args: string[] = []) {

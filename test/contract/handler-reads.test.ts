@@ -17,6 +17,10 @@ const CREATED_BEFORE = `        - name: created_before
           schema:
             type: string
             format: date-time
+          examples:
+            example:
+              value: '2026-12-01T00:00:00Z'
+              x-disabled: true
 `;
 
 function run(cwd: string, script: string) {

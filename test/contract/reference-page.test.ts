@@ -1,9 +1,11 @@
 // The API description served by the service (/openapi.json, /openapi.yaml) and its reference page /docs:
 // on by default outside production, off in production unless API_DOCS=true. The page in headless Chromium,
 // as a person meets it: the first viewport shows the introduction and the sidebar (text a person can see,
-// not a loading skeleton), search finds operations, schemas and webhooks, try it sends a pasted bearer
-// token that the service accepts, every operation and webhook is on the page, and every request the page
-// makes goes to the service's own origin.
+// not a loading skeleton) and nothing of the vendor's (no "Open API Client", no "Powered by"), search
+// finds operations, schemas and webhooks, each operation shows the contract package's call first with the
+// generic snippets beside it, try it sends a pasted bearer token that the service accepts, every
+// operation and webhook is on the page, and every request the page makes goes to the service's own origin
+// on loopback: it works offline. Screenshots go to .artifacts/reference/ (docs/reference/ holds copies).
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -11,12 +13,20 @@ import t, { type Test } from "tap";
 import type { Page } from "playwright-core";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { createTestTenant, startTestServer, type TestServer } from "../helpers/server.ts";
-import { BROWSER_DEADLINE_MS, BROWSER_FILE_TIMEOUT_MS, fileChromium, withBrowserDeadline } from "../helpers/browser.ts";
+import {
+  BROWSER_DEADLINE_MS,
+  BROWSER_FILE_TIMEOUT_MS,
+  fileChromium,
+  screenshot,
+  withBrowserDeadline,
+} from "../helpers/browser.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { loadDocument } from "../../http/openapi-document.ts";
 import { findSubmission } from "../../db/intake.ts";
 
 const METHODS = ["get", "put", "post", "delete", "patch"] as const;
+const SHOTS = "reference";
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
 
 // The browser waits below are on conditions, with the generous deadline of test/helpers/browser.ts.
 t.setTimeout(BROWSER_FILE_TIMEOUT_MS);
@@ -72,7 +82,7 @@ t.test("API_DOCS=false turns them off outside production", async (t) => {
 });
 
 /** The page in a fresh browser context that records every request and aborts any to another origin. */
-async function openReference(t: Test, server: TestServer, viewport = { width: 1280, height: 800 }) {
+async function openReference(t: Test, server: TestServer, viewport = { width: 1280, height: 800 }, address = "/docs") {
   const browser = await fileChromium();
   const context = withBrowserDeadline(await browser.newContext({ serviceWorkers: "block", viewport }));
   t.teardown(() => context.close());
@@ -89,8 +99,10 @@ async function openReference(t: Test, server: TestServer, viewport = { width: 12
     if (message.type() === "error" || /Content Security Policy|not found in configList/i.test(message.text()))
       problems.push(message.text());
   });
-  await page.goto(`${server.baseUrl}/docs`, { waitUntil: "load" });
-  const foreign = () => requests.filter((url) => new URL(url).origin !== origin);
+  await page.goto(`${server.baseUrl}${address}`, { waitUntil: "load" });
+  // Each check is of both: no request to another origin, and none to a host that is not this machine.
+  const foreign = () =>
+    requests.filter((url) => new URL(url).origin !== origin || !LOOPBACK_HOSTS.has(new URL(url).hostname));
   return { page, requests, problems, foreign };
 }
 
@@ -159,8 +171,79 @@ t.test("the reference page in headless Chromium, offline", async (t) => {
     t.equal(skeletons, 0, "no loading placeholder is left on the first screen");
     const vendor = await page.evaluate(() => document.body.innerText);
     t.notMatch(vendor, /Ask AI|Generate MCP|Developer Tools/, "no vendor AI, MCP or developer-tools buttons");
+    t.notMatch(vendor, /Open API Client/, "no link to the vendor's API client");
+    t.notMatch(vendor, /Powered by/, "no 'Powered by' badge");
+    t.equal(
+      await page
+        .getByText(/Powered by/)
+        .filter({ visible: true })
+        .count(),
+      0,
+      "none visible anywhere",
+    );
     t.same(problems, [], "no script errors, console errors or CSP violations");
     t.same(foreign(), [], "no request leaves the host (fonts included)");
+    await screenshot(page, SHOTS, "01-first-screen", { fullPage: false });
+  });
+
+  await t.test("at 360 px the first screen and the opened menu show the page's own content only", async (t) => {
+    const { page, problems, foreign } = await openReference(t, server, { width: 360, height: 740 });
+    t.same(await waitUntilVisibleInViewport(page, [description.info.title]), [], "the title is visible");
+    await screenshot(page, SHOTS, "02-first-screen-360px", { fullPage: false });
+    await page.getByRole("button", { name: /menu/i }).first().click();
+    t.same(await waitUntilVisibleInViewport(page, ["Submit one document for review"]), [], "the menu lists operations");
+    const shown = await page.evaluate(() => document.body.innerText);
+    t.notMatch(shown, /Powered by|Open API Client/, "and nothing of the vendor's");
+    t.same(problems, [], "no script errors");
+    t.same(foreign(), [], "no request leaves the host");
+  });
+
+  await t.test("each operation shows the contract package's call first, the generic snippets beside it", async (t) => {
+    for (const viewport of [
+      { width: 1280, height: 800 },
+      { width: 360, height: 740 },
+    ]) {
+      // A link to the operation, as a person follows one.
+      const anchor = "api/tag/webhooks/GET/v1/webhooks/deliveries";
+      const { page, problems, foreign } = await openReference(t, server, viewport, `/docs#${anchor}`);
+      const section = `section[id="${anchor}"]`;
+      const card = page.locator(`${section} .request-card`);
+      await card.waitFor();
+      await card.scrollIntoViewIfNeeded();
+      const sdk = [
+        'import { createIntegratorClient } from "integrator-api-contract";',
+        'const { data, error } = await api.GET("/v1/webhooks/deliveries", {',
+        'status: "failed",',
+      ];
+      t.same(
+        await waitUntilVisibleInViewport(page, sdk, `${section} .request-card`),
+        [],
+        `${viewport.width} px: the SDK's call for listWebhookDeliveries, a filter's example included, is visible`,
+      );
+      if (viewport.width === 1280) {
+        await screenshot(page, SHOTS, "05-sdk-sample", { fullPage: false });
+        // The snippets Scalar generates are one choice away: Shell's curl, for one.
+        await card.getByRole("button", { name: "integrator-api-contract" }).click();
+        const options = await page.getByRole("option").allInnerTexts();
+        t.equal(options[0], "integrator-api-contract", "the package's call is the first choice");
+        t.ok(
+          options.includes("Curl") && options.includes("Fetch"),
+          `curl and fetch beside it (${options.length} in all)`,
+        );
+        await page.getByRole("option", { name: "Curl", exact: true }).click();
+        t.same(
+          await waitUntilVisibleInViewport(
+            page,
+            [`curl ${new URL(server.baseUrl).origin}/v1/webhooks/deliveries`],
+            `${section} .request-card`,
+          ),
+          [],
+          "the generic snippet shows when chosen",
+        );
+      }
+      t.same(problems, [], "no script errors");
+      t.same(foreign(), [], "no request leaves the host");
+    }
   });
 
   await t.test("search finds operations, schemas and webhooks", async (t) => {
@@ -185,6 +268,7 @@ t.test("the reference page in headless Chromium, offline", async (t) => {
     });
     t.same(found, { operation: true, schema: true, webhook: true }, "an operation, a schema and a webhook");
     t.notOk(await page.getByText("No results found").isVisible(), "not 'No results found'");
+    await screenshot(page, SHOTS, "03-search", { fullPage: false });
     t.same(problems, [], "no script errors");
     t.same(foreign(), [], "no request leaves the host");
   });
@@ -213,6 +297,12 @@ t.test("the reference page in headless Chromium, offline", async (t) => {
     const stored = await findSubmission(server.services.db, who.tenantId, body.id);
     t.equal(stored?.submission.created_by, who.subject, "the service stored it for the token's tenant and subject");
     await page.getByText("201 Created").first().waitFor();
+    t.equal(
+      await page.getByText("Open API Client").filter({ visible: true }).count(),
+      0,
+      "the request window links to no vendor client either",
+    );
+    await screenshot(page, SHOTS, "04-try-it-bearer-token", { fullPage: false });
     t.same(problems, [], "no script errors");
     t.same(foreign(), [], "no request leaves the host");
   });

@@ -76,3 +76,50 @@ export function mediaCases(): MediaCase[] {
   }
   return cases;
 }
+
+export interface ParameterCase {
+  /** "GET /v1/webhooks/deliveries query status". */
+  where: string;
+  in: string;
+  name: string;
+  required: boolean;
+  schema: unknown;
+  /** Each example with its `x-disabled` (true: the reference page's try it leaves it unticked). */
+  examples: { name: string; value: unknown; disabled?: unknown }[];
+}
+
+/** Every parameter of every path operation (its path item's included) with its schema and examples. */
+export function parameterCases(): ParameterCase[] {
+  const document = loadDocument();
+  const resolve = (value: unknown) => resolveRef(document, value) as Node | undefined;
+  const cases: ParameterCase[] = [];
+  for (const [path, raw] of Object.entries((document.paths ?? {}) as Node)) {
+    const pathItem = resolve(raw) ?? {};
+    for (const method of METHODS) {
+      const operation = pathItem[method] as Node | undefined;
+      if (!operation) continue;
+      const listed = [...((pathItem.parameters ?? []) as unknown[]), ...((operation.parameters ?? []) as unknown[])];
+      for (const parameter of listed.map(resolve)) {
+        if (!parameter) continue;
+        const examples: ParameterCase["examples"] = [];
+        if ("example" in parameter) examples.push({ name: "example", value: parameter.example });
+        for (const [name, example] of Object.entries((parameter.examples ?? {}) as Node)) {
+          const resolved = resolve(example);
+          if (resolved && "value" in resolved)
+            examples.push({ name, value: resolved.value, disabled: resolved["x-disabled"] });
+        }
+        const place = String(parameter.in);
+        const name = String(parameter.name);
+        cases.push({
+          where: `${method.toUpperCase()} ${path} ${place} ${name}`,
+          in: place,
+          name,
+          required: parameter.required === true,
+          schema: parameter.schema,
+          examples,
+        });
+      }
+    }
+  }
+  return cases;
+}

@@ -76,13 +76,20 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   // Keyboard use starts from the top of the page.
   await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
 
-  // Add an endpoint with the keyboard alone: focus the URL field by tabbing, type, press Enter.
+  // Add an endpoint with the keyboard alone: Tab to "Add an endpoint" at the top of the endpoints (the form
+  // itself is below them and the deliveries), Enter takes the focus to its URL field; type, press Enter.
   const hookUrl = receiver.url("/portal-hook");
   for (let presses = 0; presses < 10; presses++) {
     await page.keyboard.press("Tab");
-    if (await page.evaluate(() => document.activeElement?.id === "new-url")) break;
+    if (await page.evaluate(() => document.activeElement?.id === "go-add-endpoint")) break;
   }
-  t.equal(await page.evaluate(() => document.activeElement?.id), "new-url", "the URL field is reached by Tab");
+  t.equal(
+    await page.evaluate(() => document.activeElement?.textContent),
+    "Add an endpoint",
+    "Add an endpoint is reached by Tab",
+  );
+  await page.keyboard.press("Enter");
+  t.equal(await page.evaluate(() => document.activeElement?.id), "new-url", "and takes the focus to the URL field");
   await page.keyboard.type(hookUrl);
   await page.keyboard.press("Enter");
   const secretField = page.locator("input.secret");
@@ -353,18 +360,27 @@ t.test("a teammate with only a portal link finds, fixes and resends a webhook de
   await narrowAttempt.locator("details.exchange summary").click();
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth);
   t.ok(overflow <= 360, `no horizontal scrolling at 360 px (page is ${overflow} px wide)`);
-  // The attempt's outcome, its HTTP status and the sentence saying why are in view without scrolling.
+  // Every fact of the attempt (its number, outcome, HTTP status, time and duration) and the sentence saying
+  // why are in view together once the attempt is, without scrolling sideways.
+  await narrowAttempt.locator("tr.attempt").scrollIntoViewIfNeeded();
+  const screen = page.viewportSize() ?? { width: 0, height: 0 };
   for (const [what, cell] of [
+    ["attempt number", narrowAttempt.locator("tr.attempt td").nth(0)],
     ["outcome", narrowAttempt.locator("tr.attempt td").nth(1)],
     ["HTTP status", narrowAttempt.locator("tr.attempt td").nth(2)],
+    ["time", narrowAttempt.locator("tr.attempt td").nth(3)],
+    ["duration", narrowAttempt.locator("tr.attempt td").nth(4)],
     ["failure sentence", narrowAttempt.locator("tr.attempt-detail .failure")],
   ] as const) {
     const box = await cell.boundingBox();
     t.ok(
-      box && box.x >= 0 && box.x + box.width <= 360,
+      box && box.x >= 0 && box.x + box.width <= screen.width && box.y >= 0 && box.y + box.height <= screen.height,
       `the ${what} is within the 360 px screen (${JSON.stringify(box)})`,
     );
+    t.ok(await cell.isVisible(), `and visible: ${JSON.stringify(await cell.innerText())}`);
   }
+  t.match(await narrowAttempt.locator("tr.attempt td").nth(4).innerText(), /^\d+ ms$/, "the duration reads as such");
+  await screenshot(page, SHOTS, "05-narrow-360px-attempts", { fullPage: false });
   await screenshot(page, SHOTS, "05-narrow-360px");
   await page.locator("li.subscription").first().getByRole("button", { name: "Disable", exact: true }).click();
   await page.locator("form.confirm").waitFor();
