@@ -778,9 +778,10 @@ export interface paths {
          *     parameter `signature`, body field `signature`. Its value is the lowercase hex HMAC-SHA256, keyed with
          *     the partner's callback secret, of the JSON object `{"partner_key": <path partner_key>, "payload":
          *     <payload>, "tenant_id": <tenant_id>}` serialised with keys sorted at every depth and the separators
-         *     `,` and `:` without whitespace. Both the ASCII-escaped serialisation (non-ASCII characters as
-         *     `\uXXXX`, as Python's `json.dumps(obj, sort_keys=True, separators=(",", ":"))` writes it) and the
-         *     UTF-8 one are accepted; an optional `sha256=` prefix is accepted; the comparison takes constant time.
+         *     `,` and `:` without whitespace. Both the ASCII-escaped serialisation (each non-ASCII character as a
+         *     JSON escape: a backslash, `u` and four hex digits, as Python's
+         *     `json.dumps(obj, sort_keys=True, separators=(",", ":"))` writes it) and the UTF-8 one are accepted; an
+         *     optional `sha256=` prefix is accepted; the comparison takes constant time.
          *     A missing or wrong signature, an unknown partner, a `tenant_id` that is not a UUID or a tenant not
          *     entitled to the partner is 400 `CALLBACK_SIGNATURE_INVALID`, always with the same message, so the
          *     answer does not reveal whether a partner exists. The signature covers the values as JSON reads them:
@@ -1623,7 +1624,8 @@ export interface components {
              *     entry `"(left out)": "<n> headers not kept: …"` (no header can have that name: parentheses are not
              *     allowed in one). An answer whose status line is valid but whose header values hold control
              *     characters (which HTTP forbids, and Node's parser refuses) still counts by its status: each such
-             *     character is shown as `\u00XX` (`a\u0001b`), and its body is not read (`response_body` empty,
+             *     character is shown as six characters, a backslash, `u` and its code in four uppercase hex digits
+             *     (U+0001 as a backslash followed by `u0001`), and its body is not read (`response_body` empty,
              *     `response_body_truncated` true). An answer that cannot be read as HTTP (no valid status line, a
              *     malformed header line, or ambiguous framing: several `Content-Length` headers, or one beside
              *     `Transfer-Encoding`) is `connection_failed` with an `error_message` that says so. Null when no answer was received (`timeout`,
