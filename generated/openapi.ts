@@ -1432,7 +1432,55 @@ export interface components {
              */
             reason?: string;
         };
-        /** @description A webhook subscription. `secret` is present only in the create and rotate-secret responses. */
+        /**
+         * @description A webhook subscription, as every answer but create and rotate-secret shows it: never with its signing
+         *     secret. The object is closed, so no `secret` field can be present; the secret is returned only once,
+         *     by `createWebhookSubscription` and each `rotateWebhookSecret` (a
+         *     `WebhookSubscriptionResponse` with `secret`).
+         */
+        WebhookSubscription: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            tenant_id: string;
+            url: string;
+            /** @description The subscribed event kinds, as given (without duplicates). */
+            events: components["schemas"]["WebhookEventSelector"][];
+            description: components["schemas"]["WebhookSubscriptionDescription"];
+            rate_limit_per_second: components["schemas"]["WebhookSubscriptionRateLimit"];
+            is_active: boolean;
+            /** @description The subject of the token that created it. */
+            created_by: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC with `Z`.
+             */
+            created_at: string;
+            status: components["schemas"]["WebhookSubscriptionStatus"];
+            /**
+             * Format: date-time
+             * @description When the subscription was disabled, by endpoint health or by hand (RFC 3339 in UTC with `Z`); null
+             *     when `active`.
+             */
+            disabled_at: string | null;
+            /**
+             * @description Why it was disabled: endpoint health's rule, e.g. `20 deliveries in a row failed`, or `Disabled by
+             *     hand` (followed by `: ` and the reason given to `disableWebhookSubscription`, if any); null when
+             *     `active`.
+             */
+            disabled_reason: string | null;
+            /**
+             * Format: date-time
+             * @description Until when the secret replaced by the last rotation still signs deliveries beside the current one
+             *     (RFC 3339 in UTC with `Z`); null when no rotation overlap window is open.
+             */
+            previous_secret_expires_at: string | null;
+        };
+        /**
+         * @description A webhook subscription with room for its signing secret: the fields of `WebhookSubscription` and
+         *     `secret`, which the create and rotate-secret answers carry (and require). Every other answer is a
+         *     `WebhookSubscription`, without it.
+         */
         WebhookSubscriptionResponse: {
             /** Format: uuid */
             id: string;
@@ -1478,9 +1526,7 @@ export interface components {
         };
         /** @description The tenant's active subscriptions, without secrets. */
         WebhookSubscriptionListResponse: {
-            subscriptions: (components["schemas"]["WebhookSubscriptionResponse"] & {
-                secret?: never;
-            })[];
+            subscriptions: components["schemas"]["WebhookSubscription"][];
             /** @description The number of active subscriptions. */
             total: number;
         };
@@ -2871,9 +2917,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookSubscriptionResponse"] & {
-                        secret?: never;
-                    };
+                    "application/json": components["schemas"]["WebhookSubscription"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -2946,9 +2990,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookSubscriptionResponse"] & {
-                        secret?: never;
-                    };
+                    "application/json": components["schemas"]["WebhookSubscription"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -2983,9 +3025,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookSubscriptionResponse"] & {
-                        secret?: never;
-                    };
+                    "application/json": components["schemas"]["WebhookSubscription"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -3024,9 +3064,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookSubscriptionResponse"] & {
-                        secret?: never;
-                    };
+                    "application/json": components["schemas"]["WebhookSubscription"];
                 };
             };
             401: components["responses"]["Unauthorized"];

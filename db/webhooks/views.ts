@@ -6,7 +6,7 @@ import { rfc3339, rfc3339OrNull } from "../timestamps.ts";
 
 type Schemas = components["schemas"];
 /** A subscription as the API shows it; the secret is never read back. */
-export type SubscriptionView = Omit<Schemas["WebhookSubscriptionResponse"], "secret">;
+export type SubscriptionView = Schemas["WebhookSubscription"];
 export type DeliveryView = Schemas["WebhookDeliveryResponse"];
 export type EventView = Schemas["WebhookEventResponse"];
 export type DeliveryStatus = Schemas["WebhookDeliveryStatus"];
