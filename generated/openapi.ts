@@ -1812,8 +1812,8 @@ export interface components {
             test?: true;
         };
         /**
-         * @description The body of a delivery, one schema per event kind, told apart by `event` (the same body the
-         *     receiver got; see the top-level `webhooks` section).
+         * @description The body of a delivery, one schema per event kind, told apart by `event`: each kind's schema sets it
+         *     as a `const` (the same body the receiver got; see the top-level `webhooks` section).
          */
         WebhookEventPayload: components["schemas"]["DocumentStatusChangedEvent"] | components["schemas"]["DocumentUploadedEvent"] | components["schemas"]["DocumentCompletedEvent"] | components["schemas"]["AdjudicationCaseCreatedEvent"] | components["schemas"]["AdjudicationCaseResolvedEvent"] | components["schemas"]["IntakeSubmittedEvent"] | components["schemas"]["IntakeBatchSubmittedEvent"] | components["schemas"]["ScorecardCreatedEvent"] | components["schemas"]["WebhookTestEvent"];
         /** @description Data of `intake.submitted` and `intake.batch_submitted`. */
@@ -1880,108 +1880,54 @@ export interface components {
             /** @constant */
             event: "webhook.test";
             data: components["schemas"]["WebhookTestEventData"];
-        } & {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            event: "webhook.test";
         };
         /** @description The `document.status_changed` delivery body. */
         DocumentStatusChangedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "document.status_changed";
             data: components["schemas"]["DocumentEventData"];
-        } & {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            event: "document.status_changed";
         };
         /** @description The `document.uploaded` delivery body. */
         DocumentUploadedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "document.uploaded";
             data: components["schemas"]["DocumentEventData"];
-        } & {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            event: "document.uploaded";
         };
         /** @description The `document.completed` delivery body. */
         DocumentCompletedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "document.completed";
             data: components["schemas"]["DocumentEventData"];
-        } & {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            event: "document.completed";
         };
         /** @description The `adjudication.case_created` delivery body. */
         AdjudicationCaseCreatedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "adjudication.case_created";
             data: components["schemas"]["AdjudicationEventData"];
-        } & {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            event: "adjudication.case_created";
         };
         /** @description The `adjudication.case_resolved` delivery body. */
         AdjudicationCaseResolvedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "adjudication.case_resolved";
             data: components["schemas"]["AdjudicationEventData"];
-        } & {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            event: "adjudication.case_resolved";
         };
         /** @description The `intake.submitted` delivery body. */
         IntakeSubmittedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "intake.submitted";
             data: components["schemas"]["IntakeEventData"];
-        } & {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            event: "intake.submitted";
         };
         /** @description The `intake.batch_submitted` delivery body. */
         IntakeBatchSubmittedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "intake.batch_submitted";
             data: components["schemas"]["IntakeEventData"];
-        } & {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            event: "intake.batch_submitted";
         };
         /** @description The `scorecard.created` delivery body. */
         ScorecardCreatedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "scorecard.created";
             data: components["schemas"]["ScorecardEventData"];
-        } & {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            event: "scorecard.created";
         };
         /**
          * @description `healthy`, `degraded` (working, but something lags) or `unhealthy` (not working).
