@@ -1,10 +1,10 @@
 // The published contract package: built and packed as `node scripts/contract-package.ts --pack DIR` does, it
 // stays small and is the size docs/integrating.md states, depends on openapi-fetch and standardwebhooks alone,
-// a strict TypeScript consumer of the installed tarball compiles (event kinds checked by the compiler), and
-// the installed SDK works against the running service: a token from the provider, an intake call whose retry
-// is replayed, a 429 waited out for Retry-After, a real delivery verified. Its `engines` says what it runs
-// on: an engine-strict install on the oldest Node it admits succeeds, and the SDK's calls run on that Node as
-// on this one.
+// a strict TypeScript consumer of the installed tarball compiles (event kinds checked by the compiler, type
+// errors naming the package's named types), and the installed SDK works against the running service: a token
+// from the provider, an intake call whose retry is replayed, a 429 waited out for Retry-After, a real
+// delivery verified. Its `engines` says what it runs on: an engine-strict install on the oldest Node it
+// admits succeeds, and the SDK's calls run on that Node as on this one.
 import { execFile, execFileSync, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -200,6 +200,8 @@ t.test("the contract package", async (t) => {
       "openapi.yaml",
       "retries.d.ts",
       "retries.js",
+      "schemas.d.ts",
+      "schemas.js",
       "token-provider.d.ts",
       "token-provider.js",
       "webhooks.d.ts",
@@ -252,6 +254,37 @@ t.test("the contract package", async (t) => {
     );
     t.match(report, /unguarded\.ts\(\d+,\d+\): error TS2322: Type 'unknown' is not assignable to type 'number'/);
     t.equal(report.match(/error TS/g)?.length, 4, "and nothing else");
+  });
+
+  t.test("a type error names the package's named type, not a page of its structure", async (t) => {
+    fs.writeFileSync(
+      path.join(consumer, "named.ts"),
+      `import type { IntakeSubmission, WebhookSubscription } from "integrator-api-contract";\n` +
+        `export const submission: IntakeSubmission = { id: "0192f0c1-5d2e-7f3a-8b4c-9d0e1f2a3b4c", ` +
+        `tenant_id: "0192f0b1-2c3d-7e4f-8a5b-6c7d8e9f0a1b", external_reference: null, module: null, tier: null, ` +
+        `item_count: 1, accepted_count: 1, failed_count: 0, status: "completed", created_by: "cli_1", ` +
+        `created_at: "2026-11-24T09:00:00.000Z", acepted_count: 1 };\n` +
+        `export const shown = (subscription: WebhookSubscription): string => subscription.secret;\n` +
+        `export const partial: IntakeSubmission = { id: "0192f0c1-5d2e-7f3a-8b4c-9d0e1f2a3b4c" };\n`,
+    );
+    const report = compile(project("named", ["named.ts"]));
+    t.match(
+      report,
+      /named\.ts\(2,\d+\): error TS2561: Object literal may only specify known properties, but 'acepted_count' does not exist in type 'IntakeSubmission'\. Did you mean to write 'accepted_count'\?/,
+      "a misspelt field",
+    );
+    t.match(
+      report,
+      /named\.ts\(3,\d+\): error TS2339: Property 'secret' does not exist on type 'WebhookSubscription'\./,
+      "a field the type does not have",
+    );
+    t.match(
+      report,
+      /named\.ts\(4,\d+\): error TS2740: Type '\{ id: string; \}' is missing the following properties from type 'IntakeSubmission': tenant_id, /,
+      "missing fields",
+    );
+    t.notMatch(report, /item_count: number/, "no structure printed");
+    t.equal(report.match(/error TS/g)?.length, 3, "and nothing else");
   });
 
   t.test("the installed client builds requests with the bearer token and Idempotency-Key", async (t) => {
