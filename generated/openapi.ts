@@ -782,9 +782,10 @@ export interface paths {
          *     parameter `signature`, body field `signature`. Its value is the lowercase hex HMAC-SHA256, keyed with
          *     the partner's callback secret, of the JSON object `{"partner_key": <path partner_key>, "payload":
          *     <payload>, "tenant_id": <tenant_id>}` serialised with keys sorted at every depth and the separators
-         *     `,` and `:` without whitespace. Both the ASCII-escaped serialisation (non-ASCII characters as
-         *     `\uXXXX`, as Python's `json.dumps(obj, sort_keys=True, separators=(",", ":"))` writes it) and the
-         *     UTF-8 one are accepted; an optional `sha256=` prefix is accepted; the comparison takes constant time.
+         *     `,` and `:` without whitespace. Both the ASCII-escaped serialisation (each non-ASCII character as a
+         *     JSON escape: a backslash, `u` and four hex digits, as Python's
+         *     `json.dumps(obj, sort_keys=True, separators=(",", ":"))` writes it) and the UTF-8 one are accepted; an
+         *     optional `sha256=` prefix is accepted; the comparison takes constant time.
          *     A missing or wrong signature, an unknown partner, a `tenant_id` that is not a UUID or a tenant not
          *     entitled to the partner is 400 `CALLBACK_SIGNATURE_INVALID`, always with the same message, so the
          *     answer does not reveal whether a partner exists. The signature covers the values as JSON reads them:
@@ -1543,7 +1544,56 @@ export interface components {
              */
             reason?: string;
         };
-        /** @description A webhook subscription. `secret` is present only in the create and rotate-secret responses. */
+        /**
+         * @description A webhook subscription, as every answer but create and rotate-secret shows it: never with its signing
+         *     secret. The object is closed, so no `secret` field can be present; the secret is returned only once,
+         *     by `createWebhookSubscription` and each `rotateWebhookSecret` (a
+         *     `WebhookSubscriptionResponse` with `secret`).
+         */
+        WebhookSubscription: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            tenant_id: string;
+            url: string;
+            /** @description The subscribed event kinds, as given (without duplicates). */
+            events: components["schemas"]["WebhookEventSelector"][];
+            description: components["schemas"]["WebhookSubscriptionDescription"];
+            rate_limit_per_second: components["schemas"]["WebhookSubscriptionRateLimit"];
+            is_active: boolean;
+            /** @description The subject of the token that created it. */
+            created_by: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC with `Z`.
+             */
+            created_at: string;
+            status: components["schemas"]["WebhookSubscriptionStatus"];
+            /**
+             * Format: date-time
+             * @description When the subscription was disabled, by endpoint health or by hand (RFC 3339 in UTC with `Z`); null
+             *     when `active`.
+             */
+            disabled_at: string | null;
+            /**
+             * @description Why it was disabled: endpoint health's rule, e.g. `20 deliveries in a row failed`, or `Disabled by
+             *     hand` (followed by `: ` and the reason given to `disableWebhookSubscription`, if any); null when
+             *     `active`.
+             */
+            disabled_reason: string | null;
+            /**
+             * Format: date-time
+             * @description Until when the secret replaced by the last rotation still signs deliveries beside the current one
+             *     (RFC 3339 in UTC with `Z`); null when no rotation overlap window is open.
+             */
+            previous_secret_expires_at: string | null;
+            health: components["schemas"]["WebhookSubscriptionHealth"];
+        };
+        /**
+         * @description A webhook subscription with room for its signing secret: the fields of `WebhookSubscription` and
+         *     `secret`, which the create and rotate-secret answers carry (and require). Every other answer is a
+         *     `WebhookSubscription`, without it.
+         */
         WebhookSubscriptionResponse: {
             /** Format: uuid */
             id: string;
@@ -1590,9 +1640,7 @@ export interface components {
         };
         /** @description The tenant's active subscriptions, without secrets. */
         WebhookSubscriptionListResponse: {
-            subscriptions: (components["schemas"]["WebhookSubscriptionResponse"] & {
-                secret?: never;
-            })[];
+            subscriptions: components["schemas"]["WebhookSubscription"][];
             /** @description The number of active subscriptions. */
             total: number;
         };
@@ -1736,7 +1784,8 @@ export interface components {
              *     entry `"(left out)": "<n> headers not kept: …"` (no header can have that name: parentheses are not
              *     allowed in one). An answer whose status line is valid but whose header values hold control
              *     characters (which HTTP forbids, and Node's parser refuses) still counts by its status: each such
-             *     character is shown as `\u00XX` (`a\u0001b`), and its body is not read (`response_body` empty,
+             *     character is shown as six characters, a backslash, `u` and its code in four uppercase hex digits
+             *     (U+0001 as a backslash followed by `u0001`), and its body is not read (`response_body` empty,
              *     `response_body_truncated` true). An answer that cannot be read as HTTP (no valid status line, a
              *     malformed header line, or ambiguous framing: several `Content-Length` headers, or one beside
              *     `Transfer-Encoding`) is `connection_failed` with an `error_message` that says so. Null when no answer was received (`timeout`,
@@ -1881,8 +1930,8 @@ export interface components {
             test?: true;
         };
         /**
-         * @description The body of a delivery, one schema per event kind, told apart by `event` (the same body the
-         *     receiver got; see the top-level `webhooks` section).
+         * @description The body of a delivery, one schema per event kind, told apart by `event`: each kind's schema sets it
+         *     as a `const` (the same body the receiver got; see the top-level `webhooks` section).
          */
         WebhookEventPayload: components["schemas"]["DocumentStatusChangedEvent"] | components["schemas"]["DocumentUploadedEvent"] | components["schemas"]["DocumentCompletedEvent"] | components["schemas"]["AdjudicationCaseCreatedEvent"] | components["schemas"]["AdjudicationCaseResolvedEvent"] | components["schemas"]["IntakeSubmittedEvent"] | components["schemas"]["IntakeBatchSubmittedEvent"] | components["schemas"]["ScorecardCreatedEvent"] | components["schemas"]["WebhookEndpointDisabledEvent"] | components["schemas"]["WebhookDeliveryExhaustedEvent"] | components["schemas"]["WebhookTestEvent"];
         /** @description Data of `intake.submitted` and `intake.batch_submitted`. */
@@ -1949,108 +1998,54 @@ export interface components {
             /** @constant */
             event: "webhook.test";
             data: components["schemas"]["WebhookTestEventData"];
-        } & {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            event: "webhook.test";
         };
         /** @description The `document.status_changed` delivery body. */
         DocumentStatusChangedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "document.status_changed";
             data: components["schemas"]["DocumentEventData"];
-        } & {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            event: "document.status_changed";
         };
         /** @description The `document.uploaded` delivery body. */
         DocumentUploadedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "document.uploaded";
             data: components["schemas"]["DocumentEventData"];
-        } & {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            event: "document.uploaded";
         };
         /** @description The `document.completed` delivery body. */
         DocumentCompletedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "document.completed";
             data: components["schemas"]["DocumentEventData"];
-        } & {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            event: "document.completed";
         };
         /** @description The `adjudication.case_created` delivery body. */
         AdjudicationCaseCreatedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "adjudication.case_created";
             data: components["schemas"]["AdjudicationEventData"];
-        } & {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            event: "adjudication.case_created";
         };
         /** @description The `adjudication.case_resolved` delivery body. */
         AdjudicationCaseResolvedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "adjudication.case_resolved";
             data: components["schemas"]["AdjudicationEventData"];
-        } & {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            event: "adjudication.case_resolved";
         };
         /** @description The `intake.submitted` delivery body. */
         IntakeSubmittedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "intake.submitted";
             data: components["schemas"]["IntakeEventData"];
-        } & {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            event: "intake.submitted";
         };
         /** @description The `intake.batch_submitted` delivery body. */
         IntakeBatchSubmittedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "intake.batch_submitted";
             data: components["schemas"]["IntakeEventData"];
-        } & {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            event: "intake.batch_submitted";
         };
         /** @description The `scorecard.created` delivery body. */
         ScorecardCreatedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "scorecard.created";
             data: components["schemas"]["ScorecardEventData"];
-        } & {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            event: "scorecard.created";
         };
         /** @description Data of `webhook.endpoint_disabled`. */
         WebhookEndpointDisabledEventData: {
@@ -2091,24 +2086,12 @@ export interface components {
             /** @constant */
             event: "webhook.endpoint_disabled";
             data: components["schemas"]["WebhookEndpointDisabledEventData"];
-        } & {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            event: "webhook.endpoint_disabled";
         };
         /** @description The `webhook.delivery_exhausted` delivery body. */
         WebhookDeliveryExhaustedEvent: components["schemas"]["WebhookEventEnvelope"] & {
             /** @constant */
             event: "webhook.delivery_exhausted";
             data: components["schemas"]["WebhookDeliveryExhaustedEventData"];
-        } & {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            event: "webhook.delivery_exhausted";
         };
         /**
          * @description `healthy`, `degraded` (working, but something lags) or `unhealthy` (not working).
@@ -3053,9 +3036,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookSubscriptionResponse"] & {
-                        secret?: never;
-                    };
+                    "application/json": components["schemas"]["WebhookSubscription"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -3134,9 +3115,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookSubscriptionResponse"] & {
-                        secret?: never;
-                    };
+                    "application/json": components["schemas"]["WebhookSubscription"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -3174,9 +3153,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookSubscriptionResponse"] & {
-                        secret?: never;
-                    };
+                    "application/json": components["schemas"]["WebhookSubscription"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -3218,9 +3195,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookSubscriptionResponse"] & {
-                        secret?: never;
-                    };
+                    "application/json": components["schemas"]["WebhookSubscription"];
                 };
             };
             401: components["responses"]["Unauthorized"];

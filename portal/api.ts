@@ -2,7 +2,7 @@
 // (openapi/package, openapi-fetch over the generated types), with the portal credential as the bearer token.
 import { createIntegratorClient, type components, type paths } from "../openapi/package/src/index.ts";
 
-export type Subscription = components["schemas"]["WebhookSubscriptionResponse"];
+export type Subscription = components["schemas"]["WebhookSubscription"];
 export type Delivery = components["schemas"]["WebhookDeliveryResponse"];
 export type EventKind = components["schemas"]["WebhookEventKind"];
 export type EventSelector = components["schemas"]["WebhookEventSelector"];

@@ -7,7 +7,7 @@ import type { SubscriptionHealth } from "./health.ts";
 
 type Schemas = components["schemas"];
 /** A subscription as the API shows it; the secret is never read back. */
-export type SubscriptionView = Omit<Schemas["WebhookSubscriptionResponse"], "secret">;
+export type SubscriptionView = Schemas["WebhookSubscription"];
 export type DeliveryView = Schemas["WebhookDeliveryResponse"];
 export type EventView = Schemas["WebhookEventResponse"];
 export type DeliveryStatus = Schemas["WebhookDeliveryStatus"];

@@ -1,9 +1,11 @@
 // The published contract package: built and packed as `node scripts/contract-package.ts --pack DIR` does, it
-// stays small, depends on openapi-fetch and standardwebhooks alone, a strict TypeScript consumer of the
-// installed tarball compiles (event kinds checked by the compiler), and the installed SDK works against the
-// running service: a token from the provider, an intake call whose retry is replayed, a 429 waited out for
-// Retry-After, a real delivery verified.
-import { execFile, execFileSync } from "node:child_process";
+// stays small and is the size docs/integrating.md states, depends on openapi-fetch and standardwebhooks alone,
+// a strict TypeScript consumer of the installed tarball compiles (event kinds checked by the compiler, type
+// errors naming the package's named types), and the installed SDK works against the running service: a token
+// from the provider, an intake call whose retry is replayed, a 429 waited out for Retry-After, a real
+// delivery verified. Its `engines` says what it runs on: an engine-strict install on the oldest Node it
+// admits succeeds, and the SDK's calls run on that Node as on this one.
+import { execFile, execFileSync, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -21,6 +23,19 @@ t.setTimeout(600_000);
 
 const MAX_PACKED_BYTES = 200 * 1024;
 const TSC = path.join(ROOT, "node_modules/typescript/bin/tsc");
+
+/** The Node binaries on PATH by major version, the first of each (`npm test` puts the pinned Node 24 first). */
+function nodesOnPath(): Map<number, { bin: string; version: string }> {
+  const found = new Map<number, { bin: string; version: string }>();
+  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+    const bin = path.join(dir, "node");
+    if (!dir || !fs.existsSync(bin)) continue;
+    const version = execFileSync(bin, ["--version"], { encoding: "utf8" }).trim();
+    const major = Number(/^v(\d+)\./.exec(version)?.[1]);
+    if (!found.has(major)) found.set(major, { bin, version });
+  }
+  return found;
+}
 
 /** tsc's report on a project of the consumer: "" when it compiles. */
 function compile(project: string): string {
@@ -40,8 +55,8 @@ t.test("the contract package", async (t) => {
   // that the minute it later waits for runs while the package is built and the other checks run.
   const rig = await startWebhookRig(t, testCa(t));
   const limited = await startReplica(t, rig.server, { RATE_LIMIT_PER_MINUTE: "2" });
-  const run = async (script: string, env: Record<string, string>) => {
-    const { stdout } = await promisify(execFile)(process.execPath, [path.join(consumer, script)], {
+  const run = async (script: string, env: Record<string, string>, node = process.execPath) => {
+    const { stdout } = await promisify(execFile)(node, [path.join(consumer, script)], {
       cwd: consumer,
       env: { ...process.env, ...env },
       encoding: "utf8",
@@ -124,11 +139,57 @@ t.test("the contract package", async (t) => {
     t.ok(size < MAX_PACKED_BYTES, `packed size ${size} bytes`);
   });
 
+  t.test("docs/integrating.md states the size npm pack makes it, to within a tenth", async (t) => {
+    const kB = fs.statSync(tarball).size / 1000;
+    const text = fs.readFileSync(path.join(ROOT, "docs/integrating.md"), "utf8");
+    const stated = Number(/builds and packs it, about (\d+) kB/.exec(text)?.[1]);
+    t.ok(
+      Math.abs(stated - kB) <= kB / 10,
+      `it says about ${stated} kB, npm pack made ${kB.toFixed(1)} kB: say about ${Math.round(kB / 10) * 10} kB`,
+    );
+  });
+
+  // `engines.node` is a lower bound (">=20", ">=20.17"), and a Node of its major is on PATH (CI's is 20).
+  const manifest = JSON.parse(fs.readFileSync(path.join(PACKAGE_DIR, "package.json"), "utf8"));
+  const oldestMajor = Number(/^>=(\d+)(?:\.\d+){0,2}$/.exec(String(manifest.engines?.node))?.[1]);
+  const nodes = nodesOnPath();
+  const oldest = nodes.get(oldestMajor);
+  /** Where the installed SDK's scripts run: this Node, and the oldest one engines.node admits. */
+  const runtimes = [
+    { name: `on Node ${process.version}`, node: process.execPath },
+    ...(oldest && oldest.bin !== process.execPath
+      ? [{ name: `on Node ${oldest.version}, the oldest engines.node admits`, node: oldest.bin }]
+      : []),
+  ];
+
+  t.test("engines.node admits the oldest Node it runs on: an engine-strict install there passes", async (t) => {
+    t.match(manifest.engines?.node, /^>=\d+(?:\.\d+){0,2}$/, "engines.node is a lower bound");
+    const onPath = [...nodes.values()].map((node) => `${node.version} (${node.bin})`).join(", ");
+    t.ok(oldest, `a Node ${oldestMajor} on PATH to hold engines.node to; found ${onPath}`);
+    if (!oldest) return;
+    const oldestConsumer = path.join(work, "oldest-consumer");
+    fs.mkdirSync(oldestConsumer);
+    fs.writeFileSync(path.join(oldestConsumer, "package.json"), JSON.stringify({ name: "consumer", private: true }));
+    // npm runs on the first node of PATH: the oldest, as on an integrator's machine that has only it.
+    const installed = spawnSync(
+      "npm",
+      ["install", "--engine-strict", "--loglevel=warn", "--prefer-offline", "--no-audit", "--no-fund", tarball],
+      {
+        cwd: oldestConsumer,
+        encoding: "utf8",
+        env: { ...process.env, PATH: `${path.dirname(oldest.bin)}${path.delimiter}${process.env.PATH ?? ""}` },
+      },
+    );
+    const output = `${installed.stdout}${installed.stderr}`;
+    t.equal(installed.status, 0, `npm install --engine-strict on Node ${oldest.version}: ${output}`);
+    t.notMatch(output, /EBADENGINE|Unsupported engine/, "and no engine warning");
+  });
+
   t.test("it depends on openapi-fetch and standardwebhooks alone, carries a licence and no server code", async (t) => {
-    const manifest = JSON.parse(fs.readFileSync(path.join(installed, "package.json"), "utf8"));
-    t.same(Object.keys(manifest.dependencies ?? {}).sort(), ["openapi-fetch", "standardwebhooks"]);
-    t.same(manifest.peerDependencies ?? {}, {});
-    t.equal(manifest.license, "MIT");
+    const shipped = JSON.parse(fs.readFileSync(path.join(installed, "package.json"), "utf8"));
+    t.same(Object.keys(shipped.dependencies ?? {}).sort(), ["openapi-fetch", "standardwebhooks"]);
+    t.same(shipped.peerDependencies ?? {}, {});
+    t.equal(shipped.license, "MIT");
     t.match(fs.readFileSync(path.join(installed, "LICENSE"), "utf8"), /^MIT License/);
     t.same(fs.readdirSync(path.join(installed, "dist")).sort(), [
       "index.d.ts",
@@ -139,6 +200,8 @@ t.test("the contract package", async (t) => {
       "openapi.yaml",
       "retries.d.ts",
       "retries.js",
+      "schemas.d.ts",
+      "schemas.js",
       "token-provider.d.ts",
       "token-provider.js",
       "webhooks.d.ts",
@@ -193,6 +256,37 @@ t.test("the contract package", async (t) => {
     t.equal(report.match(/error TS/g)?.length, 4, "and nothing else");
   });
 
+  t.test("a type error names the package's named type, not a page of its structure", async (t) => {
+    fs.writeFileSync(
+      path.join(consumer, "named.ts"),
+      `import type { IntakeSubmission, WebhookSubscription } from "integrator-api-contract";\n` +
+        `export const submission: IntakeSubmission = { id: "0192f0c1-5d2e-7f3a-8b4c-9d0e1f2a3b4c", ` +
+        `tenant_id: "0192f0b1-2c3d-7e4f-8a5b-6c7d8e9f0a1b", external_reference: null, module: null, tier: null, ` +
+        `item_count: 1, accepted_count: 1, failed_count: 0, status: "completed", created_by: "cli_1", ` +
+        `created_at: "2026-11-24T09:00:00.000Z", acepted_count: 1 };\n` +
+        `export const shown = (subscription: WebhookSubscription): string => subscription.secret;\n` +
+        `export const partial: IntakeSubmission = { id: "0192f0c1-5d2e-7f3a-8b4c-9d0e1f2a3b4c" };\n`,
+    );
+    const report = compile(project("named", ["named.ts"]));
+    t.match(
+      report,
+      /named\.ts\(2,\d+\): error TS2561: Object literal may only specify known properties, but 'acepted_count' does not exist in type 'IntakeSubmission'\. Did you mean to write 'accepted_count'\?/,
+      "a misspelt field",
+    );
+    t.match(
+      report,
+      /named\.ts\(3,\d+\): error TS2339: Property 'secret' does not exist on type 'WebhookSubscription'\./,
+      "a field the type does not have",
+    );
+    t.match(
+      report,
+      /named\.ts\(4,\d+\): error TS2740: Type '\{ id: string; \}' is missing the following properties from type 'IntakeSubmission': tenant_id, /,
+      "missing fields",
+    );
+    t.notMatch(report, /item_count: number/, "no structure printed");
+    t.equal(report.match(/error TS/g)?.length, 3, "and nothing else");
+  });
+
   t.test("the installed client builds requests with the bearer token and Idempotency-Key", async (t) => {
     const script = `
       import { createIntegratorClient, withIdempotencyKey } from "integrator-api-contract";
@@ -204,15 +298,18 @@ t.test("the contract package", async (t) => {
       console.log(JSON.stringify({ url: seen.url, auth: seen.headers.get("authorization"), key: seen.headers.get("idempotency-key"), data, version: document.info.version }));
     `;
     fs.writeFileSync(path.join(consumer, "run.mjs"), script);
-    const printed = JSON.parse(execFileSync(process.execPath, [path.join(consumer, "run.mjs")], { encoding: "utf8" }));
-    const manifest = JSON.parse(fs.readFileSync(path.join(PACKAGE_DIR, "package.json"), "utf8"));
-    t.same(printed, {
-      url: "http://integrator.test/v1/intake/submit",
-      auth: "Bearer tok-1",
-      key: "k-1",
-      data: { ok: true },
-      version: manifest.version,
-    });
+    for (const { name, node } of runtimes)
+      t.same(
+        JSON.parse(execFileSync(node, [path.join(consumer, "run.mjs")], { encoding: "utf8" })),
+        {
+          url: "http://integrator.test/v1/intake/submit",
+          auth: "Bearer tok-1",
+          key: "k-1",
+          data: { ok: true },
+          version: manifest.version,
+        },
+        name,
+      );
   });
 
   t.test("the installed SDK against the running service", async (t) => {
@@ -241,23 +338,30 @@ t.test("the contract package", async (t) => {
           replayed: submitted.response.headers.get("idempotent-replayed"), submissionId: submitted.data.id, sent }));
         `,
       );
-      const before = await submissionsOf(rig.tenant.tenantId);
-      const printed = await run("intake.mjs", { BASE_URL: rig.server.baseUrl, ...credentials });
-      t.equal(printed.subject, credentials.CLIENT_ID, "the provider's token is the API client's");
-      t.equal(printed.status, 201);
-      t.equal(printed.replayed, "true", "the service replayed the first answer");
-      const submits = printed.sent.filter((call: { pathname: string }) => call.pathname === "/v1/intake/submit");
-      t.equal(submits.length, 2);
-      t.match(submits[0].key, /^[0-9a-f-]{36}$/, "the client made up an Idempotency-Key");
-      t.equal(submits[1].key, submits[0].key, "and sent it again with the retry");
-      t.equal(await submissionsOf(rig.tenant.tenantId), before + 1, "one submission");
+      const submissionIds: string[] = [];
+      for (const { name, node } of runtimes) {
+        const before = await submissionsOf(rig.tenant.tenantId);
+        const printed = await run("intake.mjs", { BASE_URL: rig.server.baseUrl, ...credentials }, node);
+        t.equal(printed.subject, credentials.CLIENT_ID, `${name}: the provider's token is the API client's`);
+        t.equal(printed.status, 201, name);
+        t.equal(printed.replayed, "true", `${name}: the service replayed the first answer`);
+        const submits = printed.sent.filter((call: { pathname: string }) => call.pathname === "/v1/intake/submit");
+        t.equal(submits.length, 2, name);
+        t.match(submits[0].key, /^[0-9a-f-]{36}$/, `${name}: the client made up an Idempotency-Key`);
+        t.equal(submits[1].key, submits[0].key, `${name}: and sent it again with the retry`);
+        t.equal(await submissionsOf(rig.tenant.tenantId), before + 1, `${name}: one submission`);
+        submissionIds.push(printed.submissionId);
+      }
 
       t.test("the service's delivery of it verifies with the secret as returned", async (t) => {
+        const [submissionId] = submissionIds;
+        const ofSubmission = (request: { rawBody: Buffer }) =>
+          JSON.parse(request.rawBody.toString("utf8")).data?.submission_id === submissionId;
         const received = await waitFor(
           async () => rig.receiver.receivedAt("/sdk"),
-          (requests) => requests.length > 0,
+          (requests) => requests.some(ofSubmission),
         );
-        const [delivery] = received;
+        const delivery = received.find(ofSubmission);
         t.ok(delivery, "a delivery arrived");
         if (!delivery) return;
         fs.writeFileSync(path.join(consumer, "body.bin"), delivery.rawBody);
@@ -276,13 +380,18 @@ t.test("the contract package", async (t) => {
           console.log(JSON.stringify({ event: event.event, submissionId: event.data.submission_id, tampered, withBom, asUint8Array }));
           `,
         );
-        t.same(await run("verify.mjs", { WEBHOOK_SECRET: secret }), {
-          event: "intake.submitted",
-          submissionId: printed.submissionId,
-          tampered: "WebhookVerificationError",
-          withBom: "WebhookVerificationError",
-          asUint8Array: "intake.submitted",
-        });
+        for (const { name, node } of runtimes)
+          t.same(
+            await run("verify.mjs", { WEBHOOK_SECRET: secret }, node),
+            {
+              event: "intake.submitted",
+              submissionId,
+              tampered: "WebhookVerificationError",
+              withBom: "WebhookVerificationError",
+              asUint8Array: "intake.submitted",
+            },
+            name,
+          );
       });
     });
 

@@ -17,6 +17,7 @@ export function serviceModule(file: string): string {
 /** Left out of the copy: installed packages, version control, run-time data and build output. */
 const LEFT_OUT = new Set([
   "node_modules",
+  "scripts/codegen/node_modules",
   ".git",
   ".data",
   ".tap",

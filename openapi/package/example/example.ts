@@ -5,9 +5,13 @@ import {
   createTokenProvider,
   TokenRequestError,
   withIdempotencyKey,
+  type ApiError,
+  type HTTPValidationError,
+  type IntakeSubmission,
   type RetryNotice,
   type Schemas,
   type WebhookEvent,
+  type WebhookSubscription,
 } from "integrator-api-contract";
 import type { paths } from "integrator-api-contract/types";
 
@@ -52,5 +56,18 @@ export function onEvent(event: WebhookEvent<"intake.submitted">): string {
   const kind: "intake.submitted" = event.event;
   return `${kind} ${event.data.submission_id}`;
 }
+
+/** The named types are the document's schemas: what the client answers is assignable to them. */
+export async function activeEndpoints(
+  baseUrl: string,
+  token: string,
+): Promise<WebhookSubscription[] | ApiError | HTTPValidationError> {
+  const api = createIntegratorClient({ baseUrl, token });
+  const { data, error } = await api.GET("/v1/webhooks/subscriptions");
+  if (error) return error;
+  return data.subscriptions.filter((subscription) => subscription.status === "active");
+}
+
+export const sameSubmission = (submission: IntakeSubmission): Schemas["IntakeSubmissionResponse"] => submission;
 
 export type SubmitPath = keyof paths;

@@ -18,8 +18,36 @@ export {
   type TokenProviderOptions,
 } from "./token-provider.ts";
 export { verifyWebhook, WebhookVerificationError, type WebhookEventPayload, type WebhookHeaders } from "./webhooks.ts";
+export type {
+  ApiError,
+  CurrentPrincipal,
+  HTTPValidationError,
+  IntakeBatchItem,
+  IntakeBatchRequest,
+  IntakeItem,
+  IntakeSubmission,
+  IntakeSubmissionDetail,
+  IntakeSubmitRequest,
+  OAuthError,
+  PartnerSwitchRequest,
+  RoutingDecision,
+  TokenResponse,
+  ValidationError,
+  WebhookDelivery,
+  WebhookDeliveryAttempt,
+  WebhookDeliveryDetail,
+  WebhookEventRecord,
+  WebhookSubscription,
+  WebhookSubscriptionCreateRequest,
+  WebhookSubscriptionUpdateRequest,
+  WebhookSubscriptionWithSecret,
+} from "./schemas.ts";
 
-/** Every schema of the document by name, e.g. `Schemas["IntakeSubmissionResponse"]`. */
+/**
+ * Every schema of the document by name, e.g. `Schemas["IntakeSubmissionResponse"]`; the main bodies also have
+ * names of their own (`IntakeSubmission`, `WebhookSubscription`, `ApiError`, ...: ./schemas.ts), which type
+ * errors print instead of their structure.
+ */
 export type Schemas = components["schemas"];
 
 /** The body of a delivery of each webhook event kind, e.g. `WebhookEvent<"intake.submitted">`. */
