@@ -4,7 +4,6 @@
 import { spawn } from "node:child_process";
 import { runLoad } from "../../scripts/bench/common.ts";
 import { ROOT } from "./repository-copy.ts";
-import { processEnv } from "./main-process.ts";
 
 export interface PromotionRun {
   /**
@@ -64,8 +63,9 @@ export async function promotedShare(run: PromotionRun): Promise<number> {
       script,
     ],
     // No stream shared with the test's process: tap waits for its output to close, and an orphan holding it
-    // would hold the whole run.
-    { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"], env: processEnv(run.env) },
+    // would hold the whole run. Without npm test's compile cache: code loaded from it is collected otherwise,
+    // and the Set's control case then promotes nothing.
+    { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"], env: { ...run.env, PATH: process.env.PATH ?? "" } },
   );
   let errors = "";
   child.stderr.on("data", (chunk: Buffer) => (errors += chunk.toString()));

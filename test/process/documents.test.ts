@@ -85,11 +85,22 @@ t.test("docs/integrating.md shows the default MIME list intake accepts", async (
 });
 
 t.test("no document states a Node version other than the minimum engines declares", async (t) => {
-  const pkg = JSON.parse(read("package.json"));
-  const minimum = /^>=(\d+\.\d+)$/.exec(pkg.engines.node)?.[1];
-  t.ok(minimum, "engines.node is >=X.Y");
-  for (const file of DOCUMENTS) {
-    for (const [statement] of read(file).matchAll(/Node(?:\.js)? \d+(?:\.\d+)? or newer/g))
+  const minimumOf = (file: string) =>
+    /^>=(\d+(?:\.\d+)?)$/.exec((JSON.parse(read(file)) as { engines: { node: string } }).engines.node)?.[1];
+  const service = minimumOf("package.json");
+  const contractPackage = minimumOf("openapi/package/package.json");
+  t.ok(service && contractPackage, "each engines.node is >=X or >=X.Y");
+  // The contract package runs where its own engines says: its README, and the section of a document about it.
+  const sections = [
+    ...DOCUMENTS.flatMap((file) =>
+      read(file)
+        .split(/^(?=## )/m)
+        .map((text) => ({ file, text, minimum: /^## The contract package/.test(text) ? contractPackage : service })),
+    ),
+    { file: "openapi/package/README.md", text: read("openapi/package/README.md"), minimum: contractPackage },
+  ];
+  for (const { file, text, minimum } of sections) {
+    for (const [statement] of text.matchAll(/Node(?:\.js)? \d+(?:\.\d+)? or newer/g))
       t.equal(statement, `Node.js ${minimum} or newer`, file);
   }
 });
