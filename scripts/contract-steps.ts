@@ -7,6 +7,7 @@ import fs from "node:fs";
 import path from "node:path";
 import ts from "typescript";
 import { checkBreaking } from "./contract-check-breaking.ts";
+import { latestRelease } from "./contract-release.ts";
 import { render, staleFiles, writeOutputs } from "./generate.ts";
 import { bundleDocument, describePointer, ROOT, SOURCE, type DocumentNode } from "./openapi-source.ts";
 
@@ -87,10 +88,7 @@ export function lintStep(root = ROOT): StepResult {
 /** The document as written against the last released one (scripts/contract-check-breaking.ts). */
 export function breakingStep(root = ROOT): StepResult {
   try {
-    const released = JSON.parse(
-      fs.readFileSync(path.join(root, "openapi/released/openapi.json"), "utf8"),
-    ) as DocumentNode;
-    const verdict = checkBreaking(released, bundleDocument(root));
+    const verdict = checkBreaking(latestRelease(root).document, bundleDocument(root));
     return { ok: verdict.ok, lines: [...verdict.changes.map((change) => `  ${change}`), verdict.message] };
   } catch (error) {
     return { ok: false, lines: [errorText(error)] };
