@@ -153,7 +153,7 @@ ${markdownToHtml(release.body)}
       body { font: 16px/1.5 system-ui, sans-serif; margin: 0 auto; padding: 1rem; max-width: 52rem; color: #1b1b1b; }
       code { font-size: 0.9em; background: #f2f2f2; padding: 0 0.2em; border-radius: 3px; overflow-wrap: anywhere; }
       h2 { border-top: 1px solid #ddd; padding-top: 1rem; }
-      h2 small { font-weight: normal; color: #555; }
+      h2 small { font-weight: normal; color: dimgray; }
       nav a { margin-right: 1rem; }
     </style>
   </head>
