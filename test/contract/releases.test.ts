@@ -38,8 +38,10 @@ t.test("each released version has its snapshot, the first one kept", async (t) =
   const versions = releasedVersions();
   t.ok(versions.includes("0.1.0"), "the baseline 0.1.0 is kept");
   t.same(fs.readdirSync(path.join(ROOT, "openapi/released")).sort(), versions.map((v) => `${v}.json`).sort());
-  for (const version of versions)
-    t.equal((readSnapshot(version) as Node).info.version, version, `${version}.json is ${version}`);
+  for (const version of versions) {
+    const snapshot: Node = readSnapshot(version);
+    t.equal(snapshot.info.version, version, `${version}.json is ${version}`);
+  }
   t.same([...versions].sort(compareVersions), versions, "oldest first");
 });
 
