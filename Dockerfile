@@ -16,7 +16,7 @@ ENV NODE_ENV=production \
     PORT=8080
 WORKDIR /app
 COPY --from=dependencies --chown=root:root /app/node_modules ./node_modules
-COPY --chown=root:root package.json package-lock.json ./
+COPY --chown=root:root package.json package-lock.json CHANGELOG.md ./
 COPY --chown=root:root generated ./generated
 COPY --chown=root:root openapi ./openapi
 COPY --chown=root:root app ./app

@@ -1,13 +1,17 @@
 // The API description and its reference page: GET /openapi.json (the bundled copy), /openapi.yaml (the
 // hand-written source, self-contained) and /docs, a Scalar page whose script is served from the installed
 // @scalar/api-reference package (no CDN, no web fonts, no vendor AI or MCP features, no link to the
-// vendor's client or site: it works offline, and every request the page makes goes to this origin). Served when config.serveApiDocs (API_DOCS; by
-// default everywhere but production). `npm run build` writes the same page as a static folder.
+// vendor's client or site: it works offline, and every request the page makes goes to this origin); beside
+// it the contract's changelog, /docs/changelog, and its Atom feed, /docs/changelog.atom (http/changelog.ts).
+// Served when config.serveApiDocs (API_DOCS; by default everywhere but production). `npm run build` writes
+// the same pages as a static folder.
 import fs from "node:fs";
 import express, { type Router } from "express";
+import { changelogFeed, changelogPageHtml, changelogReleases, escapeHtml, type ChangelogLinks } from "./changelog.ts";
 
 const DOCUMENT_JSON = new URL("../generated/openapi.json", import.meta.url);
 const DOCUMENT_YAML = new URL("../openapi/openapi.yaml", import.meta.url);
+export const CHANGELOG_MARKDOWN = new URL("../CHANGELOG.md", import.meta.url);
 /** Scalar's self-contained browser build (one file, no chunks). */
 export const REFERENCE_SCRIPT = new URL(
   "../node_modules/@scalar/api-reference/dist/browser/standalone.js",
@@ -38,6 +42,9 @@ export interface ReferencePageLinks {
   initUrl: string;
   /** Served by the API itself: "try it" calls go to the page's own origin. */
   sameOriginServer: boolean;
+  /** The contract's changelog and its Atom feed, linked from the page's head and from a line above it. */
+  changelogUrl: string;
+  feedUrl: string;
 }
 
 /**
@@ -48,16 +55,22 @@ export interface ReferencePageLinks {
 export const REFERENCE_ELEMENT_ID = "reference";
 
 export function referencePageHtml(title: string, links: ReferencePageLinks): string {
-  const escape = (value: string) => value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+  const escape = escapeHtml;
   return `<!doctype html>
 <html lang="en">
   <head>
     <meta charset="utf-8" />
     <meta name="viewport" content="width=device-width, initial-scale=1" />
     <link rel="icon" href="data:," />
+    <link rel="alternate" type="application/atom+xml" title="${escape(title)} changelog" href="${escape(links.feedUrl)}" />
     <title>${escape(title)} reference</title>
+    <style>
+      .changelog-links { margin: 0; padding: 0.25rem 1rem; font: 14px/1.5 system-ui, sans-serif; text-align: right; }
+      .changelog-links a { margin-left: 1rem; }
+    </style>
   </head>
   <body>
+    <p class="changelog-links"><a href="${escape(links.changelogUrl)}">Changelog</a><a href="${escape(links.feedUrl)}">Atom feed</a></p>
     <div id="${REFERENCE_ELEMENT_ID}" data-document-url="${escape(links.documentUrl)}" data-title="${escape(title)}" data-same-origin-server="${String(links.sameOriginServer)}"></div>
     <script src="${escape(links.scriptUrl)}"></script>
     <script src="${escape(links.initUrl)}"></script>
@@ -119,6 +132,12 @@ function documentTitle(): string {
   return document.info?.title ?? "API";
 }
 
+/** The changelog page and its feed from CHANGELOG.md as it is now (a release rewrites it). */
+export function changelogDocuments(links: ChangelogLinks): { page: string; feed: string } {
+  const releases = changelogReleases(fs.readFileSync(CHANGELOG_MARKDOWN, "utf8"));
+  return { page: changelogPageHtml(releases, links), feed: changelogFeed(releases, links) };
+}
+
 /**
  * The routes; mounted by the app only when the description is to be served. With redirectRoot (outside
  * production), GET / answers a redirect to /docs, so a person opening the service's address finds it.
@@ -130,12 +149,21 @@ export function apiDocsRouter(options: { redirectRoot?: boolean } = {}): Router 
       res.set("Cache-Control", "no-cache");
       res.redirect(302, "/docs");
     });
-  const page = referencePageHtml(documentTitle(), {
+  const title = documentTitle();
+  const page = referencePageHtml(title, {
     documentUrl: "/openapi.json",
     scriptUrl: "/docs/scalar.js",
     initUrl: "/docs/init.js",
     sameOriginServer: true,
+    changelogUrl: "/docs/changelog",
+    feedUrl: "/docs/changelog.atom",
   });
+  const changelogLinks = {
+    title,
+    pageUrl: "/docs/changelog",
+    feedUrl: "/docs/changelog.atom",
+    referenceUrl: "/docs",
+  };
   const noStore = { "Cache-Control": "no-cache" };
   router.get("/openapi.json", (_req, res) => {
     res.set({ ...noStore, "Content-Type": "application/json; charset=utf-8" });
@@ -148,6 +176,14 @@ export function apiDocsRouter(options: { redirectRoot?: boolean } = {}): Router 
   router.get(["/docs", "/docs/"], (_req, res) => {
     res.set({ ...noStore, "Content-Type": "text/html; charset=utf-8", "Content-Security-Policy": REFERENCE_CSP });
     res.send(page);
+  });
+  router.get("/docs/changelog", (_req, res) => {
+    res.set({ ...noStore, "Content-Type": "text/html; charset=utf-8", "Content-Security-Policy": REFERENCE_CSP });
+    res.send(changelogDocuments(changelogLinks).page);
+  });
+  router.get("/docs/changelog.atom", (_req, res) => {
+    res.set({ ...noStore, "Content-Type": "application/atom+xml; charset=utf-8" });
+    res.send(changelogDocuments(changelogLinks).feed);
   });
   router.get("/docs/init.js", (_req, res) => {
     res.set({ ...noStore, "Content-Type": "text/javascript; charset=utf-8" });

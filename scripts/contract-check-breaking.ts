@@ -1,10 +1,10 @@
 // `node scripts/contract-check-breaking.ts [--base FILE --current FILE]`: compares the document as written
 // (openapi/openapi.yaml, bundled in memory the way `npm run generate` bundles it, so an edit is judged
-// before anything is regenerated) with the last released one (openapi/released/openapi.json, replaced on
-// every release) and exits 1 on a change that breaks an existing integrator, unless info.version's major
-// part grew. `--current` takes a bundled JSON document or a YAML source instead. Each change names the
-// operation and the field; a change in a component schema names the operations that use it. A focused
-// check (no diff tool for OpenAPI 3.1 installs from npm here):
+// before anything is regenerated) with the last released one (the newest openapi/released/<version>.json)
+// and exits 1 on a change that breaks an existing integrator, unless info.version's major part grew.
+// `--current` takes a bundled JSON document or a YAML source instead. Each change names the operation and
+// the field; a change in a component schema names the operations that use it. A focused check (no diff
+// tool for OpenAPI 3.1 installs from npm here):
 // - an operation (path + method) or webhook removed, or its operationId changed;
 // - a parameter added as required, made required, or removed from an operation that had it;
 // - a request body made required; in a schema a request reaches, a property made required, an enum value
@@ -12,8 +12,28 @@
 // - a success response status removed; in a schema a response reaches, a property removed or no longer
 //   required;
 // - a component schema or security scheme removed, or an OAuth2 flow removed.
+//
+// `--release VERSION [--date YYYY-MM-DD]` cuts a release of the document as written: it checks that VERSION
+// is the bump the changes since the last release call for (scripts/contract-release.ts), then sets
+// info.version and the contract package's version, regenerates generated/, writes the snapshot
+// openapi/released/VERSION.json and turns CHANGELOG.md's "Unreleased" prose into the version's section,
+// followed by the additions and removals listed from the diff (scripts/contract-diff.ts) and this check's
+// findings. It writes nothing when the version is not the right one.
 import fs from "node:fs";
 import path from "node:path";
+import { contractChanged, contractDiff } from "./contract-diff.ts";
+import {
+  CHANGELOG,
+  draftSection,
+  latestRelease,
+  releasedVersions,
+  requiredBump,
+  snapshotFile,
+  unreleasedProse,
+  versionProblem,
+  withRelease,
+} from "./contract-release.ts";
+import { render, writeOutputs } from "./generate.ts";
 import {
   bundleDocument,
   checkReferences,
@@ -268,13 +288,95 @@ function readGiven(file: string): Node {
   return document;
 }
 
+/** `text` with the one line that `pattern` matches replaced, or an error naming `file`. */
+function replaceOnce(text: string, pattern: RegExp, replacement: string, file: string): string {
+  const matches = text.match(new RegExp(pattern.source, `${pattern.flags.replace("g", "")}g`)) ?? [];
+  if (matches.length !== 1) throw new Error(`${file}: expected one line matching ${String(pattern)}`);
+  return text.replace(pattern, replacement);
+}
+
+/** The release of the document as written as `version` (see the top of this file); answers what it did. */
+export async function cutRelease(version: string, date: string): Promise<string[]> {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(date)) throw new Error(`--date ${JSON.stringify(date)} is not YYYY-MM-DD`);
+  if (releasedVersions().includes(version))
+    throw new Error(`${version} is released already (${snapshotFile(version)})`);
+  const previous = latestRelease();
+  const document = bundleDocument();
+  const breaking = breakingChanges(previous.document, document);
+  const listed = contractDiff(previous.document, document);
+  const required = requiredBump({ breaking, listed, changed: contractChanged(previous.document, document) });
+  const problem = versionProblem(previous.version, version, required);
+  if (problem) throw new Error(`Not released: ${problem}.${breaking.map((change) => `\n  ${change}`).join("")}`);
+  const changelogPath = path.join(ROOT, CHANGELOG);
+  const changelog = fs.readFileSync(changelogPath, "utf8");
+  const section = draftSection({
+    version,
+    date,
+    previous: previous.version,
+    prose: unreleasedProse(changelog),
+    changes: listed,
+    breaking,
+  });
+
+  const sourcePath = path.join(ROOT, SOURCE);
+  fs.writeFileSync(
+    sourcePath,
+    replaceOnce(
+      fs.readFileSync(sourcePath, "utf8"),
+      /^(info:\n(?:[ \t].*\n|\n)*? {2}version: ).*$/m,
+      `$1${version}`,
+      SOURCE,
+    ),
+  );
+  if (asNode(bundleDocument().info).version !== version) throw new Error(`${SOURCE}: info.version was not set`);
+  const manifest = "openapi/package/package.json";
+  const manifestPath = path.join(ROOT, manifest);
+  fs.writeFileSync(
+    manifestPath,
+    replaceOnce(
+      fs.readFileSync(manifestPath, "utf8"),
+      /^ {2}"version": ".*",$/m,
+      `  "version": "${version}",`,
+      manifest,
+    ),
+  );
+  const outputs = await render();
+  const written = writeOutputs(outputs).filter((line) => line.startsWith("wrote"));
+  const snapshot = outputs.get("generated/openapi.json");
+  if (snapshot === undefined) throw new Error("npm run generate rendered no generated/openapi.json");
+  fs.writeFileSync(path.join(ROOT, snapshotFile(version)), snapshot);
+  fs.writeFileSync(changelogPath, withRelease(changelog, section));
+  const counts = ["added", "removed"].map(
+    (change) => `${listed.filter((entry) => entry.change === change).length} ${change}`,
+  );
+  return [
+    `Released ${version} on ${date}, a ${required} release after ${previous.version} (${counts.join(", ")}, ${breaking.length} breaking):`,
+    `  wrote     ${SOURCE} (info.version ${version})`,
+    `  wrote     ${manifest} (version ${version})`,
+    ...written.map((line) => `  ${line}`),
+    `  wrote     ${snapshotFile(version)}`,
+    `  wrote     ${CHANGELOG} (the section ${version}: the Unreleased prose and the drafted list; read it over)`,
+    `Then: npm run check:contract, commit, and tag the commit v${version}.`,
+  ];
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const option = (name: string): string | undefined => {
+  const value = (name: string): string | undefined => {
     const at = process.argv.indexOf(name);
-    return at === -1 ? undefined : path.resolve(process.argv[at + 1] ?? "");
+    return at === -1 ? undefined : (process.argv[at + 1] ?? "");
+  };
+  const option = (name: string): string | undefined => {
+    const given = value(name);
+    return given === undefined ? undefined : path.resolve(given);
   };
   try {
-    const base = option("--base") ?? path.join(ROOT, "openapi/released/openapi.json");
+    const release = value("--release");
+    if (release !== undefined) {
+      const lines = await cutRelease(release, value("--date") ?? new Date().toISOString().slice(0, 10));
+      for (const line of lines) console.log(line);
+      process.exit(0);
+    }
+    const base = option("--base") ?? path.join(ROOT, latestRelease().file);
     const current = option("--current");
     const verdict = checkBreaking(readGiven(base), current === undefined ? bundleDocument() : readGiven(current));
     console.log(

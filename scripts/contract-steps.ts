@@ -1,12 +1,12 @@
-// The steps of the spec-first loop, each a function that reports what it found in lines a person can act
-// on (the operation and the field where the document is concerned): `npm run check:contract` runs them in
-// order and stops at the first that fails; `npm run dev` runs generate, lint and typecheck on a change of
-// the document.
-import { spawnSync } from "node:child_process";
+// The checks of the spec-first loop, each a function that reports what it found in lines a person can act
+// on (the operation and the field where the document is concerned). scripts/check-contract.ts runs all
+// of them (`npm run check:contract` once, `npm run dev` on every save of the document).
+import { execFile } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import ts from "typescript";
 import { checkBreaking } from "./contract-check-breaking.ts";
+import { latestRelease } from "./contract-release.ts";
 import { render, staleFiles, writeOutputs } from "./generate.ts";
 import { bundleDocument, describePointer, ROOT, SOURCE, type DocumentNode } from "./openapi-source.ts";
 
@@ -20,20 +20,22 @@ const errorText = (error: unknown): string => (error instanceof Error ? error.me
 
 /**
  * Writes generated/ from the document and portal/ (or, with `check`, only compares: CI fails when the
- * committed files differ from what the document generates).
+ * committed files differ from what the document generates). `rendered` is false when the document (or the
+ * portal) does not generate at all.
  */
-export async function generateStep(options: { check?: boolean } = {}): Promise<StepResult> {
+export async function generateStep(options: { check?: boolean } = {}): Promise<StepResult & { rendered: boolean }> {
   let outputs: Map<string, string>;
   try {
     outputs = await render();
   } catch (error) {
-    return { ok: false, lines: [errorText(error)] };
+    return { ok: false, rendered: false, lines: [errorText(error)] };
   }
   if (options.check) {
     const stale = staleFiles(outputs);
-    if (stale.length === 0) return { ok: true, lines: [`generated/ is up to date with ${SOURCE}`] };
+    if (stale.length === 0) return { ok: true, rendered: true, lines: [`generated/ is up to date with ${SOURCE}`] };
     return {
       ok: false,
+      rendered: true,
       lines: [
         `generated/ differs from what ${SOURCE} generates: run \`npm run generate\` and commit the result.`,
         ...stale.map((file) => `  ${file}`),
@@ -41,7 +43,7 @@ export async function generateStep(options: { check?: boolean } = {}): Promise<S
     };
   }
   const written = writeOutputs(outputs).filter((line) => line.startsWith("wrote"));
-  return { ok: true, lines: written.length > 0 ? written : ["generated/ unchanged"] };
+  return { ok: true, rendered: true, lines: written.length > 0 ? written : ["generated/ unchanged"] };
 }
 
 interface RedoclyProblem {
@@ -51,22 +53,37 @@ interface RedoclyProblem {
   location?: { pointer?: string; start?: { line: number; col: number } }[];
 }
 
-/** Redocly's `recommended-strict` lint of the document (redocly.yaml), each problem with its operation. */
-export function lintStep(root = ROOT): StepResult {
+/** Runs a command and answers its exit status and output, whatever the status. */
+function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv) {
+  return new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+    execFile(command, args, { cwd, env, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) =>
+      resolve({ status: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr }),
+    );
+  });
+}
+
+/**
+ * Redocly's `recommended-strict` lint of the document (redocly.yaml), each problem with its operation. Redocly
+ * runs as a process of its own, so the other checks run while it lints.
+ */
+export async function lintStep(root = ROOT): Promise<StepResult> {
   const cli = fs.realpathSync(path.join(root, "node_modules/.bin/redocly"));
-  const run = spawnSync(process.execPath, [cli, "lint", SOURCE, "--format=json"], {
-    cwd: root,
-    encoding: "utf8",
-    env: { ...process.env, REDOCLY_TELEMETRY: "off", REDOCLY_SUPPRESS_UPDATE_NOTICE: "true" },
+  const linted = await run(process.execPath, [cli, "lint", SOURCE, "--format=json"], root, {
+    ...process.env,
+    REDOCLY_TELEMETRY: "off",
+    REDOCLY_SUPPRESS_UPDATE_NOTICE: "true",
   });
   let report: { totals?: { errors: number; warnings: number }; problems?: RedoclyProblem[] };
   try {
-    report = JSON.parse(run.stdout) as typeof report;
+    report = JSON.parse(linted.stdout) as typeof report;
   } catch {
-    return { ok: false, lines: [`redocly lint did not report: ${(run.stderr || run.stdout).trim().slice(0, 2000)}`] };
+    return {
+      ok: false,
+      lines: [`redocly lint did not report: ${(linted.stderr || linted.stdout).trim().slice(0, 2000)}`],
+    };
   }
   const problems = report.problems ?? [];
-  if (run.status === 0 && problems.length === 0) return { ok: true, lines: ["no problems (recommended-strict)"] };
+  if (linted.status === 0 && problems.length === 0) return { ok: true, lines: ["no problems (recommended-strict)"] };
   let document: DocumentNode | undefined;
   try {
     document = bundleDocument(root);
@@ -87,10 +104,7 @@ export function lintStep(root = ROOT): StepResult {
 /** The document as written against the last released one (scripts/contract-check-breaking.ts). */
 export function breakingStep(root = ROOT): StepResult {
   try {
-    const released = JSON.parse(
-      fs.readFileSync(path.join(root, "openapi/released/openapi.json"), "utf8"),
-    ) as DocumentNode;
-    const verdict = checkBreaking(released, bundleDocument(root));
+    const verdict = checkBreaking(latestRelease(root).document, bundleDocument(root));
     return { ok: verdict.ok, lines: [...verdict.changes.map((change) => `  ${change}`), verdict.message] };
   } catch (error) {
     return { ok: false, lines: [errorText(error)] };
@@ -100,11 +114,12 @@ export function breakingStep(root = ROOT): StepResult {
 /** The TypeScript projects `npm run typecheck` checks: the service, tests and scripts; the portal (DOM). */
 export const TYPESCRIPT_PROJECTS = ["tsconfig.json", "portal/tsconfig.json"];
 
-/** Source files parsed once per process and reused while unchanged (the dev loop typechecks on every change). */
+/** Source files parsed once per process and reused while unchanged (the dev loop typechecks on every save). */
 const parsed = new Map<string, { stamp: string; file: ts.SourceFile }>();
 
+/** tsc's host (with the file hashes incremental checking compares), reading each unchanged file once. */
 function cachingHost(options: ts.CompilerOptions): ts.CompilerHost {
-  const host = ts.createCompilerHost(options, true);
+  const host = ts.createIncrementalCompilerHost(options);
   const read = host.getSourceFile.bind(host);
   host.getSourceFile = (fileName, languageVersion, onError, shouldCreate) => {
     let stamp: string;
@@ -124,14 +139,9 @@ function cachingHost(options: ts.CompilerOptions): ts.CompilerHost {
   return host;
 }
 
-/**
- * The project's program (tsconfig.json of `root`), for the typecheck and for the reads check; with
- * `rootNames`, only those files and what they import, under the project's options.
- */
-export function createProjectProgram(root = ROOT, project = "tsconfig.json", rootNames?: string[]): ts.Program {
-  const configPath = path.join(root, project);
+function readProject(root: string, project: string): ts.ParsedCommandLine {
   const config = ts.getParsedCommandLineOfConfigFile(
-    configPath,
+    path.join(root, project),
     {},
     {
       ...ts.sys,
@@ -141,6 +151,15 @@ export function createProjectProgram(root = ROOT, project = "tsconfig.json", roo
     },
   );
   if (!config) throw new Error(`${project} could not be read`);
+  return config;
+}
+
+/**
+ * The project's program (tsconfig.json of `root`), for the reads check run alone; with `rootNames`, only
+ * those files and what they import, under the project's options.
+ */
+export function createProjectProgram(root = ROOT, project = "tsconfig.json", rootNames?: string[]): ts.Program {
+  const config = readProject(root, project);
   return ts.createProgram({
     rootNames: rootNames?.map((name) => path.join(root, name)) ?? config.fileNames,
     options: config.options,
@@ -150,19 +169,72 @@ export function createProjectProgram(root = ROOT, project = "tsconfig.json", roo
   });
 }
 
+/**
+ * Where the typecheck keeps what it learnt (tsc --incremental's buildinfo: each file's hash, signature and
+ * diagnostics), one file per project. node_modules may be shared by several checkouts (git worktrees): a
+ * buildinfo written by another checkout only costs a fuller check, as after switching branches.
+ */
+export function buildInfoFile(root: string, project: string): string {
+  return path.join(root, "node_modules/.cache/typecheck", `${project.replace(/\W+/g, "-")}.tsbuildinfo`);
+}
+
+/** Each project's last check in this process, by path: the dev loop checks again from there. */
+const lastChecks = new Map<string, ts.EmitAndSemanticDiagnosticsBuilderProgram>();
+
+/**
+ * The project checked incrementally, as `tsc --noEmit --incremental` does: only the files a change can
+ * affect are checked again, from the last check in this process or else from the buildinfo on disk. A
+ * file's change reaches the files that import it when its declarations change; `removeComments` leaves
+ * comments out of that comparison (they never change a type), so a description edited in the document,
+ * which changes only a comment in generated/openapi.ts, has that one file checked again rather than every
+ * file that imports it. Nothing is emitted, so the option changes nothing else.
+ */
+function checkIncrementally(root: string, project: string): ts.EmitAndSemanticDiagnosticsBuilderProgram {
+  const config = readProject(root, project);
+  const options = {
+    ...config.options,
+    incremental: true,
+    tsBuildInfoFile: buildInfoFile(root, project),
+    removeComments: true,
+  };
+  const host = cachingHost(options);
+  const key = path.join(root, project);
+  const builder = ts.createEmitAndSemanticDiagnosticsBuilderProgram(
+    config.fileNames,
+    options,
+    host,
+    lastChecks.get(key) ?? ts.readBuilderProgram(options, host),
+    config.errors,
+    config.projectReferences,
+  );
+  lastChecks.set(key, builder);
+  return builder;
+}
+
 const formatHost: ts.FormatDiagnosticsHost = {
   getCanonicalFileName: (name) => name,
   getCurrentDirectory: () => ROOT,
   getNewLine: () => "\n",
 };
 
-/** `tsc --noEmit` of each project, in process; `programs` receives the service's program for later steps. */
+/**
+ * `tsc --noEmit --incremental` of each project, in process (the buildinfo under node_modules/.cache); `programs`
+ * receives the service's program for the reads check.
+ */
 export function typecheckStep(root = ROOT, programs: { service?: ts.Program } = {}): StepResult {
   const lines: string[] = [];
   for (const project of TYPESCRIPT_PROJECTS) {
-    const program = createProjectProgram(root, project);
-    if (project === "tsconfig.json") programs.service = program;
-    const diagnostics = [...program.getConfigFileParsingDiagnostics(), ...ts.getPreEmitDiagnostics(program)];
+    const builder = checkIncrementally(root, project);
+    if (project === "tsconfig.json") programs.service = builder.getProgram();
+    const diagnostics = [
+      ...builder.getConfigFileParsingDiagnostics(),
+      ...builder.getOptionsDiagnostics(),
+      ...builder.getGlobalDiagnostics(),
+      ...builder.getSyntacticDiagnostics(),
+      ...builder.getSemanticDiagnostics(),
+    ];
+    // With noEmit, emitting writes the buildinfo alone.
+    builder.emit();
     if (diagnostics.length > 0) {
       const host = { ...formatHost, getCurrentDirectory: () => root };
       lines.push(...ts.formatDiagnostics(diagnostics, host).trimEnd().split("\n"));

@@ -1,20 +1,24 @@
 // `npm run dev`: the service as `npm start` runs it (app/main.ts, every role, on the embedded PostgreSQL
 // unless DATABASE_URL is set), restarted when its code changes. When the document (openapi/openapi.yaml)
-// changes it is regenerated, linted and typechecked first, each problem reported here with its operation
-// and field or its file and line, and then the service restarts on the new document:
-//   openapi/openapi.yaml                      generate, Redocly lint, typecheck, restart
+// changes, every check `npm run check:contract` runs is run on it first (generate, Redocly lint, the
+// breaking-change check, typecheck, declared inputs read), every failure reported here with its operation
+// and field or its file and line, and the last line says how many failed and how long it took from the save
+// to that verdict; then the service restarts on the new document:
+//   openapi/openapi.yaml                      every contract check, restart
 //   portal/, openapi/package/src/             generate (the portal bundle), restart
 //   app/ foundation/ http/ handlers/ db/ worker/  restart
 //   generated/ (written by something else)    restart
-// A document that does not generate leaves the running service as it is. Responses are validated against
-// the document (VALIDATE_RESPONSES defaults to true here), so a handler that no longer matches an edited
-// document answers 500 and logs why. One watcher (fs.watch, recursive), no dev server; Ctrl-C stops the
-// service (and its embedded database) and then this process.
+// A document that does not generate leaves the running service as it is. The typecheck is incremental: it
+// keeps its last program and checks again only the files a change can affect (scripts/contract-steps.ts).
+// Responses are validated against the document (VALIDATE_RESPONSES defaults to true here), so a handler that
+// no longer matches an edited document answers 500 and logs why. One watcher (fs.watch, recursive), no dev
+// server; Ctrl-C stops the service (and its embedded database) and then this process.
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { generateStep, lintStep, typecheckStep, type StepResult } from "./contract-steps.ts";
+import { headline, runContractChecks, verdict } from "./check-contract.ts";
+import { generateStep, type StepResult } from "./contract-steps.ts";
 import { ROOT, SOURCE } from "./openapi-source.ts";
 
 type Change = "document" | "portal" | "code";
@@ -85,26 +89,35 @@ class Service {
   }
 }
 
-async function onDocumentOrPortal(kinds: Set<Change>): Promise<boolean> {
-  let started = performance.now();
+/** A change of the document: every check, then the verdict; answers whether the document generated. */
+async function onDocument(savedAt: number): Promise<boolean> {
+  const outcomes = await runContractChecks({
+    report: (outcome) => {
+      say(headline(outcome));
+      for (const line of outcome.result?.lines ?? []) process.stdout.write(`      ${line}\n`);
+    },
+  });
+  const { line } = verdict(outcomes);
+  say(`${line}, ${((performance.now() - savedAt) / 1000).toFixed(1)} s from the save to this verdict`);
+  const generated = outcomes[0]?.result?.ok === true;
+  if (!generated) say("the service keeps running on the last document that generated");
+  return generated;
+}
+
+/** A change of the portal's sources: its bundle is regenerated. */
+async function onPortal(): Promise<boolean> {
+  const started = performance.now();
   const generated = await generateStep();
   report("generate", generated, started);
-  if (!generated.ok) {
-    say("the service keeps running on the last document that generated");
-    return false;
-  }
-  if (kinds.has("document")) {
-    started = performance.now();
-    report("lint", lintStep(), started);
-    started = performance.now();
-    report("typecheck", typecheckStep(), started);
-  }
-  return true;
+  if (!generated.ok) say("the service keeps running on the last portal that generated");
+  return generated.ok;
 }
 
 async function main(): Promise<void> {
   const service = new Service();
   const pending = new Set<Change>();
+  /** When the first change of the pending batch was seen: the save the verdict is timed from. */
+  let firstSeenAt = 0;
   let busy = false;
   let timer: NodeJS.Timeout | undefined;
   let stopping = false;
@@ -114,10 +127,14 @@ async function main(): Promise<void> {
     if (busy || stopping || pending.size === 0) return;
     busy = true;
     const kinds = new Set(pending);
+    const savedAt = firstSeenAt;
     pending.clear();
     try {
-      const restart =
-        kinds.has("document") || kinds.has("portal") ? await onDocumentOrPortal(kinds) : kinds.has("code");
+      const restart = kinds.has("document")
+        ? await onDocument(savedAt)
+        : kinds.has("portal")
+          ? await onPortal()
+          : kinds.has("code");
       if (restart && !stopping) {
         say(`restarting the service (${[...kinds].join(", ")} changed)`);
         await service.restart();
@@ -142,6 +159,7 @@ async function main(): Promise<void> {
       if (!kind) return;
       // generated/ changes while (and just after) this process regenerates it are its own writes.
       if (kind === "code" && file.startsWith("generated") && (busy || Date.now() < ownWritesUntil)) return;
+      if (pending.size === 0) firstSeenAt = performance.now();
       pending.add(kind);
       if (!busy) schedule();
     }),

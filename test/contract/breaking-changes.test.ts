@@ -1,15 +1,16 @@
-// node scripts/contract-check-breaking.ts: the document against the last released one (openapi/released/openapi.json).
+// node scripts/contract-check-breaking.ts: the document against the last released one (the newest openapi/released/<version>.json).
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import t from "tap";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { checkBreaking } from "../../scripts/contract-check-breaking.ts";
+import { latestRelease } from "../../scripts/contract-release.ts";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the tests edit the parsed JSON freely
 type Node = Record<string, any>;
 const read = (file: string): Node => JSON.parse(fs.readFileSync(new URL(file, import.meta.url), "utf8"));
-const released = () => read("../../openapi/released/openapi.json");
+const released = () => latestRelease().document;
 const current = () => read("../../generated/openapi.json");
 
 t.test("the document breaks nothing of the released one (CI runs this through npm)", async (t) => {

@@ -1,6 +1,6 @@
-// npm run check:contract: generate, lint, breaking-change check and typecheck in one command that stops at
-// the first failure and names the operation and field, run on copies of the repository with the document
-// edited the way a team edits it.
+// npm run check:contract: generate, lint, breaking-change check, typecheck and reads in one command that runs
+// every check, lists every failure (naming the operation and field, or file and line) and counts them on its
+// last line, run on copies of the repository with the document edited the way a team edits it.
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -51,16 +51,38 @@ t.test(
       "nothing was regenerated",
     );
 
+    // The same edit breaks two checks: a released parameter is gone, and the handler still reads it.
     const check = run(copy, "check-contract.ts");
     t.equal(check.status, 1, check.output);
     t.match(check.output, /✓ 1\/5 generate/);
     t.match(check.output, /✓ 2\/5 lint/);
     t.match(check.output, /✗ 3\/5 breaking/);
     t.match(check.output, "parameter query:event_type removed (listWebhookDeliveries)");
-    t.match(check.output, "check:contract stopped at breaking");
-    t.notMatch(check.output, /typecheck/, "it stops at the first failure");
+    t.match(check.output, /✗ 4\/5 typecheck/, "the check after the failed one runs too");
+    t.match(check.output, /handlers\/webhooks\/deliveries\.ts\(\d+,\d+\): error TS\d+: .*event_type/);
+    t.match(check.output, /[✓✗] 5\/5 reads/);
+    t.match(check.output, /check:contract: 2 of 5 checks failed \(breaking, typecheck\) in [\d.]+ s; fix them/);
   },
 );
+
+t.test("a document that does not generate: every check that can run reports, the rest say why not", async (t) => {
+  const copy = copyRepository(t);
+  editFile(
+    copy,
+    "openapi/openapi.yaml",
+    "      summary: Composite health report (legacy)\n",
+    "      summary: [unclosed\n",
+  );
+  const check = run(copy, "check-contract.ts");
+  t.equal(check.status, 1, check.output);
+  t.match(check.output, /✗ 1\/5 generate/);
+  t.match(check.output, /✗ 2\/5 lint/);
+  t.match(check.output, /✗ 3\/5 breaking/);
+  t.match(check.output, "is not valid YAML");
+  t.match(check.output, "– 4/5 typecheck: not run: the document does not generate");
+  t.match(check.output, "– 5/5 reads: not run");
+  t.match(check.output, "check:contract: 3 of 5 checks failed (generate, lint, breaking); typecheck and reads not run");
+});
 
 t.test("a change in a component schema names the operations that use it", async (t) => {
   const copy = copyRepository(t);
@@ -86,7 +108,9 @@ t.test("with --check (CI) a document edited but not regenerated fails the first 
   t.match(check.output, /✗ 1\/5 generate/);
   t.match(check.output, "run `npm run generate` and commit the result");
   t.match(check.output, "generated/openapi.json");
-  t.notMatch(check.output, /2\/5 lint/, "nothing after the failed step runs");
+  t.match(check.output, /✓ 2\/5 lint/, "the other checks run all the same");
+  t.match(check.output, /✓ 4\/5 typecheck/);
+  t.match(check.output, "check:contract: 1 of 5 checks failed (generate)");
 });
 
 t.test("a lint problem names the operation it is in", async (t) => {
@@ -97,4 +121,5 @@ t.test("a lint problem names the operation it is in", async (t) => {
   t.match(check.output, /✗ 2\/5 lint/);
   t.match(check.output, /openapi\/openapi\.yaml:\d+:\d+ error operation-summary/);
   t.match(check.output, "operation getHealth (GET /v1/health)");
+  t.match(check.output, "check:contract: 1 of 5 checks failed (lint)");
 });

@@ -127,7 +127,7 @@ function generate(cwd: string, args: string[] = []) {
 t.test("a kind added to the document reaches db/ and the portal through npm run generate", async (t) => {
   const copy = copyRepository(t);
   addKind(copy, Object.keys(ADD_KIND));
-  t.same(lintStep(copy), { ok: true, lines: ["no problems (recommended-strict)"] }, "the document stays valid");
+  t.same(await lintStep(copy), { ok: true, lines: ["no problems (recommended-strict)"] }, "the document stays valid");
 
   const stale = generate(copy, ["--check"]);
   t.equal(stale.status, 1, stale.output);

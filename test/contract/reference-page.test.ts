@@ -341,7 +341,15 @@ t.test("the reference page in headless Chromium, offline", async (t) => {
 t.test("npm run build writes the same page as a static folder that names no other host", async (t) => {
   const directory = tempDir(t, "reference-site-");
   execFileSync(process.execPath, [path.join(import.meta.dirname, "../../scripts/docs.ts"), directory]);
-  t.same(fs.readdirSync(directory).sort(), ["index.html", "init.js", "openapi.json", "openapi.yaml", "scalar.js"]);
+  t.same(fs.readdirSync(directory).sort(), [
+    "changelog.atom",
+    "changelog.html",
+    "index.html",
+    "init.js",
+    "openapi.json",
+    "openapi.yaml",
+    "scalar.js",
+  ]);
   const html = fs.readFileSync(path.join(directory, "index.html"), "utf8");
   t.notMatch(html, /https?:\/\//, "the page loads nothing from another host");
   t.match(html, /<script src="\.\/scalar\.js"><\/script>/);

@@ -1,6 +1,7 @@
-// npm run dev on a copy of the repository: the document is edited as a team edits it, and the loop must
-// regenerate, lint, report the type errors the edit causes and restart on the new document; a code change
-// restarts the service; a document that does not generate leaves the running service alone.
+// npm run dev on a copy of the repository: the document is edited as a team edits it, and the loop must run
+// every contract check on it, report every failure the edit causes (lint and type errors at once) with a
+// verdict timed from the save, and restart on the new document; a code change restarts the service; a
+// document that does not generate leaves the running service alone.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import path from "node:path";
@@ -83,6 +84,13 @@ t.test("npm run dev regenerates, relints, reports type errors and restarts on a 
     );
     t.match(output, /\[dev\] ✗ generate/);
     t.match(output, "is not valid YAML");
+    t.match(output, /\[dev\] ✗ lint/, "every check that can run on it reports");
+    t.match(output, /\[dev\] ✗ breaking/);
+    t.match(output, "[dev] – typecheck: not run: the document does not generate");
+    t.match(
+      output,
+      /\[dev\] 3 of 5 checks failed \(generate, lint, breaking\); typecheck and reads not run, [\d.]+ s from the save to this verdict/,
+    );
     t.match(output, "the service keeps running on the last document that generated");
     t.equal(restarts(), before, "no restart");
     const still = await served();
@@ -120,6 +128,13 @@ t.test("npm run dev regenerates, relints, reports type errors and restarts on a 
     t.match(output, /error no-invalid-schema-examples: .*'region'.*\(schema HealthResponse/);
     t.match(output, /\[dev\] ✗ typecheck/, "the required field the handler does not return is a type error");
     t.match(output, /handlers\/probes\/[\w-]+\.ts\(\d+,\d+\): error TS\d+: .*region/);
+    t.match(output, /\[dev\] ✓ breaking/, "every check runs");
+    t.match(output, /\[dev\] ✓ reads/);
+    t.match(
+      output,
+      /\[dev\] 2 of 5 checks failed \(lint, typecheck\), [\d.]+ s from the save to this verdict/,
+      "both failures in one run, and how long it took",
+    );
     const restart = output.lastIndexOf("restarting the service (document changed)");
     t.ok(output.indexOf("✗ generate") < output.indexOf("✓ generate"), "after the failed run of the loop");
     t.ok(output.indexOf("✗ typecheck") < restart, "reported before the restart");
