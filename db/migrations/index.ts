@@ -34,6 +34,7 @@ import * as writePath from "./0010_write_path.ts";
 import * as replacedFunctionsDropped from "./0034_replaced_functions_dropped.ts";
 import * as retiredPortalCredentials from "./0035_retired_portal_credentials.ts";
 import * as manualSendBuckets from "./0036_manual_send_buckets.ts";
+import * as webhookListenSessions from "./0037_webhook_listen_sessions.ts";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -77,6 +78,7 @@ const migrations: [string, Migration][] = [
   ["0034_replaced_functions_dropped", replacedFunctionsDropped],
   ["0035_retired_portal_credentials", retiredPortalCredentials],
   ["0036_manual_send_buckets", manualSendBuckets],
+  ["0037_webhook_listen_sessions", webhookListenSessions],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {
