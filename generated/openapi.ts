@@ -559,7 +559,9 @@ export interface paths {
          *     it for a fresh one before it ends (`POST /v1/webhooks/portal-sessions/refresh`), up to 8 hours after
          *     the link was made:
          *     - it is accepted only by the operations that declare the `PortalSession` security scheme (the
-         *       webhook operations the page uses, `GET /v1/me` and `POST /v1/webhooks/portal-sessions/refresh`),
+         *       webhook operations the page uses, the listen session operations (so that a link's holder can
+         *       run the contract package's `listen` command with it), `GET /v1/me` and
+         *       `POST /v1/webhooks/portal-sessions/refresh`),
          *       always for that one tenant;
          *     - every other operation refuses it with 401 `UNAUTHORIZED`, this one included: a portal credential
          *       cannot create portal sessions;
