@@ -50,7 +50,7 @@ async function nextDelivery(who: TestTenant, sessionId: string): Promise<ListenD
       return ((await res.json()) as Poll).deliveries;
     },
     (deliveries) => deliveries.length > 0,
-    { seconds: 30 },
+    { seconds: 60 },
   );
   const [first] = taken;
   if (!first) throw new Error("no delivery was handed out");
@@ -76,7 +76,7 @@ function recorded(who: TestTenant, deliveryId: string, attempts: number): Promis
   return waitFor(
     () => deliveryDetail(who, deliveryId),
     (detail) => detail.attempts.length >= attempts,
-    { seconds: 20 },
+    { seconds: 60 },
   );
 }
 
