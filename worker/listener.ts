@@ -75,13 +75,16 @@ export async function listenTurn(
     });
     return { kind: "offered" };
   }
-  const outcome = outcomeOf(offer, now);
+  const outcome = outcomeOf(offer);
   if (outcome === undefined) return { kind: "waiting" };
   return { kind: "answered", attempt: offer.attempt, attemptedAt: offer.offeredAt, outcome };
 }
 
-/** The attempt's outcome from its offer: the answer reported, a timeout past answer_by, else undefined. */
-function outcomeOf(offer: ListenOffer, now: Date): SendOutcome | undefined {
+/**
+ * The attempt's outcome from its offer: the answer reported, a timeout once answer_by has passed (by the
+ * database's clock, which ran the job queued for it), else undefined.
+ */
+function outcomeOf(offer: ListenOffer): SendOutcome | undefined {
   const requestHeaders = offer.headers;
   if (offer.answeredAt !== null) {
     const durationMs = offer.durationMs ?? 0;
@@ -104,7 +107,7 @@ function outcomeOf(offer: ListenOffer, now: Date): SendOutcome | undefined {
       offer.errorClass === "timeout" ? LISTEN_FAILURE.receiverTimeout : LISTEN_FAILURE.receiverUnreachable;
     return { ...failed(failure, `listener reported ${offer.errorClass}`), requestHeaders, response: null, durationMs };
   }
-  if (now < offer.answerBy) return undefined;
+  if (!offer.due) return undefined;
   const failure = offer.handedOutAt === null ? LISTEN_FAILURE.notTaken : LISTEN_FAILURE.notReported;
   return {
     ...failed(failure, failure.message),

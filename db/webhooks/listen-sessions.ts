@@ -287,6 +287,8 @@ export interface ListenOffer {
   headers: Record<string, string>;
   offeredAt: Date;
   answerBy: Date;
+  /** answer_by has passed by the database's clock, the one its timeout job runs by. */
+  due: boolean;
   handedOutAt: Date | null;
   answeredAt: Date | null;
   responseCode: number | null;
@@ -310,6 +312,7 @@ export async function findListenOffer(
       "headers",
       "offered_at",
       "answer_by",
+      db.raw("answer_by <= now() as due"),
       "handed_out_at",
       "answered_at",
       "response_code",
@@ -324,6 +327,7 @@ export async function findListenOffer(
         headers: Record<string, string>;
         offered_at: Date;
         answer_by: Date;
+        due: boolean;
         handed_out_at: Date | null;
         answered_at: Date | null;
         response_code: number | null;
@@ -340,6 +344,7 @@ export async function findListenOffer(
     headers: row.headers,
     offeredAt: row.offered_at,
     answerBy: row.answer_by,
+    due: row.due,
     handedOutAt: row.handed_out_at,
     answeredAt: row.answered_at,
     responseCode: row.response_code,
