@@ -113,16 +113,20 @@ export async function listenSessionIsLive(db: Knex, tenantId: string, sessionId:
   return row !== undefined;
 }
 
-/** A session's state for the job that ends it; undefined when the tenant has no such session. */
+/**
+ * A session's state for the job that ends it: whether it is active, its end, and whether that has passed by
+ * the database's clock (the one its job runs by); undefined when the tenant has no such session.
+ */
 export async function listenSessionState(
   db: Knex,
   tenantId: string,
   sessionId: string,
-): Promise<{ active: boolean; expiresAt: Date } | undefined> {
+): Promise<{ active: boolean; expiresAt: Date; expired: boolean } | undefined> {
   const row = (await db("integrator.webhook_subscriptions")
     .where({ tenant_id: tenantId, id: sessionId, transport: "listen" })
-    .first("is_active", "expires_at")) as { is_active: boolean; expires_at: Date } | undefined;
-  return row ? { active: row.is_active, expiresAt: row.expires_at } : undefined;
+    .first("is_active", "expires_at", db.raw("expires_at <= now() as expired"))) as
+    { is_active: boolean; expires_at: Date; expired: boolean } | undefined;
+  return row ? { active: row.is_active, expiresAt: row.expires_at, expired: row.expired } : undefined;
 }
 
 /**

@@ -17,7 +17,7 @@ export function endListenSessionTask(services: Services): Task<"end_listen_sessi
     const { tenant_id: tenantId, session_id: sessionId } = payload;
     const state = await listenSessionState(services.db, tenantId, sessionId);
     if (!state?.active) return;
-    if (state.expiresAt.getTime() > Date.now()) {
+    if (!state.expired) {
       await helpers.addJob(JOB.endListenSession, payload, { runAt: state.expiresAt });
       return;
     }
