@@ -317,20 +317,27 @@ t.test(
   },
 );
 
-t.test("nothing listening at the local URL is a failed attempt of class connection_failed", async (t) => {
-  const closed = `http://127.0.0.1:${await freePort()}/webhooks`;
-  const listener = startListener(t, ["--forward-to", closed], { INTEGRATOR_API_URL: baseUrl, INTEGRATOR_TOKEN: token });
-  const ready = await listener.ready();
-  await submit("CLM-0000");
-  const [delivery] = await waitFor(
-    () => sessionDeliveries(ready.sessionId),
-    (deliveries) => deliveries[0]?.status === "failed",
-    { seconds: 30 },
-  );
-  const detail = await deliveryDetail(delivery?.id ?? "");
-  t.match(detail.attempts[0], { outcome: "failed", error_class: "connection_failed", response_code: null });
-  t.match(listener.stdout(), /-> connection failed \(ECONNREFUSED\)/);
-});
+t.test(
+  "with an API client's credentials, nothing listening at the local URL is a failed attempt of class connection_failed",
+  async (t) => {
+    const closed = `http://127.0.0.1:${await freePort()}/webhooks`;
+    const listener = startListener(t, ["--forward-to", closed], {
+      INTEGRATOR_API_URL: baseUrl,
+      INTEGRATOR_CLIENT_ID: client.client_id ?? "",
+      INTEGRATOR_CLIENT_SECRET: client.client_secret ?? "",
+    });
+    const ready = await listener.ready();
+    await submit("CLM-0000");
+    const [delivery] = await waitFor(
+      () => sessionDeliveries(ready.sessionId),
+      (deliveries) => deliveries[0]?.status === "failed",
+      { seconds: 30 },
+    );
+    const detail = await deliveryDetail(delivery?.id ?? "");
+    t.match(detail.attempts[0], { outcome: "failed", error_class: "connection_failed", response_code: null });
+    t.match(listener.stdout(), /-> connection failed \(ECONNREFUSED\)/);
+  },
+);
 
 t.test("without a credential, or --forward-to, it says what is missing and exits 2", async (t) => {
   const none = spawn(process.execPath, [BIN, "listen", "--forward-to", "http://127.0.0.1:9/x"], {
