@@ -1,18 +1,30 @@
 // The polls of listen sessions waiting in this process, woken when the worker offers their session a
-// delivery (the offer's notification, db/notifications.ts, names the tenant and the session). At most one
-// poll waits per session: a new one ends the older one's wait, so waiting polls are bounded by the
-// sessions (WEBHOOK_LISTEN_SESSIONS_PER_TENANT per tenant). Without notifications (none connected, or the
-// connection lost) a waiting poll looks again every second; with them, every ten seconds in case one was
-// missed while the connection was being made again.
+// delivery (the offer's notification, db/notifications.ts, names the tenant and the session). A poll
+// watches its session before it looks for offers, so that an offer made between the look and the wait
+// still wakes it. At most one poll watches a session: a new one ends the older one's watch, so waiting
+// polls are bounded by the sessions (WEBHOOK_LISTEN_SESSIONS_PER_TENANT per tenant). Without notifications
+// (none connected, or the connection lost) a waiting poll looks again every second; with them, every ten
+// seconds in case one was missed while the connection was being made again.
 
-/** Why a wait ended. */
+/** Why a watch ended. */
 export type WaitEnd = "woken" | "timeout" | "superseded" | "closed" | "aborted";
+
+/** One poll's watch of its session. */
+export interface Watch {
+  /**
+   * Waits until the session is woken (at once when it was woken since the watch began), `ms` pass, another
+   * poll watches the session, the process shuts down or `signal` aborts; says which.
+   */
+  until(ms: number, signal?: AbortSignal): Promise<WaitEnd>;
+  /** Stops watching, for a poll that answers without waiting. */
+  stop(): void;
+}
 
 const RECHECK_CONNECTED_MS = 10_000;
 const RECHECK_UNCONNECTED_MS = 1000;
 
 export class ListenWakeUps {
-  readonly #waiting = new Map<string, (end: WaitEnd) => void>();
+  readonly #watching = new Map<string, (end: WaitEnd) => void>();
   #closed = false;
   /** Whether offers' notifications arrive (set by whoever listens for them). */
   connected = false;
@@ -22,7 +34,7 @@ export class ListenWakeUps {
     return `${tenantId} ${sessionId}`;
   }
 
-  /** True once the process shuts down: waits end at once. */
+  /** True once the process shuts down: watches end at once. */
   get closed(): boolean {
     return this.#closed;
   }
@@ -32,36 +44,46 @@ export class ListenWakeUps {
     return this.connected ? RECHECK_CONNECTED_MS : RECHECK_UNCONNECTED_MS;
   }
 
-  /**
-   * Waits until the session is woken, `ms` pass, another poll of the session waits (it takes over), the
-   * process shuts down or `signal` aborts; says which.
-   */
-  wait(key: string, ms: number, signal?: AbortSignal): Promise<WaitEnd> {
-    if (this.#closed) return Promise.resolve("closed");
-    if (signal?.aborted) return Promise.resolve("aborted");
-    this.#waiting.get(key)?.("superseded");
-    return new Promise<WaitEnd>((resolve) => {
-      const end = (why: WaitEnd) => {
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
-        if (this.#waiting.get(key) === end) this.#waiting.delete(key);
-        resolve(why);
-      };
-      const onAbort = () => end("aborted");
-      const timer = setTimeout(() => end("timeout"), Math.max(0, ms));
-      signal?.addEventListener("abort", onAbort, { once: true });
-      this.#waiting.set(key, end);
-    });
+  /** Starts watching the session `key`, ending another poll's watch of it. */
+  watch(key: string): Watch {
+    let ended: WaitEnd | undefined = this.#closed ? "closed" : undefined;
+    let settle: ((why: WaitEnd) => void) | undefined;
+    const end = (why: WaitEnd) => {
+      if (ended !== undefined) return;
+      ended = why;
+      if (this.#watching.get(key) === end) this.#watching.delete(key);
+      settle?.(why);
+    };
+    if (ended === undefined) {
+      this.#watching.get(key)?.("superseded");
+      this.#watching.set(key, end);
+    }
+    return {
+      until: (ms, signal) =>
+        new Promise<WaitEnd>((resolve) => {
+          if (ended !== undefined) return resolve(ended);
+          const onAbort = () => end("aborted");
+          const timer = setTimeout(() => end("timeout"), Math.max(0, ms));
+          settle = (why) => {
+            clearTimeout(timer);
+            signal?.removeEventListener("abort", onAbort);
+            resolve(why);
+          };
+          if (signal?.aborted) return end("aborted");
+          signal?.addEventListener("abort", onAbort, { once: true });
+        }),
+      stop: () => end("timeout"),
+    };
   }
 
-  /** Wakes the poll waiting for this session, if one is. */
+  /** Wakes the poll watching this session, if one is. */
   wake(key: string): void {
-    this.#waiting.get(key)?.("woken");
+    this.#watching.get(key)?.("woken");
   }
 
-  /** Ends every wait, and every later one at once (the process shuts down). */
+  /** Ends every watch, and every later one at once (the process shuts down). */
   close(): void {
     this.#closed = true;
-    for (const end of [...this.#waiting.values()]) end("closed");
+    for (const end of [...this.#watching.values()]) end("closed");
   }
 }

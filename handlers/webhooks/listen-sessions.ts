@@ -135,10 +135,15 @@ export const pollWebhookListenSession: OperationHandler<"pollWebhookListenSessio
   const deadline = Date.now() + waitSeconds * 1000;
   let deliveries: ListenDeliveryView[];
   for (;;) {
+    // Watching before looking: an offer made between the look and the wait still wakes this poll.
+    const watch = wakeUps.watch(key);
     deliveries = await takeListenOffers(services.db, tenantId, params.session_id, POLL_BATCH);
     const left = deadline - Date.now();
-    if (deliveries.length > 0 || left <= 0) break;
-    const end = await wakeUps.wait(key, Math.min(left, wakeUps.recheckMs), signal);
+    if (deliveries.length > 0 || left <= 0) {
+      watch.stop();
+      break;
+    }
+    const end = await watch.until(Math.min(left, wakeUps.recheckMs), signal);
     // The client went away: hand nothing out to it.
     if (end === "aborted") break;
     if (end === "superseded" || end === "closed") {
