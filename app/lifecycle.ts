@@ -19,6 +19,9 @@ import { createSecretBox, loadEncryptionKey } from "../foundation/secrets.ts";
 import { createTokenService } from "../foundation/auth/tokens.ts";
 import { createHashGate } from "../foundation/auth/passwords.ts";
 import { ReplayMemory } from "../foundation/replay-memory.ts";
+import { ListenWakeUps } from "../foundation/listen-wake-ups.ts";
+import { listenForNotifications, type NotificationListener } from "../db/notifications.ts";
+import { LISTEN_OFFERS_CHANNEL } from "../db/webhooks/listen-sessions.ts";
 import { createLogger, type Logger } from "../foundation/logger.ts";
 import { migrateWorkerSchema, startWorker, type WorkerHandle } from "../worker/runner.ts";
 import { handlers } from "../handlers/index.ts";
@@ -94,7 +97,30 @@ export async function buildServices(
   const tokens = await createTokenService(db, secretBox, config, logger);
   const hashGate = createHashGate(config.hashing);
   const replays = new ReplayMemory(config.idempotencyMemoryBytes);
-  return { config, db, secretBox, tokens, hashGate, replays, version: VERSION, logger };
+  return {
+    config,
+    db,
+    secretBox,
+    tokens,
+    hashGate,
+    replays,
+    listenWakeUps: new ListenWakeUps(),
+    version: VERSION,
+    logger,
+  };
+}
+
+/**
+ * Wakes the listen sessions' polls waiting in this process when the worker (of any process) offers their
+ * session a delivery: PostgreSQL's notifications, on a connection of their own.
+ */
+export function connectListenWakeUps(services: Services, databaseUrl: string): NotificationListener {
+  const { listenWakeUps, logger } = services;
+  return listenForNotifications(databaseUrl, LISTEN_OFFERS_CHANNEL, {
+    onNotification: (payload) => listenWakeUps.wake(payload),
+    onConnected: (connected) => (listenWakeUps.connected = connected),
+    onError: (message) => logger.warn({ component: "listen-sessions" }, message),
+  });
 }
 
 export type Role = "all" | "api" | "worker";
@@ -133,6 +159,7 @@ export async function startService(config: Config, role: Role, logger: Logger): 
   let worker: WorkerHandle | undefined;
   let api: ReturnType<typeof createApiServer> | undefined;
   let metrics: MetricsServer | undefined;
+  let notifications: NotificationListener | undefined;
   let port: number | undefined;
   try {
     await migrateAll(database.db, database.url);
@@ -147,6 +174,7 @@ export async function startService(config: Config, role: Role, logger: Logger): 
           "TRUST_PROXY is not set: every client is identified by the socket's peer address. Behind a proxy or load balancer all clients share that proxy's address and therefore one set of per-address rate limits; set TRUST_PROXY to the proxy's addresses (or hop count), or to false to confirm there is no proxy.",
         );
       }
+      notifications = connectListenWakeUps(services, database.url);
       api = createApiServer(await createApp(services, { handlers }), config.http);
       const server = api.server;
       await new Promise<void>((resolve, reject) => {
@@ -172,6 +200,8 @@ export async function startService(config: Config, role: Role, logger: Logger): 
       const timeoutMs = config.shutdownTimeoutMs;
       // Readiness answers 503 from here on; the API keeps answering through the drain window.
       state.shuttingDown = true;
+      // Waiting polls of listen sessions answer now; new ones are answered 503 (handlers/webhooks/listen-sessions.ts).
+      services.listenWakeUps.close();
       const drainMs = api ? config.shutdownDrainSeconds * 1000 : 0;
       logger.info({ reason, timeout_ms: timeoutMs, drain_ms: drainMs }, "shutting down");
       const errors: string[] = [];
@@ -191,6 +221,7 @@ export async function startService(config: Config, role: Role, logger: Logger): 
         );
       }
       await metrics?.close().catch((error: unknown) => errors.push(`metrics: ${errorMessage(error)}`));
+      await notifications?.close();
       stopEventLoopMonitor();
       await database.close().catch((error: unknown) => errors.push(`database: ${errorMessage(error)}`));
       const report = { clean: errors.length === 0 && cutOff === 0, cutOff, errors };
@@ -212,6 +243,7 @@ export async function startService(config: Config, role: Role, logger: Logger): 
     // Leave nothing running behind a failed start: above all not an embedded PostgreSQL.
     if (api?.server.listening) await api.drain(0).catch(() => undefined);
     await metrics?.close().catch(() => undefined);
+    await notifications?.close();
     await worker?.stop().catch(() => undefined);
     await database.close().catch(() => undefined);
     throw error;

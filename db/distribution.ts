@@ -27,6 +27,7 @@ export const DISTRIBUTED_TABLES: readonly string[] = [
   "webhook_delivery_counts",
   "webhook_events",
   "webhook_send_pacing",
+  "webhook_listen_offers",
   "retired_portal_credentials",
 ];
 

@@ -43,6 +43,15 @@ export interface DeliverWebhooksPayload extends CarriedTraceContext {
   attempts: number;
 }
 
+/**
+ * Queued when a listen session starts (db/webhooks/listen-sessions.ts), for when it ends unless polled; the
+ * task ends it then, or queues itself again for the session's new end.
+ */
+export interface EndListenSessionPayload {
+  tenant_id: string;
+  session_id: string;
+}
+
 /** Scheduled by the crontab; graphile-worker's cron adds `_cron` details, which the task ignores. */
 export type PurgeIdempotencyKeysPayload = Record<string, unknown>;
 
@@ -56,6 +65,7 @@ declare global {
     interface Tasks {
       deliver_webhook: DeliverWebhookPayload;
       deliver_webhooks: DeliverWebhooksPayload;
+      end_listen_session: EndListenSessionPayload;
       purge_idempotency_keys: PurgeIdempotencyKeysPayload;
       purge_webhook_deliveries: PurgeWebhookDeliveriesPayload;
     }
@@ -68,6 +78,7 @@ export type JobName = keyof GraphileWorker.Tasks;
 export const JOB = {
   deliverWebhook: "deliver_webhook",
   deliverWebhooks: "deliver_webhooks",
+  endListenSession: "end_listen_session",
   purgeIdempotencyKeys: "purge_idempotency_keys",
   purgeWebhookDeliveries: "purge_webhook_deliveries",
 } as const satisfies Record<string, JobName>;
@@ -108,4 +119,9 @@ export function isDeliverWebhooksPayload(value: unknown): value is DeliverWebhoo
     value.delivery_ids.every(isUuidText) &&
     isAttemptCount(value.attempts)
   );
+}
+
+/** An end_listen_session payload as it arrives, checked like the delivery jobs' payloads. */
+export function isEndListenSessionPayload(value: unknown): value is EndListenSessionPayload {
+  return namesTenant(value) && isUuidText(value.session_id);
 }

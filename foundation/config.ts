@@ -551,6 +551,11 @@ export const SETTINGS = {
     "20",
     "Webhook subscriptions a tenant may hold (deleted ones do not count, disabled ones do); one more is 409 WEBHOOK_SUBSCRIPTION_LIMIT_REACHED.",
   ),
+  WEBHOOK_LISTEN_SESSIONS_PER_TENANT: setting(
+    integer(0, 1000),
+    "5",
+    "Listen sessions (POST /v1/webhooks/listen-sessions) a tenant may have that have not ended; one more is 409 WEBHOOK_LISTEN_SESSION_LIMIT_REACHED, and 0 turns listen sessions off.",
+  ),
   WEBHOOK_DISABLE_AFTER_FAILED_DELIVERIES: setting(
     integer(0, 1_000_000),
     "20",
@@ -827,6 +832,7 @@ export interface Config {
     resolve: Record<string, string>;
     caFile: string | undefined;
     maxSubscriptionsPerTenant: number;
+    listenSessionsPerTenant: number;
     disableAfterFailedDeliveries: number;
     disableAfterFailingDays: number;
     secretRotationOverlapHours: number;
@@ -988,6 +994,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       resolve: v.WEBHOOK_RESOLVE ?? {},
       caFile: v.WEBHOOK_CA_FILE,
       maxSubscriptionsPerTenant: v.WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT,
+      listenSessionsPerTenant: v.WEBHOOK_LISTEN_SESSIONS_PER_TENANT,
       disableAfterFailedDeliveries: v.WEBHOOK_DISABLE_AFTER_FAILED_DELIVERIES,
       disableAfterFailingDays: v.WEBHOOK_DISABLE_AFTER_FAILING_DAYS,
       secretRotationOverlapHours: v.WEBHOOK_SECRET_ROTATION_OVERLAP_HOURS,

@@ -6,6 +6,7 @@ import type { TokenService } from "./auth/tokens.ts";
 import type { Logger } from "./logger.ts";
 import type { HashGate } from "./auth/passwords.ts";
 import type { ReplayMemory } from "./replay-memory.ts";
+import type { ListenWakeUps } from "./listen-wake-ups.ts";
 
 /** Where this process is in its life, shared with the handlers (readiness turns 503 once a shutdown starts). */
 export interface ProcessState {
@@ -27,6 +28,8 @@ export interface Services {
   hashGate: HashGate;
   /** Finished Idempotency-Key responses kept in this process's memory (API_IDEMPOTENCY_MEMORY_MB). */
   replays: ReplayMemory;
+  /** The polls of listen sessions waiting in this process, woken by the offers' notifications. */
+  listenWakeUps: ListenWakeUps;
   version: string;
   logger: Logger;
   /** Set by the process that serves the API (app/lifecycle.ts); absent in tools and some tests. */

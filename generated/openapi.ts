@@ -563,7 +563,9 @@ export interface paths {
          *     it for a fresh one before it ends (`POST /v1/webhooks/portal-sessions/refresh`), up to 8 hours after
          *     the link was made:
          *     - it is accepted only by the operations that declare the `PortalSession` security scheme (the
-         *       webhook operations the page uses, `GET /v1/me` and `POST /v1/webhooks/portal-sessions/refresh`),
+         *       webhook operations the page uses, the listen session operations (so that a link's holder can
+         *       run the contract package's `listen` command with it), `GET /v1/me` and
+         *       `POST /v1/webhooks/portal-sessions/refresh`),
          *       always for that one tenant;
          *     - every other operation refuses it with 401 `UNAUTHORIZED`, this one included: a portal credential
          *       cannot create portal sessions;
@@ -612,6 +614,158 @@ export interface paths {
          *     refresh is recorded as the audit action `webhooks.portal_session_refreshed`. No request body.
          */
         post: operations["refreshWebhookPortalSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/listen-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a listen session, to receive deliveries on your own machine
+         * @description Starts a **listen session**: a webhook endpoint of the tenant without a URL, whose deliveries your
+         *     own program takes over an outbound connection instead of receiving them at an HTTPS endpoint, so
+         *     that a receiver on a laptop (`http://localhost:3000/webhooks`) gets real deliveries with no inbound
+         *     port and no tunnel. The contract package's command does it all:
+         *     `npx integrator-api-contract listen --forward-to http://localhost:3000/webhooks`, as `stripe listen`
+         *     and `svix listen` do for theirs.
+         *
+         *     A session takes the events of `events` (default `["*"]`, every kind) like a subscription: each
+         *     matching event becomes a delivery to the session (`subscription_id` is the session's `id`), listed by
+         *     `listWebhookDeliveries` with its attempts in `getWebhookDelivery`, retried on the same schedule
+         *     (`WEBHOOK_RETRY_SCHEDULE`, `MAX_DELIVERY_ATTEMPTS`), and resent with `redeliverWebhookDelivery`.
+         *     The worker signs each attempt exactly as it signs one to an HTTPS endpoint (the same body bytes and
+         *     headers: `webhook-id`, `webhook-timestamp`, `webhook-signature`, `X-Service-Review-*`), with the
+         *     session's `secret`, and offers it to the session; `pollWebhookListenSession` hands the offers out,
+         *     and `reportWebhookListenAnswer` brings back what your receiver answered, which the worker records as
+         *     the attempt's outcome.
+         *
+         *     **Secret.** The response carries `secret` (`whsec_…`), the key your receiver verifies with exactly as
+         *     it would an endpoint's (`new Webhook(secret)` of the Standard Webhooks libraries, or the package's
+         *     `verifyWebhook`). Give `secret` in the request to keep one key across sessions (your receiver's
+         *     configuration then outlives the session); otherwise a new one is made. It is stored encrypted and
+         *     shown in this response only.
+         *
+         *     **Life.** A session lives while it is polled: it ends 60 seconds after the wait of its last poll
+         *     (`expires_at`, renewed by every poll), or at once with `deleteWebhookListenSession`. When it ends,
+         *     its pending deliveries end `failed` without a further attempt (`error_message` `Listen session
+         *     ended; the delivery was not sent`) and it takes no new events. Listen sessions are not webhook
+         *     subscriptions: they are not listed by `listWebhookSubscriptions`, do not count towards
+         *     `WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT`, are not disabled by endpoint health, and the subscription
+         *     operations answer 404 for their ids.
+         *
+         *     **Limits.** A tenant has at most `WEBHOOK_LISTEN_SESSIONS_PER_TENANT` sessions that have not ended
+         *     (default 5; 0 turns listen sessions off): one more is 409 `WEBHOOK_LISTEN_SESSION_LIMIT_REACHED`
+         *     with `error.details.limit`. A session's deliveries take the worker's slots for the moment it takes
+         *     to sign and offer them, never while waiting for the listener, so a slow or absent listener holds
+         *     back no other delivery. The request body is optional.
+         */
+        post: operations["createWebhookListenSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/listen-sessions/{session_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End a listen session
+         * @description Ends the session at once, as the contract package's `listen` command does when it stops: it takes
+         *     no new events, its pending deliveries end `failed` without a further attempt (`error_message`
+         *     `Listen session ended; the delivery was not sent`), and an answer reported after this is refused.
+         *     Ending a session that has already ended (by this operation or because it was no longer polled)
+         *     answers 204 again. An unknown id, an id that is not a UUID, and a session of another tenant answer
+         *     404 `NOT_FOUND`. No request body.
+         */
+        delete: operations["deleteWebhookListenSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/listen-sessions/{session_id}/poll": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take the next signed deliveries of a listen session (long poll)
+         * @description Hands out the deliveries the worker has signed and offered to the session and no poll has taken
+         *     yet, oldest first, at most 10. When there are none, the call waits up to `wait_seconds` for the
+         *     next and answers as soon as one is offered (a long poll: the connection is yours, outbound, and
+         *     holds nothing on the service but the wait); when none comes, it answers 200 with an empty
+         *     `deliveries`. Poll again at once after every answer.
+         *
+         *     Each delivery is the request the service would have sent to an HTTPS endpoint for this attempt:
+         *     `body` is its exact body (send its UTF-8 bytes unchanged) and `headers` its exact headers, signed
+         *     with the session's secret; send both to your receiver as they are and report its answer with
+         *     `reportWebhookListenAnswer` by `answer_by`. An offer still unanswered by then (not taken by a poll,
+         *     or taken and never reported) is recorded as a failed attempt of class `timeout` and retried on the
+         *     delivery's schedule. A delivery is handed out once per attempt: should an answer to a poll be lost,
+         *     its deliveries time out and are retried.
+         *
+         *     Every poll keeps the session alive: it ends 60 seconds after the poll's wait (`expires_at` in the
+         *     answer). A session that has ended, an unknown id, an id that is not a UUID and a session of another
+         *     tenant answer 404 `NOT_FOUND`: start a new session. While this instance of the service shuts down,
+         *     a poll answers 503 `SERVICE_UNAVAILABLE` with `Retry-After`, and a poll already waiting answers at
+         *     once. Two polls of one session waiting at once on one instance: the older answers at once, as if
+         *     its wait had ended. No request body.
+         */
+        post: operations["pollWebhookListenSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/listen-sessions/{session_id}/answers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Report what your receiver answered to a delivery of a listen session
+         * @description Reports the outcome of sending a delivery handed out by `pollWebhookListenSession` to your receiver:
+         *     its HTTP status (`response_code`), or why no answer came (`error_class` `timeout` or
+         *     `connection_failed`), how long it took, and at most 4 KiB of the answer's headers and body, as the
+         *     service keeps them for an attempt to an HTTPS endpoint. Exactly one of `response_code` and
+         *     `error_class` is given (otherwise 422 `value_error` at `["body"]`). The worker records it at once as
+         *     the attempt's outcome, like any other attempt: a 2xx is `delivered`; anything else is a failed
+         *     attempt, retried on the delivery's schedule (`WEBHOOK_RETRY_SCHEDULE`) while attempts are left, and
+         *     shown with its status, headers and body in `getWebhookDelivery`.
+         *
+         *     The answer names the delivery and its `attempt` as handed out. One that is not waiting for an
+         *     answer, because it was reported already, its `answer_by` has passed (it was recorded as a
+         *     `timeout`), it was never handed out, or it is of another attempt, is 409
+         *     `WEBHOOK_LISTEN_ANSWER_NOT_EXPECTED`, and nothing is recorded. A session that has ended, an unknown
+         *     id, an id that is not a UUID and a session of another tenant answer 404 `NOT_FOUND`.
+         */
+        post: operations["reportWebhookListenAnswer"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1181,11 +1335,12 @@ export interface components {
          *     internal detail; the `request_id` finds it in the service's logs), `NOT_IMPLEMENTED` 501,
          *     `SERVICE_UNAVAILABLE` 503 (with `Retry-After`), `WEBHOOK_SUBSCRIPTION_LIMIT_REACHED` 409,
          *     `WEBHOOK_SUBSCRIPTION_DUPLICATE_URL` 409, `WEBHOOK_SUBSCRIPTION_DISABLED` 409,
-         *     `WEBHOOK_SUBSCRIPTION_INACTIVE` 409.
+         *     `WEBHOOK_SUBSCRIPTION_INACTIVE` 409, `WEBHOOK_LISTEN_SESSION_LIMIT_REACHED` 409,
+         *     `WEBHOOK_LISTEN_ANSWER_NOT_EXPECTED` 409.
          * @example IDEMPOTENCY_KEY_MISMATCH
          * @enum {string}
          */
-        ErrorCode: "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "IDEMPOTENCY_KEY_MISMATCH" | "IDEMPOTENCY_IN_PROGRESS" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_INVALID" | "CONTEXT_INVALID" | "CALLBACK_PAYLOAD_INVALID" | "CALLBACK_SIGNATURE_INVALID" | "RATE_LIMITED" | "INTERNAL_ERROR" | "NOT_IMPLEMENTED" | "SERVICE_UNAVAILABLE" | "WEBHOOK_SUBSCRIPTION_LIMIT_REACHED" | "WEBHOOK_SUBSCRIPTION_DUPLICATE_URL" | "WEBHOOK_SUBSCRIPTION_DISABLED" | "WEBHOOK_SUBSCRIPTION_INACTIVE";
+        ErrorCode: "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "IDEMPOTENCY_KEY_MISMATCH" | "IDEMPOTENCY_IN_PROGRESS" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_INVALID" | "CONTEXT_INVALID" | "CALLBACK_PAYLOAD_INVALID" | "CALLBACK_SIGNATURE_INVALID" | "RATE_LIMITED" | "INTERNAL_ERROR" | "NOT_IMPLEMENTED" | "SERVICE_UNAVAILABLE" | "WEBHOOK_SUBSCRIPTION_LIMIT_REACHED" | "WEBHOOK_SUBSCRIPTION_DUPLICATE_URL" | "WEBHOOK_SUBSCRIPTION_DISABLED" | "WEBHOOK_SUBSCRIPTION_INACTIVE" | "WEBHOOK_LISTEN_SESSION_LIMIT_REACHED" | "WEBHOOK_LISTEN_ANSWER_NOT_EXPECTED";
         /** @description Schema violations of a request, in FastAPI's shape (422). */
         HTTPValidationError: {
             detail: components["schemas"]["ValidationError"][];
@@ -1660,6 +1815,132 @@ export interface components {
             expires_at: string;
             /** @description Seconds the credential is valid from now (`PORTAL_SESSION_TTL_MINUTES` × 60). */
             expires_in: number;
+        };
+        /** @description A new listen session; an empty object (or no body) takes every event kind with a new secret. */
+        WebhookListenSessionCreateRequest: {
+            /** @description Event kinds to deliver to the session, or `*` for all (the default); duplicates are removed. */
+            events?: components["schemas"]["WebhookEventSelector"][];
+            /**
+             * @description The signing secret to use instead of a new one: `whsec_` followed by the base64 (or base64url) of
+             *     24 to 64 random bytes, as Standard Webhooks requires, e.g. the `secret` of an earlier session.
+             *     One that does not encode 24 to 64 bytes is 422 `value_error` at `["body", "secret"]`.
+             */
+            secret?: string;
+        };
+        /** @description A listen session, as started; `secret` is shown here only. */
+        WebhookListenSessionResponse: {
+            /**
+             * Format: uuid
+             * @description The session's id; its deliveries carry it as `subscription_id`.
+             */
+            id: string;
+            /** Format: uuid */
+            tenant_id: string;
+            /** @description The event kinds delivered to the session, as given (without duplicates). */
+            events: components["schemas"]["WebhookEventSelector"][];
+            /**
+             * @description The signing secret of the session's deliveries (`whsec_…`), exactly as Standard Webhooks
+             *     libraries take it; the one given in the request, else a new one (32 random bytes in standard
+             *     base64).
+             */
+            secret: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 timestamp in UTC with `Z`.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When the session ends unless it is polled before (RFC 3339 in UTC with `Z`).
+             */
+            expires_at: string;
+        };
+        /** @description What a poll of a listen session hands out. */
+        WebhookListenPollResponse: {
+            /** @description The deliveries handed out, oldest offer first; empty when the wait ended without one. */
+            deliveries: components["schemas"]["WebhookListenDelivery"][];
+            /**
+             * Format: date-time
+             * @description When the session ends unless it is polled again before (60 seconds after this poll's wait).
+             */
+            expires_at: string;
+        };
+        /**
+         * @description One attempt of a delivery, signed and ready to send: the request the service would have sent to an
+         *     HTTPS endpoint. Send `body` (its UTF-8 bytes, unchanged) with `headers` (every one, unchanged) as a
+         *     POST to your receiver, then report its answer with `reportWebhookListenAnswer`.
+         */
+        WebhookListenDelivery: {
+            /**
+             * Format: uuid
+             * @description The delivery's id (`X-Service-Review-Delivery`); see `getWebhookDelivery`.
+             */
+            delivery_id: string;
+            /** @description The attempt's number (1 for the first, then 2, 3, … for retries); report it with the answer. */
+            attempt: number;
+            event_id: components["schemas"]["WebhookEventId"];
+            event_type: components["schemas"]["WebhookDeliveredEventKind"];
+            /**
+             * @description The exact request body: the event envelope as canonical JSON (`WebhookEventEnvelope`), as signed.
+             *     Its UTF-8 bytes are what `webhook-signature` and `X-Service-Review-Signature` sign.
+             */
+            body: string;
+            /**
+             * @description The exact request headers, in the order the service sends them: `Content-Type`, `User-Agent`,
+             *     `X-Service-Review-Event`, `X-Service-Review-Delivery`, `X-Service-Review-Test` (test deliveries
+             *     only), `X-Service-Review-Signature`, `webhook-id`, `webhook-timestamp`, `webhook-signature` and
+             *     `Content-Length`. `webhook-timestamp` is when the worker signed the attempt (`offered_at`):
+             *     Standard Webhooks receivers accept it for five minutes.
+             */
+            headers: {
+                [key: string]: string;
+            };
+            /**
+             * Format: date-time
+             * @description When the worker signed the attempt and offered it to the session (the attempt's start).
+             */
+            offered_at: string;
+            /**
+             * Format: date-time
+             * @description Report the answer before this instant (60 seconds after `offered_at`); after it, the attempt is
+             *     recorded as a `timeout` and the answer is refused.
+             */
+            answer_by: string;
+        };
+        /**
+         * @description What a receiver answered to one delivery of a listen session: `response_code` when it answered,
+         *     `error_class` when it did not (exactly one of them). An unknown field is 422 `extra_forbidden`.
+         */
+        WebhookListenAnswer: {
+            /**
+             * Format: uuid
+             * @description The delivery, as handed out.
+             */
+            delivery_id: string;
+            /** @description The attempt, as handed out. */
+            attempt: number;
+            /** @description The HTTP status your receiver answered; a 2xx marks the delivery `delivered`. */
+            response_code?: number;
+            /**
+             * @description Why no answer came: `timeout` (none within your own time limit) or `connection_failed` (nothing
+             *     accepted the connection, it broke, or the answer could not be read as HTTP).
+             * @enum {string}
+             */
+            error_class?: "timeout" | "connection_failed";
+            /** @description From sending the request to the answer's status line (or the failure), in milliseconds. */
+            duration_ms: number;
+            /**
+             * @description The answer's headers, names in lowercase, a repeated header's values joined with `, `; at most
+             *     4 KiB of names and values are kept with the attempt (whole headers in order, the rest left out
+             *     and counted, as for an HTTPS endpoint's answer). Ignored without `response_code`.
+             */
+            response_headers?: {
+                [key: string]: string;
+            };
+            /** @description The first 4 KiB (4096 bytes) of the answer's body as UTF-8 text; ignored without `response_code`. */
+            response_body?: string;
+            /** @description True when `response_body` is only the beginning of the answer's body (absent is false). */
+            response_body_truncated?: boolean;
         };
         /**
          * @description `pending` until a send answers 2xx (`delivered`) or the last allowed attempt fails, or the
@@ -2577,6 +2858,21 @@ export interface components {
                 "application/json": components["schemas"]["ReviewApiErrorEnvelope"];
             };
         };
+        /**
+         * @description `WEBHOOK_LISTEN_SESSION_LIMIT_REACHED`: the tenant already has `WEBHOOK_LISTEN_SESSIONS_PER_TENANT`
+         *     listen sessions that have not ended (`error.details.limit`; 0 when listen sessions are off).
+         *     `WEBHOOK_LISTEN_ANSWER_NOT_EXPECTED`: the reported delivery and attempt are not waiting for an answer
+         *     (reported already, timed out, never handed out, or of another attempt); nothing was recorded.
+         */
+        WebhookListenConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ReviewApiErrorEnvelope"];
+            };
+        };
         /** @description Any 2xx status marks the delivery `delivered`. The response body is ignored. */
         WebhookDelivered: {
             headers: {
@@ -2634,6 +2930,11 @@ export interface components {
          * @example evt_0192f0c4-8a9e-7c1b-9a4e-3f2d1c0b5a70
          */
         EventId: string;
+        /**
+         * @description The listen session's id (a UUID; any other value is answered 404).
+         * @example 0192f0c7-5a6b-7c8d-9e0f-1a2b3c4d5e6f
+         */
+        ListenSessionId: string;
         /**
          * @deprecated
          * @description **Deprecated: verify `webhook-signature` instead.** This signature covers the body alone, not the
@@ -3576,6 +3877,167 @@ export interface operations {
                     "application/json": components["schemas"]["ReviewApiErrorEnvelope"];
                 };
             };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createWebhookListenSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["WebhookListenSessionCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The session, with its `secret`, this once. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookListenSessionResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["WebhookListenConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteWebhookListenSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The listen session's id (a UUID; any other value is answered 404).
+                 * @example 0192f0c7-5a6b-7c8d-9e0f-1a2b3c4d5e6f
+                 */
+                session_id: components["parameters"]["ListenSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session has ended. No body. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    pollWebhookListenSession: {
+        parameters: {
+            query?: {
+                /**
+                 * @description How long to wait for a delivery when none is waiting, in seconds (0 answers at once). Keep it
+                 *     below the idle timeout of any proxy between you and the service.
+                 */
+                wait_seconds?: number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The listen session's id (a UUID; any other value is answered 404).
+                 * @example 0192f0c7-5a6b-7c8d-9e0f-1a2b3c4d5e6f
+                 */
+                session_id: components["parameters"]["ListenSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deliveries handed out (none when the wait ended without one) and when the session ends unless polled again. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookListenPollResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    reportWebhookListenAnswer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The listen session's id (a UUID; any other value is answered 404).
+                 * @example 0192f0c7-5a6b-7c8d-9e0f-1a2b3c4d5e6f
+                 */
+                session_id: components["parameters"]["ListenSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookListenAnswer"];
+            };
+        };
+        responses: {
+            /** @description The answer is kept; the worker records it as the attempt at once. No body. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["WebhookListenConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];

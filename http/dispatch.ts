@@ -37,6 +37,11 @@ function register<O extends OperationId>(
 ): void {
   type Parsed = Context<RequestBody<O>, PathOf<O>, QueryOf<O>>;
   api.register(operationId, async (context: Parsed, req: Request, res: Response) => {
+    // 'close' comes once: after the answer was sent, or when the client went away first.
+    const clientGone = new AbortController();
+    res.once("close", () => {
+      if (!res.writableFinished) clientGone.abort();
+    });
     const reply: Reply<O> = await handler({
       operationId,
       body: context.request.requestBody,
@@ -46,6 +51,7 @@ function register<O extends OperationId>(
       principal: req.user,
       requestId: requestIdOf(res),
       clientAddress: req.ip ?? req.socket.remoteAddress ?? "",
+      signal: clientGone.signal,
       services,
     });
     writeReply(res, reply);

@@ -56,6 +56,8 @@ export interface Call<O extends OperationId> {
   requestId: string;
   /** The client's address: the socket's peer, or from X-Forwarded-For when TRUST_PROXY trusts the proxy. */
   clientAddress: string;
+  /** Aborts when the client goes away before the answer is sent (a long poll stops waiting then). */
+  signal: AbortSignal;
   services: Services;
 }
 

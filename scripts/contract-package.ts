@@ -3,8 +3,14 @@
 //   openapi.d.ts, openapi.js     the types openapi-typescript writes (generated/openapi.ts), as declarations
 //   index.js, index.d.ts, ...    the SDK (openapi/package/src/*.ts: the typed client, the token provider,
 //                                retries, webhook verification) compiled by tsc
-// `--pack DIR` then runs `npm pack` of the package into DIR and prints the tarball's path.
+//   cli/main.js, ...             the package's command (openapi/package/cli/*.ts: `listen`, the local
+//                                forwarder of webhook deliveries), compiled by tsc with Node's types, the
+//                                package's `bin`
+// `--pack DIR` then runs `npm pack` of the package into DIR and prints the tarball's path. A test builds a
+// copy of the package in a directory of its own instead (`buildContractPackage(dir)`), so that builds
+// running at once do not share files: each stages its sources in a directory of its own under .build/.
 import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -12,13 +18,21 @@ import ts from "typescript";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 export const PACKAGE_DIR = path.join(ROOT, "openapi/package");
-const DIST = path.join(PACKAGE_DIR, "dist");
-const STAGING = path.join(PACKAGE_DIR, ".build");
+/** Where sources are staged: inside the repository, so that their imports resolve in its node_modules. */
+const STAGING_ROOT = path.join(PACKAGE_DIR, ".build");
+/** What a copy of the package built elsewhere holds beside its dist/. */
+const PACKAGE_FILES = ["package.json", "README.md", "LICENSE"];
+/** How the command's source names the SDK in the repository, and in the package. */
+const REPOSITORY_SDK = "../src/index.ts";
+const PACKAGE_SDK = "../index.js";
 /** How the client's source names the generated types in the repository, and in the package. */
 const REPOSITORY_TYPES = "../../../generated/openapi.ts";
 const PACKAGE_TYPES = "./openapi.js";
 
-export function buildContractPackage(): void {
+/** Builds the package into `packageDir`/dist: openapi/package itself, or a copy of it (its manifest, README and licence). */
+export function buildContractPackage(packageDir = PACKAGE_DIR): void {
+  const DIST = path.join(packageDir, "dist");
+  const STAGING = path.join(STAGING_ROOT, `${process.pid}-${randomBytes(4).toString("hex")}`);
   const document = JSON.parse(fs.readFileSync(path.join(ROOT, "generated/openapi.json"), "utf8")) as {
     info: { version: string };
   };
@@ -28,8 +42,11 @@ export function buildContractPackage(): void {
       `openapi/package/package.json version ${manifest.version} differs from the document's info.version ${document.info.version}`,
     );
 
+  if (packageDir !== PACKAGE_DIR) {
+    fs.mkdirSync(packageDir, { recursive: true });
+    for (const name of PACKAGE_FILES) fs.copyFileSync(path.join(PACKAGE_DIR, name), path.join(packageDir, name));
+  }
   fs.rmSync(DIST, { recursive: true, force: true });
-  fs.rmSync(STAGING, { recursive: true, force: true });
   fs.mkdirSync(STAGING, { recursive: true });
   const sources = fs.readdirSync(path.join(PACKAGE_DIR, "src")).filter((name) => name.endsWith(".ts"));
   for (const name of sources) {
@@ -43,24 +60,41 @@ export function buildContractPackage(): void {
     fs.writeFileSync(path.join(STAGING, name), packaged);
   }
   fs.copyFileSync(path.join(ROOT, "generated/openapi.ts"), path.join(STAGING, "openapi.ts"));
+  const commandSources = fs.readdirSync(path.join(PACKAGE_DIR, "cli")).filter((name) => name.endsWith(".ts"));
+  fs.mkdirSync(path.join(STAGING, "cli"));
+  for (const name of commandSources) {
+    const source = fs.readFileSync(path.join(PACKAGE_DIR, "cli", name), "utf8");
+    const packaged = source
+      .replaceAll(`"${REPOSITORY_SDK}"`, `"${PACKAGE_SDK}"`)
+      .replace(/(from "\.\/[\w-]+)\.ts"/g, '$1.js"');
+    fs.writeFileSync(path.join(STAGING, "cli", name), packaged);
+  }
 
-  const staged = [...sources, "openapi.ts"].map((name) => path.join(STAGING, name));
-  const program = ts.createProgram(staged, {
+  const options: ts.CompilerOptions = {
     target: ts.ScriptTarget.ES2022,
     module: ts.ModuleKind.NodeNext,
     moduleResolution: ts.ModuleResolutionKind.NodeNext,
-    declaration: true,
     strict: true,
     skipLibCheck: true,
     verbatimModuleSyntax: true,
-    types: [],
     lib: ["lib.es2022.d.ts", "lib.dom.d.ts"],
     rootDir: STAGING,
     outDir: DIST,
     newLine: ts.NewLineKind.LineFeed,
-  });
-  const emitted = program.emit();
-  const problems = [...ts.getPreEmitDiagnostics(program), ...emitted.diagnostics];
+  };
+  // The SDK runs in browsers too: compiled without Node's types, with its declarations. The command runs on
+  // Node: with Node's types and without declarations (it emits the SDK's JavaScript again, the same).
+  const programs = [
+    ts.createProgram(
+      [...sources, "openapi.ts"].map((name) => path.join(STAGING, name)),
+      { ...options, declaration: true, types: [] },
+    ),
+    ts.createProgram(
+      commandSources.map((name) => path.join(STAGING, "cli", name)),
+      { ...options, declaration: false, types: ["node"] },
+    ),
+  ];
+  const problems = programs.flatMap((program) => [...ts.getPreEmitDiagnostics(program), ...program.emit().diagnostics]);
   fs.rmSync(STAGING, { recursive: true, force: true });
   if (problems.length > 0)
     throw new Error(
@@ -74,10 +108,10 @@ export function buildContractPackage(): void {
   fs.copyFileSync(path.join(ROOT, "openapi/openapi.yaml"), path.join(DIST, "openapi.yaml"));
 }
 
-/** Packs the built package into `directory`; returns the tarball's path. */
-export function packContractPackage(directory: string): string {
+/** Packs the package built in `packageDir` into `directory`; returns the tarball's path. */
+export function packContractPackage(directory: string, packageDir = PACKAGE_DIR): string {
   const output = execFileSync("npm", ["pack", "--json", "--pack-destination", directory], {
-    cwd: PACKAGE_DIR,
+    cwd: packageDir,
     encoding: "utf8",
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -88,7 +122,7 @@ export function packContractPackage(directory: string): string {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   buildContractPackage();
-  console.log(`built     ${path.relative(ROOT, DIST)}/`);
+  console.log(`built     ${path.relative(ROOT, path.join(PACKAGE_DIR, "dist"))}/`);
   const packAt = process.argv.indexOf("--pack");
   if (packAt !== -1) {
     const directory = path.resolve(process.argv[packAt + 1] ?? ".");

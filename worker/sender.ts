@@ -250,7 +250,7 @@ class StaleConnection extends Error {
   override name = "StaleConnection";
 }
 
-function failed(failure: Failure, detail: string, responseCode: number | null = null): Verdict {
+export function failed(failure: Failure, detail: string, responseCode: number | null = null): Verdict {
   return {
     delivered: false,
     responseCode,
@@ -395,7 +395,7 @@ export async function sendWebhook(
   }
 }
 
-function verdictOf(status: number): Verdict {
+export function verdictOf(status: number): Verdict {
   if (status >= 200 && status < 300) return { delivered: true, responseCode: status };
   if (status >= 300 && status < 400) return failed(FAILURE.httpStatus(status), "redirect not followed", status);
   return failed(FAILURE.httpStatus(status), `HTTP ${status}`, status);
@@ -406,7 +406,7 @@ function verdictOf(status: number): Verdict {
  * received while their names and values fit in MAX_RESPONSE_HEADER_BYTES; one that does not fit is left out,
  * and HEADERS_LEFT_OUT then says how many were.
  */
-function headersOf(rawHeaders: string[]): Record<string, string> {
+export function headersOf(rawHeaders: string[]): Record<string, string> {
   const joined = new Map<string, string>();
   for (let index = 0; index + 1 < rawHeaders.length; index += 2) {
     const name = (rawHeaders[index] ?? "").toLowerCase();
@@ -496,7 +496,7 @@ function readRefusedHead(head: Buffer): { status: number; rawHeaders: string[] }
  * The first MAX_RESPONSE_BODY_BYTES of a body as text: UTF-8, bytes that are not as U+FFFD, a character
  * the limit cut in two left out, and NUL (which PostgreSQL text cannot hold) as U+FFFD too.
  */
-function bodyText(bytes: Buffer, truncated: boolean): string {
+export function bodyText(bytes: Buffer, truncated: boolean): string {
   const kept = bytes.subarray(0, MAX_RESPONSE_BODY_BYTES);
   return new TextDecoder("utf-8").decode(kept, { stream: truncated }).replaceAll("\u0000", "\uFFFD");
 }

@@ -35,6 +35,7 @@ import * as replacedFunctionsDropped from "./0034_replaced_functions_dropped.ts"
 import * as retiredPortalCredentials from "./0035_retired_portal_credentials.ts";
 import * as manualSendBuckets from "./0036_manual_send_buckets.ts";
 import * as deliveryAttemptsBySubscription from "./0037_delivery_attempts_by_subscription.ts";
+import * as webhookListenSessions from "./0038_webhook_listen_sessions.ts";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -79,6 +80,7 @@ const migrations: [string, Migration][] = [
   ["0035_retired_portal_credentials", retiredPortalCredentials],
   ["0036_manual_send_buckets", manualSendBuckets],
   ["0037_delivery_attempts_by_subscription", deliveryAttemptsBySubscription],
+  ["0038_webhook_listen_sessions", webhookListenSessions],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

@@ -21,7 +21,8 @@ export interface DeliveryToSend {
   payload: DeliveryEnvelope;
   status: DeliveryStatus;
   attempts: number;
-  url: string;
+  /** The endpoint; null for a listen session, whose attempts are offered to its listener (worker/listener.ts). */
+  url: string | null;
   subscription_active: boolean;
   subscription_disabled: boolean;
   /** Who disabled it: by hand, else endpoint health; null while it is not disabled. */

@@ -1,5 +1,6 @@
 // Webhook subscriptions: create, list, find, change, enable, disable, rotate and deactivate, each scoped
-// by tenant_id, which leads every key (docs/decisions.md §10).
+// by tenant_id, which leads every key (docs/decisions.md §10). These are the tenant's HTTPS endpoints
+// (transport 'https'); its listen sessions, rows of the same table, are db/webhooks/listen-sessions.ts's.
 import type { Knex } from "knex";
 import { type EventSelector } from "../events.ts";
 import { isUuid } from "../ids.ts";
@@ -28,8 +29,14 @@ async function viewOf(db: Knex, tenantId: string, row: SubscriptionRow): Promise
   return view;
 }
 
-/** Serialises a tenant's subscription changes (the limit is a count, checked and kept under this lock). */
-async function lockTenantSubscriptions(trx: Knex.Transaction, tenantId: string): Promise<void> {
+/** The rows these functions address: HTTPS subscriptions, not listen sessions. */
+const HTTPS = { transport: "https" } as const;
+
+/**
+ * Serialises a tenant's subscription changes and listen session starts (each limit is a count, checked and
+ * kept under this lock).
+ */
+export async function lockTenantSubscriptions(trx: Knex.Transaction, tenantId: string): Promise<void> {
   await trx.raw("select pg_advisory_xact_lock(hashtextextended(?, 0))", [`webhook_subscriptions:${tenantId}`]);
 }
 
@@ -56,7 +63,7 @@ async function refuseDuplicateUrl(
   url: string,
   exceptId?: string,
 ): Promise<void> {
-  const query = trx("integrator.webhook_subscriptions").where({ tenant_id: tenantId, is_active: true, url });
+  const query = trx("integrator.webhook_subscriptions").where({ tenant_id: tenantId, is_active: true, url, ...HTTPS });
   if (exceptId !== undefined) query.andWhereNot({ id: exceptId });
   const duplicate = await query.first<{ id: string } | undefined>("id");
   if (duplicate) throw new SubscriptionRefused({ reason: "duplicate_url", subscriptionId: duplicate.id });
@@ -83,7 +90,8 @@ export async function createSubscription(
 ): Promise<SubscriptionView> {
   return db.transaction(async (trx) => {
     await lockTenantSubscriptions(trx, input.tenantId);
-    const active = () => trx("integrator.webhook_subscriptions").where({ tenant_id: input.tenantId, is_active: true });
+    const active = () =>
+      trx("integrator.webhook_subscriptions").where({ tenant_id: input.tenantId, is_active: true, ...HTTPS });
     await refuseDuplicateUrl(trx, input.tenantId, input.url);
     if (input.maxActive !== undefined) {
       const [counted] = await active().count<{ count: number }[]>("* as count");
@@ -115,7 +123,7 @@ export async function createSubscription(
 
 export async function listActiveSubscriptions(db: Knex, tenantId: string): Promise<SubscriptionView[]> {
   const rows = await db("integrator.webhook_subscriptions")
-    .where({ tenant_id: tenantId, is_active: true })
+    .where({ tenant_id: tenantId, is_active: true, ...HTTPS })
     .orderBy([{ column: "created_at" }, { column: "id" }])
     .select(SUBSCRIPTION_COLUMNS);
   return viewsOf(db, tenantId, rows as SubscriptionRow[]);
@@ -129,7 +137,7 @@ export async function findSubscription(
 ): Promise<SubscriptionView | undefined> {
   if (!isUuid(subscriptionId)) return undefined;
   const row = (await db("integrator.webhook_subscriptions")
-    .where({ tenant_id: tenantId, id: subscriptionId, is_active: true })
+    .where({ tenant_id: tenantId, id: subscriptionId, is_active: true, ...HTTPS })
     .first(SUBSCRIPTION_COLUMNS)) as SubscriptionRow | undefined;
   return row ? viewOf(db, tenantId, row) : undefined;
 }
@@ -143,7 +151,7 @@ async function updateSubscription(
 ): Promise<SubscriptionView | undefined> {
   if (!isUuid(subscriptionId)) return undefined;
   const [row] = (await db("integrator.webhook_subscriptions")
-    .where({ tenant_id: tenantId, id: subscriptionId, is_active: true })
+    .where({ tenant_id: tenantId, id: subscriptionId, is_active: true, ...HTTPS })
     .update(changes)
     .returning(SUBSCRIPTION_COLUMNS)) as SubscriptionRow[];
   return row ? viewOf(db, tenantId, row) : undefined;
@@ -175,7 +183,7 @@ export async function changeSubscription(
   return db.transaction(async (trx) => {
     await lockTenantSubscriptions(trx, input.tenantId);
     const current = (await trx("integrator.webhook_subscriptions")
-      .where({ tenant_id: input.tenantId, id: input.subscriptionId, is_active: true })
+      .where({ tenant_id: input.tenantId, id: input.subscriptionId, is_active: true, ...HTTPS })
       .forUpdate()
       .first(SUBSCRIPTION_COLUMNS)) as SubscriptionRow | undefined;
     if (!current) return undefined;
@@ -258,7 +266,7 @@ export async function deactivateSubscription(db: Knex, tenantId: string, subscri
   if (!isUuid(subscriptionId)) return false;
   return db.transaction(async (trx) => {
     const updated = await trx("integrator.webhook_subscriptions")
-      .where({ tenant_id: tenantId, id: subscriptionId })
+      .where({ tenant_id: tenantId, id: subscriptionId, ...HTTPS })
       .update({ is_active: false, deactivated_at: trx.raw("coalesce(deactivated_at, now())") })
       .returning("id");
     if (updated.length === 0) return false;

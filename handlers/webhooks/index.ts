@@ -14,3 +14,9 @@ export { sendWebhookTestEvent, redeliverWebhookDelivery } from "./manual-sends.t
 export { listWebhookDeliveries, getWebhookDelivery } from "./deliveries.ts";
 export { createWebhookPortalSession, refreshWebhookPortalSession } from "./portal-sessions.ts";
 export { getEvent, listEvents } from "./events.ts";
+export {
+  createWebhookListenSession,
+  deleteWebhookListenSession,
+  pollWebhookListenSession,
+  reportWebhookListenAnswer,
+} from "./listen-sessions.ts";

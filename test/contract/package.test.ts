@@ -185,29 +185,44 @@ t.test("the contract package", async (t) => {
     t.notMatch(output, /EBADENGINE|Unsupported engine/, "and no engine warning");
   });
 
-  t.test("it depends on openapi-fetch and standardwebhooks alone, carries a licence and no server code", async (t) => {
-    const shipped = JSON.parse(fs.readFileSync(path.join(installed, "package.json"), "utf8"));
-    t.same(Object.keys(shipped.dependencies ?? {}).sort(), ["openapi-fetch", "standardwebhooks"]);
-    t.same(shipped.peerDependencies ?? {}, {});
-    t.equal(shipped.license, "MIT");
-    t.match(fs.readFileSync(path.join(installed, "LICENSE"), "utf8"), /^MIT License/);
-    t.same(fs.readdirSync(path.join(installed, "dist")).sort(), [
-      "index.d.ts",
-      "index.js",
-      "openapi.d.ts",
-      "openapi.js",
-      "openapi.json",
-      "openapi.yaml",
-      "retries.d.ts",
-      "retries.js",
-      "schemas.d.ts",
-      "schemas.js",
-      "token-provider.d.ts",
-      "token-provider.js",
-      "webhooks.d.ts",
-      "webhooks.js",
-    ]);
-  });
+  t.test(
+    "it depends on openapi-fetch and standardwebhooks alone, carries a licence, its command and no server code",
+    async (t) => {
+      const shipped = JSON.parse(fs.readFileSync(path.join(installed, "package.json"), "utf8"));
+      t.same(Object.keys(shipped.dependencies ?? {}).sort(), ["openapi-fetch", "standardwebhooks"]);
+      t.same(shipped.peerDependencies ?? {}, {});
+      t.equal(shipped.license, "MIT");
+      t.match(fs.readFileSync(path.join(installed, "LICENSE"), "utf8"), /^MIT License/);
+      t.same(fs.readdirSync(path.join(installed, "dist")).sort(), [
+        "cli",
+        "index.d.ts",
+        "index.js",
+        "openapi.d.ts",
+        "openapi.js",
+        "openapi.json",
+        "openapi.yaml",
+        "retries.d.ts",
+        "retries.js",
+        "schemas.d.ts",
+        "schemas.js",
+        "token-provider.d.ts",
+        "token-provider.js",
+        "webhooks.d.ts",
+        "webhooks.js",
+      ]);
+      t.same(
+        shipped.bin,
+        { "integrator-api-contract": "./dist/cli/main.js" },
+        "its command (test/contract/listen-command.test.ts)",
+      );
+      t.same(fs.readdirSync(path.join(installed, "dist/cli")).sort(), [
+        "credentials.js",
+        "forward.js",
+        "listen.js",
+        "main.js",
+      ]);
+    },
+  );
 
   t.test("it ships the bundled document, byte for byte, in JSON and YAML", async (t) => {
     t.equal(

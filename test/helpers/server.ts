@@ -7,7 +7,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import type { DestinationStream } from "pino";
 import type { Test } from "tap";
 import { createApp, logUnexpectedError } from "../../http/app.ts";
-import { buildServices } from "../../app/lifecycle.ts";
+import { buildServices, connectListenWakeUps } from "../../app/lifecycle.ts";
 import { loadConfig } from "../../foundation/config.ts";
 import { createDatabase } from "../../db/database.ts";
 import { createLogger } from "../../foundation/logger.ts";
@@ -77,6 +77,8 @@ export async function startTestServer(t: Test, options: TestServerOptions = {}):
       logUnexpectedError(services.logger, error, req);
     },
   });
+  // Listen sessions' polls are woken by the worker's offers, as in the service (app/lifecycle.ts).
+  const notifications = connectListenWakeUps(services, databaseUrl);
   const server = http.createServer(app);
   // The whole suite must exercise every operation of the document (scripts/test.ts).
   recordServedOperations(server);
@@ -84,8 +86,10 @@ export async function startTestServer(t: Test, options: TestServerOptions = {}):
   const address = server.address();
   const baseUrl = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
   t.teardown(async () => {
+    services.listenWakeUps.close();
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
+    await notifications.close();
     await db.destroy();
   });
   return {

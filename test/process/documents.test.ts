@@ -128,7 +128,7 @@ t.test("every relative link of the documents names a file of the repository, and
 
 t.test("every citation of docs/decisions.md names one of its sections", async (t) => {
   const sections = new Set([...read("docs/decisions.md").matchAll(/^## (\d+)\. /gm)].map((match) => Number(match[1])));
-  t.same([...sections], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], "the sections keep their numbers");
+  t.same([...sections], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], "the sections keep their numbers");
   let citations = 0;
   for (const file of [...codeFiles(), ...DOCUMENTS]) {
     const text = read(file);

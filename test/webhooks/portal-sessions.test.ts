@@ -14,8 +14,15 @@ import { emitEvent } from "../../db/events.ts";
 import { loadConfig, ConfigError } from "../../foundation/config.ts";
 import { intakeEventData } from "../helpers/webhooks.ts";
 
-/** The operations the portal page uses: the only ones a portal credential may call. */
+/**
+ * The operations a portal credential may call, and no other: those the portal page uses, and the listen
+ * session's, which the contract package's `listen` command calls with a portal link (docs/decisions.md §11).
+ */
 const PORTAL_OPERATIONS = [
+  "createWebhookListenSession",
+  "deleteWebhookListenSession",
+  "pollWebhookListenSession",
+  "reportWebhookListenAnswer",
   "createWebhookSubscription",
   "deleteWebhookSubscription",
   "disableWebhookSubscription",
@@ -122,13 +129,16 @@ t.test("only a platform_admin names another tenant; an unknown tenant is 404", a
   t.equal((await server.request("/v1/webhooks/portal-sessions", { method: "POST" })).status, 401);
 });
 
-t.test("the portal scheme is declared by exactly the webhook operations the page uses", async (t) => {
-  const declared = documentOperations()
-    .filter((operation) => operation.portal)
-    .map((operation) => operation.operationId)
-    .sort();
-  t.same(declared, PORTAL_OPERATIONS);
-});
+t.test(
+  "the portal scheme is declared by exactly the webhook operations the page uses and the listen session's",
+  async (t) => {
+    const declared = documentOperations()
+      .filter((operation) => operation.portal)
+      .map((operation) => operation.operationId)
+      .sort();
+    t.same(declared, PORTAL_OPERATIONS);
+  },
+);
 
 t.test("every other operation refuses the portal credential, portal sessions included", async (t) => {
   const token = await portalToken(tenantA);

@@ -7,6 +7,9 @@
 // for), does nothing.
 // An attempt sent while the database is away is recorded once it is back (worker/database-waits.ts): its job
 // does not end before, so the attempt is never sent a second time for want of its record.
+// A listen session (a subscription without a URL) is not sent to: each attempt is offered to its listener,
+// signed the same, and recorded by a later run once the listener's answer, or its timeout, is in
+// (worker/listener.ts); no run waits for the listener.
 // A subscription with a rate limit has each attempt paced first (db/functions/pace_delivery.sql): when the
 // endpoint's budget is spent, the job is moved to the delivery's slot and this run returns at once, its
 // attempt unspent (worker/pacing.ts wakes the worker then); a slot never waits for the limit.
@@ -18,7 +21,8 @@ import { signatureHeaders } from "../signatures.ts";
 import { recordDeliveryOutcome } from "../../foundation/metrics.ts";
 import { isDeliverWebhookPayload, type DeliverWebhookPayload } from "../../db/jobs.ts";
 import { eventIdOf } from "../../db/events.ts";
-import { sendSettings, sendWebhook, type SendSettings } from "../sender.ts";
+import { sendSettings, sendWebhook, type SendOutcome, type SendSettings } from "../sender.ts";
+import { listenTurn } from "../listener.ts";
 
 import { boundedMemo } from "../memo.ts";
 import { DEACTIVATED_MESSAGE, DISABLED_MESSAGE, MANUALLY_DISABLED_MESSAGE } from "../../db/webhooks/views.ts";
@@ -28,7 +32,9 @@ import {
   paceDelivery,
   recordAttempt,
   type AttemptRecord,
+  type HealthRules,
 } from "../../db/webhooks/sending.ts";
+import { dropListenOffer } from "../../db/webhooks/listen-sessions.ts";
 import type { WakeUps } from "../pacing.ts";
 import { whileDatabaseAway } from "../database-waits.ts";
 
@@ -36,6 +42,9 @@ import { whileDatabaseAway } from "../database-waits.ts";
 export function retryDelaySeconds(retry: number, waitsSeconds: readonly number[]): number {
   return waitsSeconds[Math.min(Math.max(retry, 1), waitsSeconds.length) - 1] ?? 0;
 }
+
+/** Endpoint health's rules are off for a listen session: a developer's receiver failing does not disable it. */
+const LISTEN_HEALTH: HealthRules = { disableAfterFailedDeliveries: 0, disableAfterFailingDays: 0 };
 
 /** The header marking a test delivery (its envelope says `test: true`); absent on the deliveries of real events. */
 export const TEST_HEADER = "X-Service-Review-Test";
@@ -185,13 +194,93 @@ export function deliverWebhook(
     // Every secret that signs now, newest first: during a rotation's overlap window the previous one too.
     const secrets = [secret, ...openPreviousSecrets(delivery.secrets_encrypted.slice(1))];
     const body = canonicalJson(delivery.payload);
+    /** The attempt's headers, signed at `at`. */
+    const signedHeaders = (at: Date) =>
+      deliveryHeaders({
+        userAgent,
+        eventType: delivery.event_type,
+        deliveryId: delivery.id,
+        test: delivery.payload.test === true,
+        eventId: eventIdOf(delivery.event_id),
+        secrets,
+        attemptedAt: at,
+        body,
+      });
+
+    /** Records the attempt's outcome: delivered, failed for good, or failed with its retry queued. */
+    const recordOutcome = async (outcome: SendOutcome, attemptedAt: Date, health: HealthRules): Promise<void> => {
+      if (!outcome.delivered) {
+        // The tenant sees the coarse class; the detail (addresses, error codes) stays in our logs.
+        services.logger.info(
+          {
+            delivery_id: delivery.id,
+            tenant: delivery.tenant_id,
+            failure: outcome.errorMessage,
+            detail: outcome.detail,
+          },
+          "webhook attempt failed",
+        );
+      }
+
+      const attempt = delivery.attempts + 1;
+      const common = {
+        tenantId: delivery.tenant_id,
+        deliveryId: delivery.id,
+        attemptsBefore: delivery.attempts,
+        attemptedAt,
+        durationMs: outcome.durationMs,
+        responseCode: outcome.responseCode,
+        errorClass: outcome.delivered ? null : outcome.errorClass,
+        failure: outcome.delivered ? null : outcome.errorSentence,
+        requestHeaders: outcome.requestHeaders,
+        response: outcome.response,
+        health,
+      };
+      // With tracing on, a retry's job continues this delivery's trace.
+      const trace = currentTraceCarrier();
+      const record = (recorded: AttemptRecord) =>
+        whileDatabaseAway(() => recordAttempt(db, recorded, trace), {
+          ...(stopping ? { stopping } : {}),
+          onWait: () =>
+            services.logger.warn(
+              { delivery_id: delivery.id, tenant: delivery.tenant_id },
+              "webhook attempt sent while the database is away; its record waits for the database",
+            ),
+        });
+      if (outcome.delivered) {
+        await record({ ...common, status: "delivered", errorMessage: null });
+        recordDeliveryOutcome("delivered");
+      } else if (attempt >= maxAttempts) {
+        await record({ ...common, status: "failed", errorMessage: outcome.errorMessage });
+        recordDeliveryOutcome("failed");
+      } else {
+        const retryAt = new Date(Date.now() + retryDelaySeconds(attempt, retryWaitsSeconds) * 1000);
+        await record({ ...common, status: "pending", errorMessage: outcome.errorMessage, retryAt });
+        recordDeliveryOutcome("retrying");
+      }
+    };
+
+    // A listen session (no URL): the attempt is offered to its listener, signed as it would be sent, and
+    // recorded once the listener's answer (or its timeout) is in (worker/listener.ts); no run waits for it.
+    if (delivery.url === null) {
+      const turn = await listenTurn(db, delivery, (at) => ({
+        body,
+        headers: { ...signedHeaders(at), "Content-Length": String(Buffer.byteLength(body)) },
+      }));
+      if (turn.kind !== "answered") return;
+      await recordOutcome(turn.outcome, turn.attemptedAt, LISTEN_HEALTH);
+      await dropListenOffer(db, delivery.tenant_id, delivery.id, turn.attempt);
+      return;
+    }
+
+    const url = delivery.url;
     const attemptedAt = new Date();
     const outcome = await inSpan(
       "POST",
       {
         kind: "client",
         attributes: () => ({
-          ...attemptAttributes(delivery.url, delivery.attempts + 1),
+          ...attemptAttributes(url, delivery.attempts + 1),
           "integrator.tenant_id": delivery.tenant_id,
           "integrator.delivery_id": delivery.id,
           "integrator.subscription_id": delivery.subscription_id,
@@ -199,20 +288,7 @@ export function deliverWebhook(
       },
       async (attemptSpan) => {
         const sent = await sendWebhook(
-          {
-            url: delivery.url,
-            body,
-            headers: deliveryHeaders({
-              userAgent,
-              eventType: delivery.event_type,
-              deliveryId: delivery.id,
-              test: delivery.payload.test === true,
-              eventId: eventIdOf(delivery.event_id),
-              secrets,
-              attemptedAt,
-              body,
-            }),
-          },
+          { url, body, headers: signedHeaders(attemptedAt) },
           settings,
           helpers.abortSignal,
         );
@@ -221,55 +297,7 @@ export function deliverWebhook(
         return sent;
       },
     );
-    if (!outcome.delivered) {
-      // The tenant sees the coarse class; the detail (addresses, error codes) stays in our logs.
-      services.logger.info(
-        {
-          delivery_id: delivery.id,
-          tenant: delivery.tenant_id,
-          failure: outcome.errorMessage,
-          detail: outcome.detail,
-        },
-        "webhook attempt failed",
-      );
-    }
-
-    const attempt = delivery.attempts + 1;
-    const common = {
-      tenantId: delivery.tenant_id,
-      deliveryId: delivery.id,
-      attemptsBefore: delivery.attempts,
-      attemptedAt,
-      durationMs: outcome.durationMs,
-      responseCode: outcome.responseCode,
-      errorClass: outcome.delivered ? null : outcome.errorClass,
-      failure: outcome.delivered ? null : outcome.errorSentence,
-      requestHeaders: outcome.requestHeaders,
-      response: outcome.response,
-      health,
-    };
-    // With tracing on, a retry's job continues this delivery's trace.
-    const trace = currentTraceCarrier();
-    const record = (recorded: AttemptRecord) =>
-      whileDatabaseAway(() => recordAttempt(db, recorded, trace), {
-        ...(stopping ? { stopping } : {}),
-        onWait: () =>
-          services.logger.warn(
-            { delivery_id: delivery.id, tenant: delivery.tenant_id },
-            "webhook attempt sent while the database is away; its record waits for the database",
-          ),
-      });
-    if (outcome.delivered) {
-      await record({ ...common, status: "delivered", errorMessage: null });
-      recordDeliveryOutcome("delivered");
-    } else if (attempt >= maxAttempts) {
-      await record({ ...common, status: "failed", errorMessage: outcome.errorMessage });
-      recordDeliveryOutcome("failed");
-    } else {
-      const retryAt = new Date(Date.now() + retryDelaySeconds(attempt, retryWaitsSeconds) * 1000);
-      await record({ ...common, status: "pending", errorMessage: outcome.errorMessage, retryAt });
-      recordDeliveryOutcome("retrying");
-    }
+    await recordOutcome(outcome, attemptedAt, health);
   }
 }
 

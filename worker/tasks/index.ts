@@ -5,6 +5,7 @@ import type { JobName } from "../../db/jobs.ts";
 import type { Services } from "../../foundation/services.ts";
 import { deliverWebhook } from "./deliver_webhook.ts";
 import { deliverWebhooks } from "./deliver_webhooks.ts";
+import { endListenSessionTask } from "./end_listen_session.ts";
 import { TenantSends } from "../fairness.ts";
 import type { WakeUps } from "../pacing.ts";
 import { purgeIdempotencyKeys } from "./purge_idempotency_keys.ts";
@@ -33,6 +34,7 @@ export function taskList(
       "deliver_webhooks",
       deliverWebhooks(services, deliverOne, new TenantSends(services.config.workerConcurrency), options.lockRenewalMs),
     ),
+    end_listen_session: span("end_listen_session", endListenSessionTask(services)),
     purge_idempotency_keys: span("purge_idempotency_keys", purgeIdempotencyKeys(services)),
     purge_webhook_deliveries: span("purge_webhook_deliveries", purgeWebhookDeliveries(services)),
   };
