@@ -14,7 +14,7 @@ import path from "node:path";
 import { ROOT } from "./repository-copy.ts";
 
 // The commit of the release before this one, which the upgrade test runs beside the new schema; bump it when cutting a release.
-export const PREVIOUS_RELEASE = "671901324705ab3c20e9419d67c93c1ba4c8e904";
+export const PREVIOUS_RELEASE = "042d14c60f8e1aee98f78ec46485ed5bac8c34cf";
 
 /** The prepared checkout's directory, set by npm test for the test files. */
 export const PREVIOUS_RELEASE_DIR_ENV = "INTEGRATOR_PREVIOUS_RELEASE_DIR";
