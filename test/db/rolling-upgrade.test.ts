@@ -92,7 +92,7 @@ t.test(
     // A tenant and an API client, made by the previous release's own admin CLI before the upgrade.
     const admin = async (args: string[]) => {
       const run = await runAdminCli({ env: { ...env, LOG_LEVEL: "silent" } }, args, { root: previous });
-      if (run.code !== 0) throw new Error(`admin ${args[0]} exited ${run.code}: ${run.stdout}`);
+      if (run.code !== 0) throw new Error(`admin ${args[0]} exited ${run.code}: ${run.stdout}${run.stderr}`);
       return JSON.parse(run.stdout) as Record<string, string>;
     };
     const tenant = await admin(["tenant:create", "--name", "Upgrade tenant"]);

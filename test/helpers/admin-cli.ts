@@ -1,5 +1,7 @@
 // Runs the real admin CLI (`node admin/main.ts ...`) against a test server's database.
 import { spawn } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
 import type { TestServer } from "./server.ts";
 
 export function runAdminCli(
@@ -9,8 +11,9 @@ export function runAdminCli(
   options: { stdin?: string; root?: string; env?: Record<string, string> } = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    // The previous release (`root`) kept its CLI in scripts/admin.ts; this one keeps it in admin/.
-    const cli = options.root ? "scripts/admin.ts" : "admin/main.ts";
+    // Releases before 0.2.0 kept the CLI in scripts/admin.ts; from 0.2.0 it is admin/main.ts.
+    const root = options.root ?? process.cwd();
+    const cli = fs.existsSync(path.join(root, "admin", "main.ts")) ? "admin/main.ts" : "scripts/admin.ts";
     const child = spawn(process.execPath, [cli, ...args], {
       ...(options.root ? { cwd: options.root } : {}),
       env: { ...process.env, ...server.env, ...options.env },
