@@ -2,6 +2,7 @@
 // declares (npm run generate rewrites it), docs/integrating.md lists the default MIME types, every
 // relative link names a file (and heading) of the repository, every citation of docs/decisions.md in the
 // code names one of its sections, and nothing cites an issue tracker the repository does not hold.
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import t from "tap";
@@ -21,29 +22,26 @@ const DOCUMENTS = [
     .map((name) => `docs/${name}`),
 ];
 
+/**
+ * The repository's own files, by their path from the root: what git tracks, and new files it does not ignore
+ * (never an install such as scripts/codegen/node_modules, nor run-time data or build output).
+ */
+const PROJECT_FILES = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], {
+  cwd: ROOT,
+  encoding: "utf8",
+  maxBuffer: 64 * 1024 * 1024,
+})
+  .split("\0")
+  .filter((file) => file !== "" && fs.existsSync(path.join(ROOT, file)));
+
 /** Every file of the service, its tooling and tests that may carry a comment citing a document. */
 function codeFiles(): string[] {
-  const folders = [
-    "app",
-    "admin",
-    "foundation",
-    "http",
-    "handlers",
-    "worker",
-    "portal",
-    "db",
-    "scripts",
-    "test",
-  ].filter((folder) => fs.existsSync(path.join(ROOT, folder)));
-  const files = folders.flatMap((folder) =>
-    fs
-      .readdirSync(path.join(ROOT, folder), { recursive: true, encoding: "utf8" })
-      .filter((name) => /\.(ts|js|cjs|sql)$/.test(name))
-      .map((name) => `${folder}/${name}`),
+  const folders = ["app", "admin", "foundation", "http", "handlers", "worker", "portal", "db", "scripts", "test"];
+  const code = PROJECT_FILES.filter(
+    (file) => folders.includes(file.split("/")[0] ?? "") && /\.(ts|js|cjs|sql)$/.test(file),
   );
-  return [...files, ".dependency-cruiser.cjs", "eslint.config.js", "Dockerfile", "compose.yaml", ".ci/run"].filter(
-    (file) => fs.existsSync(path.join(ROOT, file)),
-  );
+  const root = [".dependency-cruiser.cjs", "eslint.config.js", "Dockerfile", "compose.yaml", ".ci/run"];
+  return [...code, ...root.filter((file) => PROJECT_FILES.includes(file))];
 }
 
 /** Names of documents that are not in the repository (spelt in pieces so that this file does not cite them). */
@@ -145,19 +143,13 @@ t.test("every citation of docs/decisions.md names one of its sections", async (t
   t.ok(citations > 20, `the code cites the decisions (${citations} citations)`);
 });
 
-/** Folders that are not the project's text: installed packages, version control, run-time data, build output. */
-const NOT_OURS = new Set([".git", "node_modules", ".data", ".tap", ".artifacts", "coverage", "dist", ".build"]);
-
 /** Every text file of the repository, by its path from the root. */
-function textFiles(folder = ""): string[] {
-  return fs.readdirSync(path.join(ROOT, folder), { withFileTypes: true }).flatMap((entry) => {
-    const file = folder ? `${folder}/${entry.name}` : entry.name;
-    if (entry.isDirectory())
-      return NOT_OURS.has(entry.name) || file === "openapi/reference-site" ? [] : textFiles(file);
-    return entry.isFile() && /\.(ts|mjs|cjs|js|sql|md|ya?ml|json|txt)$|^(Dockerfile|\.ci\/run|\.npmrc)$/.test(file)
-      ? [file]
-      : [];
-  });
+function textFiles(): string[] {
+  return PROJECT_FILES.filter(
+    (file) =>
+      !file.startsWith("openapi/reference-site/") &&
+      /\.(ts|mjs|cjs|js|sql|md|ya?ml|json|txt)$|^(Dockerfile|\.ci\/run|\.npmrc)$/.test(file),
+  );
 }
 
 /** Not read: merged migrations, which never change (test/db/migration-checksums.test.ts). */
