@@ -21,6 +21,7 @@
 // findings. It writes nothing when the version is not the right one.
 import fs from "node:fs";
 import path from "node:path";
+import { withCodeSamples } from "./code-samples.ts";
 import { contractChanged, contractDiff } from "./contract-diff.ts";
 import {
   CHANGELOG,
@@ -304,7 +305,9 @@ export async function cutRelease(version: string, date: string): Promise<string[
   const document = bundleDocument();
   const breaking = breakingChanges(previous.document, document);
   const listed = contractDiff(previous.document, document);
-  const required = requiredBump({ breaking, listed, changed: contractChanged(previous.document, document) });
+  // A snapshot is the published rendering, with the contract package's call on every operation.
+  const published = await withCodeSamples(document);
+  const required = requiredBump({ breaking, listed, changed: contractChanged(previous.document, published) });
   const problem = versionProblem(previous.version, version, required);
   if (problem) throw new Error(`Not released: ${problem}.${breaking.map((change) => `\n  ${change}`).join("")}`);
   const changelogPath = path.join(ROOT, CHANGELOG);

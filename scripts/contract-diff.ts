@@ -230,20 +230,9 @@ export function contractDiff(base: DocumentNode, current: DocumentNode): Contrac
 
 /** Whether anything but info.version differs: descriptions and examples count here. */
 export function contractChanged(base: DocumentNode, current: DocumentNode): boolean {
-  // A snapshot is the published rendering, with the contract package's call as each operation's
-  // x-codeSamples (scripts/code-samples.ts); those are written from the rest of the document, so they
-  // change only when it does, and the document as written has none.
-  const withoutSamples = (value: unknown): unknown =>
-    Array.isArray(value)
-      ? value.map(withoutSamples)
-      : typeof value === "object" && value !== null
-        ? Object.fromEntries(
-            Object.entries(value)
-              .filter(([key]) => key !== "x-codeSamples")
-              .map(([key, inner]) => [key, withoutSamples(inner)]),
-          )
-        : value;
-  const comparable = (document: DocumentNode) =>
-    withoutSamples({ ...document, info: { ...asRecord(document.info), version: undefined } });
-  return !isDeepStrictEqual(comparable(base), comparable(current));
+  const withoutVersion = (document: DocumentNode) => ({
+    ...document,
+    info: { ...asRecord(document.info), version: undefined },
+  });
+  return !isDeepStrictEqual(withoutVersion(base), withoutVersion(current));
 }
