@@ -6,7 +6,7 @@
 // when it is not).
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, type Config } from "../foundation/config.ts";
-import type { DatabaseHandle } from "../app/lifecycle.ts";
+import type { DatabaseHandle } from "../app/services.ts";
 import type * as DatabaseModule from "../db/database.ts";
 import type { Services } from "../foundation/services.ts";
 import { createLogger } from "../foundation/logger.ts";
@@ -152,7 +152,7 @@ async function main(): Promise<number> {
   // What opens the database (and everything the services are built from) is loaded only now: help and
   // usage errors are answered without it.
   const [{ buildServices, migrateAll, openDatabase }, databaseModule] = await Promise.all([
-    import("../app/lifecycle.ts"),
+    import("../app/services.ts"),
     import("../db/database.ts"),
   ]);
   let database: DatabaseHandle;

@@ -1,29 +1,16 @@
 // Starting and stopping one process of the service (role all, api or worker), apart from signals and
 // process.exit so that tests can drive it. Starting: open (or start) the database, migrate it, build the
-// services, then run the worker and the API by role; the admin CLI, the benchmarks and the tests use the
-// same openDatabase, migrateAll and buildServices. Stopping: the API stops accepting connections and lets
+// services (app/services.ts, which the admin CLI, the benchmarks and the tests use too), then run the
+// worker and the API by role. Stopping: the API stops accepting connections and lets
 // in-flight requests finish, while the worker lets running jobs finish (graphile-worker releases those
 // still running at the deadline back to the queue); both within SHUTDOWN_TIMEOUT_MS. Then the metrics
 // server, the pool and, when this process started it, the embedded PostgreSQL are closed.
-import {
-  createDatabase,
-  migrate,
-  startEmbeddedPostgres,
-  withMigrationLock,
-  type Database,
-  type DatabaseLog,
-  type EmbeddedServer,
-} from "../db/database.ts";
 import { databaseLog } from "../foundation/database-log.ts";
-import { createSecretBox, loadEncryptionKey } from "../foundation/secrets.ts";
-import { createTokenService } from "../foundation/auth/tokens.ts";
-import { createHashGate } from "../foundation/auth/passwords.ts";
-import { ReplayMemory } from "../foundation/replay-memory.ts";
-import { ListenWakeUps } from "../foundation/listen-wake-ups.ts";
 import { listenForNotifications, type NotificationListener } from "../db/notifications.ts";
 import { LISTEN_OFFERS_CHANNEL } from "../db/webhooks/listen-sessions.ts";
-import { createLogger, type Logger } from "../foundation/logger.ts";
-import { migrateWorkerSchema, startWorker, type WorkerHandle } from "../worker/runner.ts";
+import type { Logger } from "../foundation/logger.ts";
+import { startWorker, type WorkerHandle } from "../worker/runner.ts";
+import { buildServices, migrateAll, openDatabase, type DatabaseHandle } from "./services.ts";
 import { handlers } from "../handlers/index.ts";
 import { createApp } from "../http/app.ts";
 import type { Config } from "../foundation/config.ts";
@@ -33,82 +20,7 @@ import type { ProcessState, Services } from "../foundation/services.ts";
 import { checkHealth } from "../handlers/probes/health-checks.ts";
 import { TimeoutError, withTimeout } from "../foundation/timeouts.ts";
 import { errorMessage } from "../foundation/error-message.ts";
-import { VERSION } from "../foundation/version.ts";
 import { createApiServer } from "../http/server.ts";
-
-export { VERSION } from "../foundation/version.ts";
-
-export interface DatabaseHandle {
-  url: string;
-  db: Database;
-  embedded: EmbeddedServer | undefined;
-  close(): Promise<void>;
-}
-
-export async function openDatabase(
-  config: Config,
-  options: { applicationName?: string; onLog?: (line: string) => void; log?: DatabaseLog } = {},
-): Promise<DatabaseHandle> {
-  const embedded = config.databaseUrl
-    ? undefined
-    : await startEmbeddedPostgres({
-        dataDir: config.dataDir,
-        port: config.embeddedPgPort,
-        ...(options.onLog ? { onLog: options.onLog } : {}),
-      });
-  const url = config.databaseUrl ?? (embedded as EmbeddedServer).url;
-  const db = createDatabase(url, config.dbPoolMax, options.applicationName, options.log);
-  return {
-    url,
-    db,
-    embedded,
-    async close() {
-      await db.destroy();
-      await embedded?.stop();
-    },
-  };
-}
-
-/**
- * Applies the service's migrations and function files (db/functions/), then graphile-worker's schema; safe
- * to run from many processes at once.
- */
-export async function migrateAll(db: Database, url: string): Promise<void> {
-  await withMigrationLock(url, async () => {
-    await migrate(db);
-    await migrateWorkerSchema(url);
-  });
-}
-
-export async function buildServices(
-  config: Config,
-  db: Database,
-  logger: Logger = createLogger({ level: config.logLevel }),
-): Promise<Services> {
-  const key = loadEncryptionKey(config.encryptionKey, config.dataDir);
-  // Which encoding was read tells an operator a key was understood as intended; the key is never logged.
-  logger.info(
-    config.encryptionKey
-      ? { key_source: "ENCRYPTION_KEY", key_encoding: config.encryptionKeyEncoding }
-      : { key_source: "DATA_DIR", key_encoding: "hex" },
-    "encryption key loaded",
-  );
-  const secretBox = createSecretBox(key);
-  const tokens = await createTokenService(db, secretBox, config, logger);
-  const hashGate = createHashGate(config.hashing);
-  const replays = new ReplayMemory(config.idempotencyMemoryBytes);
-  return {
-    config,
-    db,
-    secretBox,
-    tokens,
-    hashGate,
-    replays,
-    listenWakeUps: new ListenWakeUps(),
-    version: VERSION,
-    logger,
-  };
-}
 
 /**
  * Wakes the listen sessions' polls waiting in this process when the worker (of any process) offers their

@@ -11,7 +11,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { createDatabase, createDatabaseOnServer, dropDatabaseOnServer } from "../db/database.ts";
-import { migrateAll } from "../app/lifecycle.ts";
+import { migrateAll } from "../app/services.ts";
 import { coverageReport, OPERATIONS_DIR_ENV } from "./operation-coverage.ts";
 import { bundleDocument } from "./openapi-source.ts";
 import { throwawayPostgres, withDatabase } from "./throwaway-postgres.ts";

@@ -14,7 +14,7 @@ import os from "node:os";
 import { randomBytes } from "node:crypto";
 import { setTimeout as pause } from "node:timers/promises";
 import type { Notification } from "pg";
-import { Logger as GraphileLogger, run, runMigrations, type Runner, type TaskList } from "graphile-worker";
+import { Logger as GraphileLogger, run, type Runner, type TaskList } from "graphile-worker";
 import type { Services } from "../foundation/services.ts";
 import type { Logger } from "../foundation/logger.ts";
 import {
@@ -45,11 +45,6 @@ export function restartWaitMs(tries: number): number {
 /** A beat at least three times per WORKER_DEAD_AFTER_SECONDS, and at most every 10 s. */
 export function heartbeatIntervalMs(deadAfterSeconds: number): number {
   return Math.min(HEARTBEAT_INTERVAL_MS, Math.floor((deadAfterSeconds * 1000) / 3));
-}
-
-/** graphile-worker's own schema (graphile_worker); every role applies it at start, like the knex migrations. */
-export async function migrateWorkerSchema(connectionString: string): Promise<void> {
-  await runMigrations({ connectionString, logger: new GraphileLogger(() => () => undefined) });
 }
 
 /**

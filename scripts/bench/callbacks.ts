@@ -16,7 +16,7 @@ import { randomBytes } from "node:crypto";
 import path from "node:path";
 import readline from "node:readline";
 import { pino } from "pino";
-import { buildServices, migrateAll } from "../../app/lifecycle.ts";
+import { buildServices, migrateAll } from "../../app/services.ts";
 import { createApiServer } from "../../http/server.ts";
 import { loadConfig } from "../../foundation/config.ts";
 import { createLogger } from "../../foundation/logger.ts";

@@ -10,7 +10,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { buildServices, migrateAll } from "../../app/lifecycle.ts";
+import { buildServices, migrateAll } from "../../app/services.ts";
 import { loadConfig } from "../../foundation/config.ts";
 import { createDatabase, startEmbeddedPostgres } from "../../db/database.ts";
 import { freePort } from "../throwaway-postgres.ts";

@@ -32,7 +32,7 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { pino } from "pino";
 import { createApp } from "../../http/app.ts";
-import { buildServices, migrateAll } from "../../app/lifecycle.ts";
+import { buildServices, migrateAll } from "../../app/services.ts";
 import { createLogger } from "../../foundation/logger.ts";
 import { ReplayMemory } from "../../foundation/replay-memory.ts";
 import { loadConfig, type Config } from "../../foundation/config.ts";

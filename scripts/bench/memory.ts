@@ -13,7 +13,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { pino } from "pino";
-import { buildServices, migrateAll } from "../../app/lifecycle.ts";
+import { buildServices, migrateAll } from "../../app/services.ts";
 import { createDatabase } from "../../db/database.ts";
 import { createTenant } from "../../db/principals.ts";
 import { loadConfig } from "../../foundation/config.ts";

@@ -2,7 +2,7 @@
 // that time statements one by one (explain-write, emit-parts). `close()` ends all of it.
 import pg from "pg";
 import { createDatabase, createDatabaseOnServer, dropDatabaseOnServer } from "../../db/database.ts";
-import { migrateAll } from "../../app/lifecycle.ts";
+import { migrateAll } from "../../app/services.ts";
 import { throwawayPostgres, withDatabase } from "../throwaway-postgres.ts";
 
 export interface MigratedDatabase {

@@ -10,7 +10,7 @@ import { createDatabase, migrate } from "../../db/database.ts";
 import { FUNCTION_FILES } from "../../db/functions/index.ts";
 import { insertSubmissionOnce } from "../../db/intake.ts";
 import { migrationSource } from "../../db/migrations/index.ts";
-import { migrateWorkerSchema } from "../../worker/runner.ts";
+import { migrateWorkerSchema } from "../../worker/schema.ts";
 import { createEmptyDatabase } from "../helpers/database.ts";
 import { schemaDifferences, schemaOf } from "../helpers/schema.ts";
 

@@ -8,7 +8,7 @@ import { startTestServer } from "../helpers/server.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { startWorker } from "../../worker/runner.ts";
 import { createDatabase, startEmbeddedPostgres } from "../../db/database.ts";
-import { migrateAll } from "../../app/lifecycle.ts";
+import { migrateAll } from "../../app/services.ts";
 import { checkHealth } from "../../handlers/probes/health-checks.ts";
 
 /** Polls until the probe answers `status`, for at most `seconds`: no fixed sleeps. */

@@ -8,7 +8,7 @@ import path from "node:path";
 import t from "tap";
 import { freePort } from "../../scripts/throwaway-postgres.ts";
 import { createDatabase, startEmbeddedPostgres } from "../../db/database.ts";
-import { migrateAll } from "../../app/lifecycle.ts";
+import { migrateAll } from "../../app/services.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { processEnv } from "../helpers/main-process.ts";
 

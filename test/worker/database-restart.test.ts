@@ -11,7 +11,7 @@ import { setTimeout as pause } from "node:timers/promises";
 import t from "tap";
 import { createDatabase, startEmbeddedPostgres, type EmbeddedServer } from "../../db/database.ts";
 import { emitEvent } from "../../db/events.ts";
-import { migrateAll } from "../../app/lifecycle.ts";
+import { migrateAll } from "../../app/services.ts";
 import { freePort } from "../../scripts/throwaway-postgres.ts";
 import { startReceiver } from "../helpers/https-receiver.ts";
 import { startMainProcess } from "../helpers/main-process.ts";

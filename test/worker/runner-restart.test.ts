@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import t from "tap";
 import { createDatabase, startEmbeddedPostgres, type EmbeddedServer } from "../../db/database.ts";
-import { migrateAll } from "../../app/lifecycle.ts";
+import { migrateAll } from "../../app/services.ts";
 import { checkHealth } from "../../handlers/probes/health-checks.ts";
 import { freePort } from "../../scripts/throwaway-postgres.ts";
 import { startWorker } from "../../worker/runner.ts";
