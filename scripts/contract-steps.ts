@@ -171,11 +171,12 @@ export function createProjectProgram(root = ROOT, project = "tsconfig.json", roo
 
 /**
  * Where the typecheck keeps what it learnt (tsc --incremental's buildinfo: each file's hash, signature and
- * diagnostics), one file per project. node_modules may be shared by several checkouts (git worktrees): a
- * buildinfo written by another checkout only costs a fuller check, as after switching branches.
+ * diagnostics): beside each project's tsconfig, where `tsc --incremental` puts it (git ignores it). Each
+ * checkout keeps its own, also when several share one node_modules (git worktrees, the test suite's copies
+ * of the repository), so that one checkout's check never makes another's start over.
  */
 export function buildInfoFile(root: string, project: string): string {
-  return path.join(root, "node_modules/.cache/typecheck", `${project.replace(/\W+/g, "-")}.tsbuildinfo`);
+  return path.join(root, project.replace(/\.json$/, ".tsbuildinfo"));
 }
 
 /** Each project's last check in this process, by path: the dev loop checks again from there. */
@@ -218,7 +219,7 @@ const formatHost: ts.FormatDiagnosticsHost = {
 };
 
 /**
- * `tsc --noEmit --incremental` of each project, in process (the buildinfo under node_modules/.cache); `programs`
+ * `tsc --noEmit --incremental` of each project, in process (the buildinfo beside its tsconfig); `programs`
  * receives the service's program for the reads check.
  */
 export function typecheckStep(root = ROOT, programs: { service?: ts.Program } = {}): StepResult {

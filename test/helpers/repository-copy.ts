@@ -26,6 +26,8 @@ const LEFT_OUT = new Set([
   "openapi/package/dist",
   "openapi/package/.build",
   "openapi/reference-site",
+  "tsconfig.tsbuildinfo",
+  "portal/tsconfig.tsbuildinfo",
 ]);
 
 /** A copy of the repository's files, removed when the test ends; returns its root. */
