@@ -67,7 +67,8 @@ export function createLogger(options: LoggerOptions): Logger {
     formatters: { level: (label: string) => ({ level: label }) },
     redact: { paths: redactPaths(), censor: REDACTED },
   };
-  // pino's own stdout destination writes synchronously, so nothing is lost when the process exits.
+  // pino's own stdout destination writes asynchronously and flushes what is pending when the process exits;
+  // synchronous writes cost a submit more CPU (docs/performance.md, what did not pay).
   return options.destination ? pino(settings, options.destination) : pino(settings);
 }
 

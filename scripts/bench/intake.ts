@@ -272,7 +272,7 @@ const requestsAtLeast = (share: number) =>
 
 const GOALS: Record<string, Goal[]> = {
   "submit, no Idempotency-Key": [
-    requestsAtLeast(0.6),
+    requestsAtLeast(0.7),
     ratioGoal(
       "p99 ≤ 2 × floor p99",
       (f) => f.p99,
