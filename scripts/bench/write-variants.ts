@@ -10,7 +10,7 @@ import { parseArgs } from "node:util";
 import pg from "pg";
 import { createDatabase, createDatabaseOnServer } from "../../db/database.ts";
 import { uuidV7 } from "../../db/ids.ts";
-import { migrateAll } from "../../app/lifecycle.ts";
+import { migrateAll } from "../../app/services.ts";
 import { throwawayPostgres, withDatabase } from "../throwaway-postgres.ts";
 import { cpuMeter } from "./cpu.ts";
 import { fixed, machine, median, revision, uptime } from "./common.ts";
