@@ -11,11 +11,13 @@ import { waitFor } from "../helpers/wait.ts";
 const ca = testCa(t);
 
 t.test(
-  "tenant B's first attempt starts within 2 s of its event while tenant A has 2,000 due deliveries to endpoints that hang until the timeout; A alone holds all WORKER_CONCURRENCY slots and never the spare",
+  "tenant B's first attempt starts within 2 s of its event while tenant A has 2,000 due deliveries to endpoints that hang until the timeout; A alone holds all WORKER_CONCURRENCY slots and its share of WORKER_MAX_SENDS, never the spare",
   async (t) => {
     const rig = await startWebhookRig(t, ca, {
       env: {
         WORKER_CONCURRENCY: "5",
+        // 8 attempts in flight at once, 6 of them for one tenant at most.
+        WORKER_MAX_SENDS: "8",
         WEBHOOK_TIMEOUT_MS: "6000",
         MAX_DELIVERY_ATTEMPTS: "1",
         SHUTDOWN_TIMEOUT_MS: "500",
@@ -46,11 +48,11 @@ t.test(
     t.equal(
       await waitFor(
         async () => hanging(),
-        (count) => count >= 5,
+        (count) => count >= 6,
         { seconds: 20 },
       ),
-      5,
-      "A's first 5 attempts hang",
+      6,
+      "A's first 6 attempts hang (its 5 jobs' deliveries send concurrently, up to its share of the sends)",
     );
 
     const emittedAt = performance.now();
@@ -63,7 +65,8 @@ t.test(
     const waitedMs = arrived ? arrived.receivedAt - emittedAt : Infinity;
     t.comment(`tenant B's first attempt started ${Math.round(waitedMs)} ms after its event`);
     t.ok(waitedMs < 2000, `B waited ${Math.round(waitedMs)} ms (< 2000 ms)`);
-    t.equal(hanging(), 5, "A held WORKER_CONCURRENCY (5) slots, the whole of what one tenant may use; never the spare");
+    t.equal(hanging(), 6, "A held its share of the sends (6 of WORKER_MAX_SENDS 8), never the spare");
+    t.same(worker.slots.snapshot().byTenant[tenantA.tenantId], 5, "and WORKER_CONCURRENCY (5) slots, never the spare");
     const pendingA = await server.services
       .db("integrator.webhook_deliveries")
       .where({ tenant_id: tenantA.tenantId, status: "pending" })
