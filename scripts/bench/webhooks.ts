@@ -205,6 +205,13 @@ async function main(): Promise<void> {
       },
     });
     stops.push(() => worker.stop());
+    // Delivery jobs that ended, successfully: a job ends once every one of its deliveries is recorded.
+    let deliveryJobsDone = 0;
+    const countDeliveryJobs = (events: typeof worker.slots.events) =>
+      events.on("job:success", ({ job }) => {
+        if (job.task_identifier === "deliver_webhook" || job.task_identifier === "deliver_webhooks") deliveryJobsDone++;
+      });
+    countDeliveryJobs(worker.slots.events);
 
     // The floor: graphile-worker's own throughput on this runner, jobs that do nothing, queued at once.
     // Its bound: the same number of jobs that each send one request and touch no table of ours.
@@ -234,11 +241,13 @@ async function main(): Promise<void> {
         });
       }
       // A delivery segment: JOBS deliveries' worth of events emitted in one statement (queued at once,
-      // like the no-op jobs), timed from the emission to the last receipt.
-      // Also how long the emitting statement took.
+      // like the no-op jobs), timed from the emission to the last receipt and the last record (each
+      // event's job ends once its deliveries are recorded), so that no delivery's work spills into the
+      // next segment. Also how long the emitting statement took.
       const deliverySegment = async (): Promise<Segment & { emissionMs: number; deliveries: number }> => {
         const events = Math.max(1, Math.round(JOBS / fanOut));
         const target = received + events * fanOut;
+        const jobsTarget = deliveryJobsDone + events;
         const cpuPer = cpuMeter(postgres.databaseDir);
         const started = performance.now();
         await db.raw(
@@ -249,9 +258,11 @@ async function main(): Promise<void> {
           [tenant.id, events],
         );
         const emissionMs = performance.now() - started;
-        await until(() => received >= target, `${events * fanOut} deliveries at fan-out ${fanOut}`, {
-          failure: () => failedDelivery(db),
-        });
+        await until(
+          () => received >= target && deliveryJobsDone >= jobsTarget,
+          `${events * fanOut} deliveries at fan-out ${fanOut}`,
+          { failure: () => failedDelivery(db) },
+        );
         const rate = (events * fanOut) / ((performance.now() - started) / 1000);
         return { rate, cpu: cpuPer(events * fanOut), emissionMs, deliveries: events * fanOut };
       };
