@@ -185,20 +185,22 @@ export class SendLimits {
     add(this.#byEndpoint, owner.endpoint, -1);
     add(this.#byJob, owner.job, -1);
     // Every place the bounds now leave goes to a waiting send, best first.
-    for (;;) {
+    while (this.#sending < this.perWorker && this.#waiting.length > 0) {
       let best = -1;
-      let bestKey: [number, number] = [Infinity, Infinity];
-      this.#waiting.forEach((waiter, index) => {
-        if (!this.#allows(waiter.owner)) return;
-        const key: [number, number] = [
-          this.#byTenant.get(waiter.owner.tenant) ?? 0,
-          this.#byJob.get(waiter.owner.job) ?? 0,
-        ];
-        if (key[0] < bestKey[0] || (key[0] === bestKey[0] && key[1] < bestKey[1])) {
-          best = index;
-          bestKey = key;
-        }
-      });
+      let bestTenant = Infinity;
+      let bestJob = Infinity;
+      for (let index = 0; index < this.#waiting.length; index++) {
+        const waiter = this.#waiting[index] as { owner: SendOwner };
+        const tenant = this.#byTenant.get(waiter.owner.tenant) ?? 0;
+        if (tenant > bestTenant || tenant >= this.perTenant) continue;
+        const job = this.#byJob.get(waiter.owner.job) ?? 0;
+        if (tenant === bestTenant && job >= bestJob) continue;
+        if ((this.#byEndpoint.get(waiter.owner.endpoint) ?? 0) >= this.perEndpoint) continue;
+        best = index;
+        bestTenant = tenant;
+        bestJob = job;
+        if (tenant === 0 && job === 0) break;
+      }
       if (best < 0) return;
       const [chosen] = this.#waiting.splice(best, 1);
       if (!chosen) return;
