@@ -14,15 +14,20 @@ returns table (
 language plpgsql stable
 as $$
 begin
-  return query
-  select d.id, d.tenant_id, d.subscription_id, d.event_id, d.event_type, d.payload, d.status, d.attempts, s.url,
-         s.is_active, s.disabled_at is not null, s.disabled_by, s.secret_encrypted,
-         array_remove(array[s.secret_encrypted,
-                            case when s.previous_secret_expires_at > now() then s.previous_secret_encrypted end],
-                      null),
-         s.rate_limit_per_second
-    from unnest(p_tenant_ids, p_delivery_ids) as wanted (tenant_id, id)
-    join integrator.webhook_deliveries d on d.tenant_id = wanted.tenant_id and d.id = wanted.id
-    join integrator.webhook_subscriptions s on s.tenant_id = d.tenant_id and s.id = d.subscription_id;
+  -- One primary-key look-up per pair, the plan kept for the connection: a join of the arrays with the
+  -- tables is planned on a guess of their length, and a guess of a few rows once joined every
+  -- subscription to the array and scanned the deliveries by subscription.
+  for i in 1 .. coalesce(cardinality(p_delivery_ids), 0) loop
+    return query
+    select d.id, d.tenant_id, d.subscription_id, d.event_id, d.event_type, d.payload, d.status, d.attempts, s.url,
+           s.is_active, s.disabled_at is not null, s.disabled_by, s.secret_encrypted,
+           array_remove(array[s.secret_encrypted,
+                              case when s.previous_secret_expires_at > now() then s.previous_secret_encrypted end],
+                        null),
+           s.rate_limit_per_second
+      from integrator.webhook_deliveries d
+      join integrator.webhook_subscriptions s on s.tenant_id = d.tenant_id and s.id = d.subscription_id
+     where d.tenant_id = p_tenant_ids[i] and d.id = p_delivery_ids[i];
+  end loop;
 end;
 $$;

@@ -212,6 +212,12 @@ async function main(): Promise<void> {
         if (job.task_identifier === "deliver_webhook" || job.task_identifier === "deliver_webhooks") deliveryJobsDone++;
       });
     countDeliveryJobs(worker.slots.events);
+    // A delivery job that fails runs again only after graphile-worker's backoff: say so, and why.
+    worker.slots.events.on("job:failed", ({ job, error }) =>
+      log(
+        `a ${job.task_identifier} job failed (it runs again later): ${error instanceof Error ? error.message : String(error)}`,
+      ),
+    );
 
     // The floor: graphile-worker's own throughput on this runner, jobs that do nothing, queued at once.
     // Its bound: the same number of jobs that each send one request and touch no table of ours.
