@@ -123,7 +123,7 @@ export interface DeliveryHandler {
  */
 export function deliverWebhook(
   services: Services,
-  settings: SendSettings = sendSettings(services.config.webhooks),
+  settings: SendSettings = sendSettings(services.config.webhooks, services.config.sends.perWorker),
   wakeUps?: WakeUps,
   stopping?: AbortSignal,
   limits: SendLimits = new SendLimits(services.config.sends),
