@@ -541,6 +541,16 @@ export const SETTINGS = {
     "5",
     "Jobs the worker runs at once for one tenant; the worker keeps one more slot for tenants with nothing in flight (docs/architecture.md, fairness between tenants).",
   ),
+  WORKER_MAX_SENDS: setting(
+    integer(1, 10_000),
+    "64",
+    "Webhook attempts one worker has in flight at once, across its jobs (an event's deliveries send concurrently); one tenant holds at most three quarters of them, the rest stay for the others (docs/architecture.md, fairness between tenants).",
+  ),
+  WEBHOOK_MAX_SENDS_PER_ENDPOINT: setting(
+    integer(1, 1000),
+    "10",
+    "Webhook attempts one worker has in flight at once to one subscription's endpoint; its further deliveries wait for one of them to end.",
+  ),
   WORKER_DEAD_AFTER_SECONDS: setting(
     integer(10, 3600),
     "30",
@@ -841,6 +851,8 @@ export interface Config {
     purgeBatchSize: number;
   };
   workerConcurrency: number;
+  /** WORKER_MAX_SENDS and WEBHOOK_MAX_SENDS_PER_ENDPOINT (worker/fairness.ts SendLimits). */
+  sends: { perWorker: number; perEndpoint: number };
   workerDeadAfterSeconds: number;
   health: { workerStaleSeconds: number; queueLagSeconds: number };
   rateLimit: {
@@ -1003,6 +1015,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       purgeBatchSize: v.WEBHOOK_PURGE_BATCH_SIZE,
     },
     workerConcurrency: v.WORKER_CONCURRENCY,
+    sends: { perWorker: v.WORKER_MAX_SENDS, perEndpoint: v.WEBHOOK_MAX_SENDS_PER_ENDPOINT },
     workerDeadAfterSeconds: v.WORKER_DEAD_AFTER_SECONDS,
     health: { workerStaleSeconds: v.HEALTH_WORKER_STALE_SECONDS, queueLagSeconds: v.HEALTH_QUEUE_LAG_SECONDS },
     rateLimit: {

@@ -10,6 +10,9 @@
 // - which tenant a job belongs to is only known once graphile-worker has taken it, so the decision for
 //   the spare slot waits until the other slots' fetches have settled (no race hands it to the busy
 //   tenant). The decision and its bookkeeping are synchronous otherwise.
+//
+// Inside the jobs, the attempts themselves are I/O: SendLimits (below) lets them run concurrently, an
+// event's deliveries all at once, within bounds per worker, per endpoint and per tenant.
 import { EventEmitter } from "node:events";
 import type { Job, WorkerEvents } from "graphile-worker";
 
@@ -91,76 +94,124 @@ export class TenantSlots {
   }
 }
 
-/**
- * At most `limit` of one tenant's deliveries sending at once in this worker, across the deliver_webhooks
- * jobs (an event's deliveries in one job) that hold its slots: a tenant's share is WORKER_CONCURRENCY
- * sends, as when every delivery was a job of its own. A place that frees goes to the waiting job with the
- * fewest sends of its own under way (then the one that asked first), so every job of a tenant keeps
- * making progress, an attempt at a time at least, however many deliveries the others hold: a job's
- * lock is renewed as its deliveries end, and a job without progress for 5 minutes is reported stuck.
- */
-export class TenantSends {
-  readonly #limit: number;
-  readonly #sending = new Map<string, number>();
-  /** Sends under way by job (the owner). */
-  readonly #byOwner = new Map<string, number>();
-  readonly #waiting = new Map<string, { owner: string; start: () => void }[]>();
+/** Who a send is for: its tenant, its endpoint (the subscription) and the job it belongs to. */
+export interface SendOwner {
+  tenant: string;
+  endpoint: string;
+  job: string;
+}
 
-  constructor(limit: number) {
-    this.#limit = limit;
+/**
+ * Attempts in flight in this worker, bounded three ways so that sends run concurrently as the I/O they
+ * are without one tenant or one endpoint taking everything (docs/architecture.md, fairness between
+ * tenants):
+ *
+ * - at most `perWorker` (WORKER_MAX_SENDS) at once in the worker;
+ * - at most `perEndpoint` (WEBHOOK_MAX_SENDS_PER_ENDPOINT) to one endpoint (a subscription) at once;
+ * - at most `perWorker` less a spare quarter for one tenant: however many of its sends hang, another
+ *   tenant's first attempt finds a place at once.
+ *
+ * A place that frees goes to the waiting send, among those the bounds allow, whose tenant has the fewest
+ * sends under way, then whose job has the fewest, then the one that asked first: every tenant and every
+ * job of a tenant keeps making progress, an attempt at a time at least, however many deliveries the
+ * others hold (a deliver_webhooks job's lock is renewed as its deliveries end, and a job without
+ * progress for 5 minutes is reported stuck).
+ */
+export class SendLimits {
+  readonly perWorker: number;
+  readonly perEndpoint: number;
+  readonly perTenant: number;
+  #sending = 0;
+  readonly #byTenant = new Map<string, number>();
+  readonly #byEndpoint = new Map<string, number>();
+  readonly #byJob = new Map<string, number>();
+  #waiting: { owner: SendOwner; start: () => void }[] = [];
+
+  constructor(limits: { perWorker: number; perEndpoint: number }) {
+    this.perWorker = Math.max(1, limits.perWorker);
+    this.perEndpoint = Math.max(1, limits.perEndpoint);
+    this.perTenant = Math.max(
+      1,
+      this.perWorker - (this.perWorker >= 2 ? Math.max(1, Math.floor(this.perWorker / 4)) : 0),
+    );
   }
 
-  /** Runs `send` for `owner` (a job) of `tenant` once a place is free. */
-  async run<T>(tenant: string, owner: string, send: () => Promise<T>): Promise<T> {
-    if ((this.#sending.get(tenant) ?? 0) >= this.#limit) {
-      // The send that ends hands its place over (the tenant's count stays), so no newcomer overtakes.
-      await new Promise<void>((start) => {
-        const queue = this.#waiting.get(tenant) ?? [];
-        queue.push({ owner, start });
-        this.#waiting.set(tenant, queue);
-      });
-    } else {
-      this.#sending.set(tenant, (this.#sending.get(tenant) ?? 0) + 1);
-      this.#countFor(owner);
-    }
+  /** Runs `send` for `owner` once the bounds leave it a place; the place is held until `send` settles. */
+  async run<T>(owner: SendOwner, send: () => Promise<T>): Promise<T> {
+    // Every waiting send is held by a bound (each place freed goes to one the bounds allow at once), so a
+    // newcomer the bounds allow takes no one's place; otherwise the send that frees a place hands it over.
+    if (this.#allows(owner)) this.#take(owner);
+    else await new Promise<void>((start) => this.#waiting.push({ owner, start }));
     try {
       return await send();
     } finally {
-      const own = (this.#byOwner.get(owner) ?? 1) - 1;
-      if (own > 0) this.#byOwner.set(owner, own);
-      else this.#byOwner.delete(owner);
-      this.#leave(tenant);
+      this.#leave(owner);
     }
   }
 
-  /** What is sending, by tenant (for tests). */
-  snapshot(): Record<string, number> {
-    return Object.fromEntries(this.#sending);
+  /** What is sending, by tenant and by endpoint, and how many sends wait (for tests and logs). */
+  snapshot(): {
+    sending: number;
+    waiting: number;
+    byTenant: Record<string, number>;
+    byEndpoint: Record<string, number>;
+  } {
+    return {
+      sending: this.#sending,
+      waiting: this.#waiting.length,
+      byTenant: Object.fromEntries(this.#byTenant),
+      byEndpoint: Object.fromEntries(this.#byEndpoint),
+    };
   }
 
-  #countFor(owner: string): void {
-    this.#byOwner.set(owner, (this.#byOwner.get(owner) ?? 0) + 1);
+  #allows(owner: SendOwner): boolean {
+    return (
+      this.#sending < this.perWorker &&
+      (this.#byTenant.get(owner.tenant) ?? 0) < this.perTenant &&
+      (this.#byEndpoint.get(owner.endpoint) ?? 0) < this.perEndpoint
+    );
   }
 
-  #leave(tenant: string): void {
-    const queue = this.#waiting.get(tenant) ?? [];
-    if (queue.length > 0) {
-      let next = 0;
-      queue.forEach((waiter, index) => {
-        const candidate = queue[next];
-        if (candidate && (this.#byOwner.get(waiter.owner) ?? 0) < (this.#byOwner.get(candidate.owner) ?? 0))
-          next = index;
-      });
-      const [chosen] = queue.splice(next, 1);
-      if (queue.length === 0) this.#waiting.delete(tenant);
-      if (chosen) {
-        this.#countFor(chosen.owner);
-        chosen.start();
+  #take(owner: SendOwner): void {
+    this.#sending++;
+    add(this.#byTenant, owner.tenant, 1);
+    add(this.#byEndpoint, owner.endpoint, 1);
+    add(this.#byJob, owner.job, 1);
+  }
+
+  #leave(owner: SendOwner): void {
+    this.#sending--;
+    add(this.#byTenant, owner.tenant, -1);
+    add(this.#byEndpoint, owner.endpoint, -1);
+    add(this.#byJob, owner.job, -1);
+    // Every place the bounds now leave goes to a waiting send, best first.
+    while (this.#sending < this.perWorker && this.#waiting.length > 0) {
+      let best = -1;
+      let bestTenant = Infinity;
+      let bestJob = Infinity;
+      for (let index = 0; index < this.#waiting.length; index++) {
+        const waiter = this.#waiting[index] as { owner: SendOwner };
+        const tenant = this.#byTenant.get(waiter.owner.tenant) ?? 0;
+        if (tenant > bestTenant || tenant >= this.perTenant) continue;
+        const job = this.#byJob.get(waiter.owner.job) ?? 0;
+        if (tenant === bestTenant && job >= bestJob) continue;
+        if ((this.#byEndpoint.get(waiter.owner.endpoint) ?? 0) >= this.perEndpoint) continue;
+        best = index;
+        bestTenant = tenant;
+        bestJob = job;
+        if (tenant === 0 && job === 0) break;
       }
-      return;
+      if (best < 0) return;
+      const [chosen] = this.#waiting.splice(best, 1);
+      if (!chosen) return;
+      this.#take(chosen.owner);
+      chosen.start();
     }
-    const left = (this.#sending.get(tenant) ?? 1) - 1;
-    if (left > 0) this.#sending.set(tenant, left);
-    else this.#sending.delete(tenant);
   }
+}
+
+function add(counts: Map<string, number>, key: string, by: number): void {
+  const value = (counts.get(key) ?? 0) + by;
+  if (value > 0) counts.set(key, value);
+  else counts.delete(key);
 }

@@ -53,6 +53,10 @@ export interface SendSettings {
 }
 
 const MAX_POOLS = 200;
+/** Connections to one target at once, unless the worker sends more at once (sendSettings). */
+const DEFAULT_SOCKETS_PER_TARGET = 20;
+/** Idle kept-alive connections per target, at most. */
+const IDLE_SOCKETS_KEPT = 20;
 /** Idle kept-alive connections close after this (sooner when the receiver announces a shorter Keep-Alive timeout). */
 const IDLE_CONNECTION_MS = 4000;
 
@@ -68,7 +72,7 @@ export class ConnectionPools {
   private readonly agents = new Map<string, https.Agent>();
   private readonly maxSocketsPerTarget: number;
 
-  constructor(maxSocketsPerTarget = 20) {
+  constructor(maxSocketsPerTarget = DEFAULT_SOCKETS_PER_TARGET) {
     this.maxSocketsPerTarget = maxSocketsPerTarget;
   }
 
@@ -85,7 +89,7 @@ export class ConnectionPools {
         keepAlive: true,
         timeout: IDLE_CONNECTION_MS,
         maxSockets: this.maxSocketsPerTarget,
-        maxFreeSockets: this.maxSocketsPerTarget,
+        maxFreeSockets: Math.min(this.maxSocketsPerTarget, IDLE_SOCKETS_KEPT),
         scheduling: "lifo",
       });
       if (this.agents.size >= MAX_POOLS) {
@@ -222,9 +226,15 @@ export interface WebhookRequest {
 }
 
 /** The send settings from the configuration; reads WEBHOOK_CA_FILE once. Connections are kept alive per checked target. */
-export function sendSettings(webhooks: Config["webhooks"]): SendSettings {
+/**
+ * `maxSendsAtOnce`: the most attempts the worker has in flight at once (WORKER_MAX_SENDS). A pool opens as
+ * many connections to one target, so an attempt the worker let go never queues inside the pool behind
+ * others to the same host, however long those hang (its time limit would run out there, another tenant's
+ * too); it keeps at most IDLE_SOCKETS_KEPT of them open idle.
+ */
+export function sendSettings(webhooks: Config["webhooks"], maxSendsAtOnce = DEFAULT_SOCKETS_PER_TARGET): SendSettings {
   return {
-    pools: new ConnectionPools(),
+    pools: new ConnectionPools(Math.max(DEFAULT_SOCKETS_PER_TARGET, maxSendsAtOnce)),
     checkUrl: boundedMemo((url: string) => checkWebhookUrl(url, { allowedPorts: webhooks.allowedPorts })),
     timeoutMs: webhooks.timeoutMs,
     allowPrivateTargets: webhooks.allowPrivateTargets,

@@ -36,7 +36,9 @@ export const FUNCTION_FILES: readonly string[] = [
   "pace_delivery",
   "reset_delivery_pacing",
   "delivery_to_attempt",
+  "deliveries_to_attempt",
   "record_delivery_attempt",
+  "record_delivery_attempts",
 ];
 
 const FOLDER = new URL("./", import.meta.url);

@@ -1,5 +1,6 @@
-// What the deliver_webhook task reads and records: the delivery to send, its pacing, the attempt's
-// record (integrator.record_delivery_attempt) and a delivery that ends without an attempt.
+// What the deliver_webhook task reads and records: the delivery to send (one, or several in one call), its
+// pacing, the attempt's record (integrator.record_delivery_attempt; several in one call,
+// record_delivery_attempts) and a delivery that ends without an attempt.
 import type { Knex } from "knex";
 import { runPrepared } from "../prepared.ts";
 import { runPreparedWithTrace, WITH_TRACE_CONTEXT, type TraceContext } from "../trace-context.ts";
@@ -49,6 +50,25 @@ export async function findDeliveryToSend(
     [tenantId, deliveryId],
   );
   return rows[0];
+}
+
+/**
+ * Several deliveries in one call (integrator.deliveries_to_attempt, db/functions/deliveries_to_attempt.sql):
+ * element by element, each delivery named by its tenant and id as findDeliveryToSend would read it, or
+ * undefined when there is none.
+ */
+export async function findDeliveriesToSend(
+  db: Knex,
+  wanted: readonly { tenantId: string; deliveryId: string }[],
+): Promise<(DeliveryToSend | undefined)[]> {
+  const { rows } = await runPrepared<DeliveryToSend>(
+    db,
+    "deliveries_to_attempt",
+    "select * from integrator.deliveries_to_attempt(?::uuid[], ?::uuid[])",
+    [wanted.map((one) => one.tenantId), wanted.map((one) => one.deliveryId)],
+  );
+  const found = new Map(rows.map((row) => [`${row.tenant_id}/${row.id}`, row]));
+  return wanted.map((one) => found.get(`${one.tenantId}/${one.deliveryId}`));
 }
 
 /**
@@ -154,6 +174,67 @@ export async function recordAttempt(db: Knex, attempt: AttemptRecord, trace?: Tr
     ],
   );
   return rows[0]?.recorded === true;
+}
+
+/**
+ * Several attempts' records in one call (integrator.record_delivery_attempts,
+ * db/functions/record_delivery_attempts.sql), each as recordAttempt would write it, with its trace context;
+ * element by element, whether each applied. All or none: when the call fails (a deadlock between two
+ * workers' records on a subscription's row, say), each is recorded by a call of its own, and what fails
+ * then is that record's own error.
+ */
+export async function recordAttempts(
+  db: Knex,
+  attempts: readonly { attempt: AttemptRecord; trace?: TraceContext | undefined }[],
+): Promise<(boolean | Error)[]> {
+  if (attempts.length === 1 && attempts[0]) {
+    const [{ attempt, trace }] = attempts as [{ attempt: AttemptRecord; trace?: TraceContext }];
+    return [await recordAttempt(db, attempt, trace)];
+  }
+  try {
+    const { rows } = await runPrepared<{ applied: boolean[] }>(
+      db,
+      "record_delivery_attempts",
+      "select integrator.record_delivery_attempts(?::jsonb) as applied",
+      [JSON.stringify(attempts.map(({ attempt, trace }) => attemptArguments(attempt, trace)))],
+    );
+    const applied = rows[0]?.applied ?? [];
+    return attempts.map((_, index) => applied[index] === true);
+  } catch {
+    return Promise.all(
+      attempts.map(({ attempt, trace }) =>
+        recordAttempt(db, attempt, trace).catch((error: unknown) =>
+          error instanceof Error ? error : new Error(String(error)),
+        ),
+      ),
+    );
+  }
+}
+
+/** One record's arguments by name, as integrator.record_delivery_attempts reads them. */
+function attemptArguments(attempt: AttemptRecord, trace: TraceContext | undefined): Record<string, unknown> {
+  const delivered = attempt.status === "delivered";
+  return {
+    tenant_id: attempt.tenantId,
+    delivery_id: attempt.deliveryId,
+    attempts_before: attempt.attemptsBefore,
+    status: attempt.status,
+    attempted_at: attempt.attemptedAt.toISOString(),
+    duration_ms: Math.max(0, Math.round(attempt.durationMs)),
+    response_code: attempt.responseCode,
+    error_message: attempt.errorMessage === null ? null : attempt.errorMessage.slice(0, 500),
+    error_class: delivered ? null : attempt.errorClass,
+    retry_at: attempt.retryAt?.toISOString() ?? null,
+    failed_in_a_row: attempt.health.disableAfterFailedDeliveries,
+    failing_days: attempt.health.disableAfterFailingDays,
+    failure: delivered || attempt.failure === null ? null : attempt.failure.slice(0, 500),
+    request_headers: attempt.requestHeaders,
+    response_headers: attempt.response?.headers ?? null,
+    response_body: attempt.response?.body ?? null,
+    response_body_truncated: attempt.response?.bodyTruncated ?? false,
+    traceparent: trace?.traceparent ?? null,
+    tracestate: trace?.tracestate ?? null,
+  };
 }
 
 /** Ends a pending delivery as failed without an attempt (its subscription is inactive or disabled). */

@@ -1,11 +1,12 @@
 // An event's deliveries in one job (deliver_webhooks, db/functions/queue_delivery_jobs.sql): each is sent as its own
 // deliver_webhook job would send it; a rerun sends only what is still at the job's attempt; a worker that
-// stops leaves the deliveries it had not started unspent for the job's next run; and one tenant never has
-// more than WORKER_CONCURRENCY deliveries sending at once in a worker (worker/fairness.ts TenantSends).
+// stops leaves the deliveries it had not started unspent for the job's next run; an event's deliveries
+// send concurrently within the worker's bounds per worker, per endpoint and per tenant (worker/fairness.ts
+// SendLimits).
 // A real worker, a real HTTPS receiver on loopback.
 import t from "tap";
 import { startWorker } from "../../worker/runner.ts";
-import { TenantSends } from "../../worker/fairness.ts";
+import { SendLimits } from "../../worker/fairness.ts";
 import { taskList } from "../../worker/tasks/index.ts";
 import { deliveryJobs, startWebhookRig, testCa } from "../helpers/webhooks.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -61,7 +62,7 @@ t.test(
   async (t) => {
     const rig = await startWebhookRig(t, ca, {
       worker: false,
-      env: { WORKER_CONCURRENCY: "1", SHUTDOWN_TIMEOUT_MS: "300", WEBHOOK_TIMEOUT_MS: "30000" },
+      env: { WORKER_CONCURRENCY: "1", WORKER_MAX_SENDS: "1", SHUTDOWN_TIMEOUT_MS: "300", WEBHOOK_TIMEOUT_MS: "30000" },
       answer: () => "stall",
     });
     const { server } = rig;
@@ -74,7 +75,7 @@ t.test(
       { seconds: 20 },
     );
     await worker.stop();
-    t.equal(rig.receiver.received.length, 1, "one delivery was sending (WORKER_CONCURRENCY 1), the others waited");
+    t.equal(rig.receiver.received.length, 1, "one delivery was sending (WORKER_MAX_SENDS 1), the others waited");
     const deliveries = await rig.deliveries();
     const interrupted = String(rig.receiver.received[0]?.headers["x-service-review-delivery"]);
     for (const delivery of deliveries) {
@@ -93,40 +94,50 @@ t.test(
 );
 
 t.test(
-  "TenantSends: at most the limit of one tenant's sends at once; a freed place goes to the job with the fewest under way, then the first to ask; other tenants unaffected",
+  "SendLimits: at most the worker's, an endpoint's and a tenant's bound at once; a freed place goes to the tenant, then the job, with the fewest under way, then the first to ask",
   async (t) => {
-    const sends = new TenantSends(2);
+    // 4 in the worker, so 3 for one tenant (a spare quarter for the others); 2 per endpoint.
+    const limits = new SendLimits({ perWorker: 4, perEndpoint: 2 });
+    t.equal(limits.perTenant, 3);
     const started: string[] = [];
     const finish = new Map<string, () => void>();
-    const send = (tenant: string, job: string, name: string) =>
-      sends.run(tenant, job, async () => {
+    const send = (tenant: string, endpoint: string, job: string, name: string) =>
+      limits.run({ tenant, endpoint, job }, async () => {
         started.push(name);
         await new Promise<void>((resolve) => finish.set(name, resolve));
         return name;
       });
     const tick = () => new Promise((resolve) => setImmediate(resolve));
-    // Job 1 of tenant a asks for four places, then job 2 for two; tenant b for one.
-    const results = [send("a", "1", "a1"), send("a", "1", "a2"), send("a", "1", "a3"), send("a", "1", "a4")];
-    results.push(send("a", "2", "b1"), send("a", "2", "b2"));
-    const other = send("b", "3", "c1");
+    // Tenant a's job 1: three to endpoint x, one to y; job 2: two to z. Tenant b: one to w, then one more.
+    const results = [send("a", "x", "1", "x1"), send("a", "x", "1", "x2"), send("a", "x", "1", "x3")];
+    results.push(send("a", "y", "1", "y1"), send("a", "z", "2", "z1"), send("a", "z", "2", "z2"));
     await tick();
-    t.same(started, ["a1", "a2", "c1"], "two of a's, and b's at once");
-    t.same(sends.snapshot(), { a: 2, b: 1 });
-    finish.get("a1")?.();
+    t.same(started, ["x1", "x2", "y1"], "two to x (its bound), then y: three, a's share; the rest wait");
+    results.push(send("b", "w", "3", "w1"));
     await tick();
-    t.same(started, ["a1", "a2", "c1", "b1"], "job 2 has none under way: it goes before job 1's third");
-    finish.get("a2")?.();
+    t.same(started.at(-1), "w1", "b's first send finds the spare place at once");
+    t.same(limits.snapshot(), {
+      sending: 4,
+      waiting: 3,
+      byTenant: { a: 3, b: 1 },
+      byEndpoint: { x: 2, y: 1, w: 1 },
+    });
+    results.push(send("b", "w", "3", "w2"));
+    finish.get("x1")?.();
     await tick();
-    t.same(started, ["a1", "a2", "c1", "b1", "a3"], "one each under way: the first to ask");
-    finish.get("b1")?.();
+    t.same(started.at(-1), "w2", "a freed place goes to the tenant with fewer under way (b: 1, a: 2)");
+    finish.get("w1")?.();
     await tick();
-    t.same(started.at(-1), "b2", "job 2 has none under way again");
-    for (const name of ["a3", "b2", "c1"]) finish.get(name)?.();
+    t.same(started.at(-1), "z1", "then a's job 2 (none under way) before job 1's third to x");
+    finish.get("y1")?.();
     await tick();
-    t.same(started.at(-1), "a4");
-    finish.get("a4")?.();
-    t.same(await Promise.all([...results, other]), ["a1", "a2", "a3", "a4", "b1", "b2", "c1"]);
-    t.same(sends.snapshot(), {}, "nothing left counted");
+    t.same(started.at(-1), "x3", "one each under way: the first to ask");
+    for (const name of ["x2", "z1", "x3", "w2"]) finish.get(name)?.();
+    await tick();
+    t.same(started.at(-1), "z2");
+    finish.get("z2")?.();
+    t.same(await Promise.all(results), ["x1", "x2", "x3", "y1", "z1", "z2", "w1", "w2"]);
+    t.same(limits.snapshot(), { sending: 0, waiting: 0, byTenant: {}, byEndpoint: {} }, "nothing left counted");
   },
 );
 
@@ -135,7 +146,8 @@ t.test(
   async (t) => {
     const rig = await startWebhookRig(t, ca, {
       worker: false,
-      env: { WORKER_CONCURRENCY: "1" },
+      // One attempt at a time: the job's deliveries end one after another.
+      env: { WORKER_CONCURRENCY: "1", WORKER_MAX_SENDS: "1" },
       answer: () => ({ status: 204, delayMs: 400 }),
     });
     const { server } = rig;

@@ -10,6 +10,12 @@
 // A listen session (a subscription without a URL) is not sent to: each attempt is offered to its listener,
 // signed the same, and recorded by a later run once the listener's answer, or its timeout, is in
 // (worker/listener.ts); no run waits for the listener.
+// Reads of deliveries and records of attempts that happen together go in one statement each
+// (worker/batches.ts): an event's deliveries are read at once, and attempts that end while a record is on
+// its way are recorded together. Every attempt holds a place among the worker's sends while it is paced
+// and sent (worker/fairness.ts SendLimits: WORKER_MAX_SENDS, WEBHOOK_MAX_SENDS_PER_ENDPOINT, a tenant's
+// share); a job whose attempt had not started when the worker stopped fails, to run again later with its
+// attempt unspent.
 // A subscription with a rate limit has each attempt paced first (db/functions/pace_delivery.sql): when the
 // endpoint's budget is spent, the job is moved to the delivery's slot and this run returns at once, its
 // attempt unspent (worker/pacing.ts wakes the worker then); a slot never waits for the limit.
@@ -28,12 +34,16 @@ import { boundedMemo } from "../memo.ts";
 import { DEACTIVATED_MESSAGE, DISABLED_MESSAGE, MANUALLY_DISABLED_MESSAGE } from "../../db/webhooks/views.ts";
 import {
   failWithoutAttempt,
-  findDeliveryToSend,
+  findDeliveriesToSend,
   paceDelivery,
-  recordAttempt,
+  recordAttempts,
   type AttemptRecord,
+  type DeliveryToSend,
   type HealthRules,
 } from "../../db/webhooks/sending.ts";
+import type { TraceContext } from "../../db/trace-context.ts";
+import { Batches } from "../batches.ts";
+import { SendLimits } from "../fairness.ts";
 import { dropListenOffer } from "../../db/webhooks/listen-sessions.ts";
 import type { WakeUps } from "../pacing.ts";
 import { whileDatabaseAway } from "../database-waits.ts";
@@ -81,16 +91,43 @@ export function deliveryHeaders(attempt: {
   };
 }
 
+/** How a delivery's handling ended: handled (sent, recorded, or left alone), or not started because the worker stopped. */
+export type Handled = "handled" | "not started";
+
+/** Reads and records in flight at once from one worker: further ones go together in the next (worker/batches.ts). */
+const READS_IN_FLIGHT = 2;
+const RECORDS_IN_FLIGHT = 2;
+/** The most deliveries read, or attempts recorded, in one statement. */
+const LARGEST_BATCH = 200;
+
+export interface DeliveryHandler {
+  /** The deliver_webhook task. */
+  task: Task<"deliver_webhook">;
+  /**
+   * One delivery handled as a deliver_webhook job for `payload` would handle it, in a span of its own;
+   * `delivery` is the delivery as read for it already (a deliver_webhooks job reads its event's together).
+   */
+  handle(
+    payload: DeliverWebhookPayload,
+    helpers: Parameters<Task<"deliver_webhook">>[1],
+    delivery?: DeliveryToSend,
+  ): Promise<Handled>;
+  /** Reads deliveries for handle(), together. */
+  read(tenantId: string, deliveryIds: readonly string[]): Promise<(DeliveryToSend | undefined)[]>;
+}
+
 /**
  * `wakeUps` nudges the worker when a paced delivery falls due; `stopping` fires when the worker stops (a
- * record waiting for the database gives up then).
+ * record waiting for the database gives up then). `limits` bounds the attempts in flight (worker/fairness.ts
+ * SendLimits; by default the configuration's WORKER_MAX_SENDS and WEBHOOK_MAX_SENDS_PER_ENDPOINT).
  */
 export function deliverWebhook(
   services: Services,
-  settings: SendSettings = sendSettings(services.config.webhooks),
+  settings: SendSettings = sendSettings(services.config.webhooks, services.config.sends.perWorker),
   wakeUps?: WakeUps,
   stopping?: AbortSignal,
-): Task<"deliver_webhook"> {
+  limits: SendLimits = new SendLimits(services.config.sends),
+): DeliveryHandler {
   const { maxAttempts, retryWaitsSeconds, disableAfterFailedDeliveries, disableAfterFailingDays } =
     services.config.webhooks;
   const health = { disableAfterFailedDeliveries, disableAfterFailingDays };
@@ -106,28 +143,45 @@ export function deliverWebhook(
         return [];
       }
     });
-  return async (payload, helpers) => {
+  const reads = new Batches<{ tenantId: string; deliveryId: string }, DeliveryToSend | undefined>(
+    (wanted) => findDeliveriesToSend(services.db, wanted),
+    { inFlight: READS_IN_FLIGHT, largest: LARGEST_BATCH },
+  );
+  const records = new Batches<{ attempt: AttemptRecord; trace?: TraceContext | undefined }, boolean>(
+    (recorded) => recordAttempts(services.db, recorded),
+    { inFlight: RECORDS_IN_FLIGHT, largest: LARGEST_BATCH },
+  );
+  const handle: DeliveryHandler["handle"] = (payload, helpers, known) =>
+    // One span per delivery handled (a deliver_webhooks job handles several): its read, the attempt's
+    // request and the recorded outcome are its children.
+    inSpan(
+      "deliver webhook",
+      { attributes: { "integrator.tenant_id": payload.tenant_id, "integrator.delivery_id": payload.delivery_id } },
+      (span) => deliver(payload, helpers, span, known),
+    );
+  const task: Task<"deliver_webhook"> = async (payload, helpers) => {
     if (!isDeliverWebhookPayload(payload)) {
       helpers.logger.error(`deliver_webhook job ${helpers.job.id} has a malformed payload; dropped`);
       return;
     }
-    // One span per delivery handled (a deliver_webhooks job handles several): its read, the attempt's
-    // request and the recorded outcome are its children.
-    await inSpan(
-      "deliver webhook",
-      { attributes: { "integrator.tenant_id": payload.tenant_id, "integrator.delivery_id": payload.delivery_id } },
-      (span) => deliver(payload, helpers, span),
-    );
+    // Stopping before its attempt started: the job runs again later, its attempt unspent.
+    if ((await handle(payload, helpers)) === "not started") throw new Error("not started before the worker stopped");
+  };
+  return {
+    task,
+    handle,
+    read: (tenantId, deliveryIds) => Promise.all(deliveryIds.map((deliveryId) => reads.run({ tenantId, deliveryId }))),
   };
 
   async function deliver(
     payload: DeliverWebhookPayload,
     helpers: Parameters<Task<"deliver_webhook">>[1],
     span: SpanHandle | undefined,
-  ): Promise<void> {
+    known: DeliveryToSend | undefined,
+  ): Promise<Handled> {
     const { db } = services;
-    const delivery = await findDeliveryToSend(db, payload.tenant_id, payload.delivery_id);
-    if (!delivery || delivery.status !== "pending") return;
+    const delivery = known ?? (await reads.run({ tenantId: payload.tenant_id, deliveryId: payload.delivery_id }));
+    if (!delivery || delivery.status !== "pending") return "handled";
     span?.setAttributes({
       "integrator.subscription_id": delivery.subscription_id,
       "integrator.event_id": eventIdOf(delivery.event_id),
@@ -136,15 +190,15 @@ export function deliverWebhook(
     });
     // Queued for an attempt another run already recorded (its worker died before completing this job):
     // the job that attempt queued carries the next one.
-    if (payload.attempts !== undefined && payload.attempts !== delivery.attempts) return;
+    if (payload.attempts !== undefined && payload.attempts !== delivery.attempts) return "handled";
     if (!delivery.subscription_active) {
       await failWithoutAttempt(db, delivery.tenant_id, delivery.id, DEACTIVATED_MESSAGE);
-      return;
+      return "handled";
     }
     if (delivery.subscription_disabled) {
       const message = delivery.subscription_disabled_by === "manual" ? MANUALLY_DISABLED_MESSAGE : DISABLED_MESSAGE;
       await failWithoutAttempt(db, delivery.tenant_id, delivery.id, message);
-      return;
+      return "handled";
     }
     if (delivery.attempts >= maxAttempts) {
       // MAX_DELIVERY_ATTEMPTS was lowered while this delivery waited: it has had its attempts.
@@ -154,10 +208,15 @@ export function deliverWebhook(
         delivery.id,
         `No attempts left (MAX_DELIVERY_ATTEMPTS is ${maxAttempts})`,
       );
-      return;
+      return "handled";
     }
 
-    if (delivery.rate_limit_per_second !== null) {
+    /**
+     * The subscription's rate limit, right before the attempt: false when the delivery's job was moved to
+     * its turn (this run then leaves it).
+     */
+    const paced = async (): Promise<boolean> => {
+      if (delivery.rate_limit_per_second === null) return true;
       const waitMs = await paceDelivery(
         db,
         {
@@ -169,11 +228,10 @@ export function deliverWebhook(
         },
         payload.pacing_generation,
       );
-      if (waitMs !== undefined) {
-        wakeUps?.after(waitMs);
-        return;
-      }
-    }
+      if (waitMs === undefined) return true;
+      wakeUps?.after(waitMs);
+      return false;
+    };
 
     let secret: string;
     try {
@@ -189,7 +247,7 @@ export function deliverWebhook(
         delivery.id,
         "The subscription's signing secret could not be read; the delivery was not sent",
       );
-      return;
+      return "handled";
     }
     // Every secret that signs now, newest first: during a rotation's overlap window the previous one too.
     const secrets = [secret, ...openPreviousSecrets(delivery.secrets_encrypted.slice(1))];
@@ -239,7 +297,7 @@ export function deliverWebhook(
       // With tracing on, a retry's job continues this delivery's trace.
       const trace = currentTraceCarrier();
       const record = (recorded: AttemptRecord) =>
-        whileDatabaseAway(() => recordAttempt(db, recorded, trace), {
+        whileDatabaseAway(() => records.run({ attempt: recorded, trace }), {
           ...(stopping ? { stopping } : {}),
           onWait: () =>
             services.logger.warn(
@@ -263,41 +321,55 @@ export function deliverWebhook(
     // A listen session (no URL): the attempt is offered to its listener, signed as it would be sent, and
     // recorded once the listener's answer (or its timeout) is in (worker/listener.ts); no run waits for it.
     if (delivery.url === null) {
+      if (!(await paced())) return "handled";
       const turn = await listenTurn(db, delivery, (at) => ({
         body,
         headers: { ...signedHeaders(at), "Content-Length": String(Buffer.byteLength(body)) },
       }));
-      if (turn.kind !== "answered") return;
+      if (turn.kind !== "answered") return "handled";
       await recordOutcome(turn.outcome, turn.attemptedAt, LISTEN_HEALTH);
       await dropListenOffer(db, delivery.tenant_id, delivery.id, turn.attempt);
-      return;
+      return "handled";
     }
 
     const url = delivery.url;
-    const attemptedAt = new Date();
-    const outcome = await inSpan(
-      "POST",
-      {
-        kind: "client",
-        attributes: () => ({
-          ...attemptAttributes(url, delivery.attempts + 1),
-          "integrator.tenant_id": delivery.tenant_id,
-          "integrator.delivery_id": delivery.id,
-          "integrator.subscription_id": delivery.subscription_id,
-        }),
-      },
-      async (attemptSpan) => {
-        const sent = await sendWebhook(
-          { url, body, headers: signedHeaders(attemptedAt) },
-          settings,
-          helpers.abortSignal,
+    // The attempt waits for a place among the worker's sends (per worker, per tenant, per endpoint); it
+    // is paced and sent holding it, and recorded after.
+    const sent = await limits.run(
+      { tenant: delivery.tenant_id, endpoint: delivery.subscription_id, job: helpers.job.id },
+      async (): Promise<{ outcome: SendOutcome; attemptedAt: Date } | Handled> => {
+        // Stopping: what has not started waits for the job's next run, with its attempt unspent.
+        if (helpers.abortSignal?.aborted) return "not started";
+        if (!(await paced())) return "handled";
+        const attemptedAt = new Date();
+        const outcome = await inSpan(
+          "POST",
+          {
+            kind: "client",
+            attributes: () => ({
+              ...attemptAttributes(url, delivery.attempts + 1),
+              "integrator.tenant_id": delivery.tenant_id,
+              "integrator.delivery_id": delivery.id,
+              "integrator.subscription_id": delivery.subscription_id,
+            }),
+          },
+          async (attemptSpan) => {
+            const answer = await sendWebhook(
+              { url, body, headers: signedHeaders(attemptedAt) },
+              settings,
+              helpers.abortSignal,
+            );
+            attemptSpan?.setAttributes({ "http.response.status_code": answer.responseCode ?? undefined });
+            if (!answer.delivered) attemptSpan?.fail(answer.errorClass, answer.errorMessage);
+            return answer;
+          },
         );
-        attemptSpan?.setAttributes({ "http.response.status_code": sent.responseCode ?? undefined });
-        if (!sent.delivered) attemptSpan?.fail(sent.errorClass, sent.errorMessage);
-        return sent;
+        return { outcome, attemptedAt };
       },
     );
-    await recordOutcome(outcome, attemptedAt, health);
+    if (typeof sent === "string") return sent;
+    await recordOutcome(sent.outcome, sent.attemptedAt, health);
+    return "handled";
   }
 }
 

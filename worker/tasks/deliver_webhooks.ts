@@ -1,27 +1,26 @@
 // deliver_webhooks: an event's deliveries in one job (queued by integrator.emit_event when an event
-// matches several subscriptions, through db/functions/queue_delivery_jobs.sql). Each delivery is handled
-// exactly as a deliver_webhook job for its attempt would handle it (`deliverOne`): sent, recorded, its
-// retry queued as a job of its own; a delivery no longer at the job's attempt (sent by an earlier run of
-// this job) is left alone.
-// At most WORKER_CONCURRENCY of one tenant's deliveries send at once in this worker, across all such
-// jobs (worker/fairness.ts TenantSends), and the job's lock is renewed as its deliveries end (at most
-// every LOCK_RENEWAL_MS), so the health check tells a job making progress from a stuck one. The job
-// fails, and graphile-worker runs it again later, when the handling of one of its deliveries failed or
-// the worker stopped before starting some; the rerun sends only what is still at the job's attempt.
+// matches several subscriptions, through db/functions/queue_delivery_jobs.sql). The deliveries are read
+// together, in one statement, and each is then handled exactly as a deliver_webhook job for its attempt
+// would handle it (DeliveryHandler.handle): sent, recorded, its retry queued as a job of its own; a
+// delivery no longer at the job's attempt (sent by an earlier run of this job) is left alone.
+// They send concurrently, within the worker's bounds on attempts in flight (worker/fairness.ts
+// SendLimits: per worker, per tenant, per endpoint), and the job's lock is renewed as its deliveries end
+// (at most every LOCK_RENEWAL_MS), so the health check tells a job making progress from a stuck one. The
+// job fails, and graphile-worker runs it again later, when the handling of one of its deliveries failed
+// or the worker stopped before starting some; the rerun sends only what is still at the job's attempt.
 import type { Task } from "graphile-worker";
 import { isDeliverWebhooksPayload } from "../../db/jobs.ts";
 import { renewJobLock } from "../../db/job-queue.ts";
 import type { Services } from "../../foundation/services.ts";
 import { errorMessage } from "../../foundation/error-message.ts";
-import type { TenantSends } from "../fairness.ts";
+import type { DeliveryHandler } from "./deliver_webhook.ts";
 
 /** How often, at most, a running deliver_webhooks job renews its lock (well inside the 5 minutes that make a job overdue). */
 export const LOCK_RENEWAL_MS = 30_000;
 
 export function deliverWebhooks(
   services: Services,
-  deliverOne: Task<"deliver_webhook">,
-  sends: TenantSends,
+  deliveries: DeliveryHandler,
   lockRenewalMs = LOCK_RENEWAL_MS,
 ): Task<"deliver_webhooks"> {
   return async (payload, helpers) => {
@@ -37,22 +36,18 @@ export function deliverWebhooks(
       renewedAt = performance.now();
       await renewJobLock(services.db, jobId, lockedBy).catch(() => undefined);
     };
+    const deliveryIds = [...new Set(payload.delivery_ids)];
+    const found = await deliveries.read(tenant_id, deliveryIds);
     let notStarted = 0;
     const failures: string[] = [];
     await Promise.all(
-      [...new Set(payload.delivery_ids)].map(async (delivery_id) => {
-        await sends.run(tenant_id, jobId, async () => {
-          // Stopping: what has not started waits for the job's next run, with its attempt unspent.
-          if (helpers.abortSignal?.aborted) {
-            notStarted++;
-            return;
-          }
-          try {
-            await deliverOne({ tenant_id, delivery_id, attempts }, helpers);
-          } catch (error) {
-            failures.push(`${delivery_id}: ${errorMessage(error)}`);
-          }
-        });
+      deliveryIds.map(async (delivery_id, index) => {
+        try {
+          const handled = await deliveries.handle({ tenant_id, delivery_id, attempts }, helpers, found[index]);
+          if (handled === "not started") notStarted++;
+        } catch (error) {
+          failures.push(`${delivery_id}: ${errorMessage(error)}`);
+        }
         await progressed();
       }),
     );

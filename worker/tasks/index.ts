@@ -6,7 +6,6 @@ import type { Services } from "../../foundation/services.ts";
 import { deliverWebhook } from "./deliver_webhook.ts";
 import { deliverWebhooks } from "./deliver_webhooks.ts";
 import { endListenSessionTask } from "./end_listen_session.ts";
-import { TenantSends } from "../fairness.ts";
 import type { WakeUps } from "../pacing.ts";
 import { purgeIdempotencyKeys } from "./purge_idempotency_keys.ts";
 import { purgeWebhookDeliveries } from "./purge_webhook_deliveries.ts";
@@ -25,15 +24,12 @@ export function taskList(
   services: Services,
   options: { lockRenewalMs?: number; wakeUps?: WakeUps; stopping?: AbortSignal } = {},
 ): Tasks {
-  const deliverOne = deliverWebhook(services, undefined, options.wakeUps, options.stopping);
+  const deliveries = deliverWebhook(services, undefined, options.wakeUps, options.stopping);
   // With tracing on, each job runs in a span of its own (worker/job-spans.ts).
   const span = tracingIsOn() ? traced : <N extends JobName>(_name: N, task: Task<N>) => task;
   return {
-    deliver_webhook: span("deliver_webhook", deliverOne),
-    deliver_webhooks: span(
-      "deliver_webhooks",
-      deliverWebhooks(services, deliverOne, new TenantSends(services.config.workerConcurrency), options.lockRenewalMs),
-    ),
+    deliver_webhook: span("deliver_webhook", deliveries.task),
+    deliver_webhooks: span("deliver_webhooks", deliverWebhooks(services, deliveries, options.lockRenewalMs)),
     end_listen_session: span("end_listen_session", endListenSessionTask(services)),
     purge_idempotency_keys: span("purge_idempotency_keys", purgeIdempotencyKeys(services)),
     purge_webhook_deliveries: span("purge_webhook_deliveries", purgeWebhookDeliveries(services)),
