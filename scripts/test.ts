@@ -6,10 +6,11 @@
 // Prints a last line "N passed, N failed" from tap's totals (plus one failure for unexercised operations).
 // When the whole suite runs or the rolling-upgrade test is named, a checkout of the previous release with its
 // own packages is prepared first (test/helpers/previous-release.ts), beside the template's migration.
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import { createDatabase, createDatabaseOnServer, dropDatabaseOnServer } from "../db/database.ts";
 import { migrateAll } from "../app/services.ts";
 import { coverageReport, OPERATIONS_DIR_ENV } from "./operation-coverage.ts";
@@ -50,9 +51,32 @@ async function previousRelease(): Promise<Record<string, string>> {
   }
 }
 
+const ROOT = path.join(import.meta.dirname, "..");
+const TAP_BIN = path.join(ROOT, "node_modules", "tap", "dist", "esm", "run.mjs");
+/** tap's version and package.json's tap plugin list as of the last `tap build` of this install. */
+const TAP_BUILT_FOR = path.join(ROOT, "node_modules", ".cache", "tap-plugins-built.json");
+
+/**
+ * tap builds its plugin set afresh when package.json's differs from the one it was installed with, but the
+ * test processes of that run still get the installed set's loaders (a TypeScript loader and the mock loader
+ * in every process: a fresh clone's first run took half as long again). So `tap build` runs first, once
+ * per install of tap and again after the plugin list changes.
+ */
+async function buildTapPlugins(): Promise<void> {
+  const read = (file: string) => JSON.parse(fs.readFileSync(path.join(ROOT, file), "utf8")) as unknown;
+  const manifest = read("package.json") as { tap?: { plugin?: string[] } };
+  const tap = read("node_modules/tap/package.json") as { version: string };
+  const wanted = JSON.stringify({ tap: tap.version, plugin: manifest.tap?.plugin ?? [] });
+  if (fs.existsSync(TAP_BUILT_FOR) && fs.readFileSync(TAP_BUILT_FOR, "utf8") === wanted) return;
+  await promisify(execFile)(process.execPath, [TAP_BIN, "build"], { cwd: ROOT });
+  fs.mkdirSync(path.dirname(TAP_BUILT_FOR), { recursive: true });
+  fs.writeFileSync(TAP_BUILT_FOR, wanted);
+}
+
 async function main(): Promise<number> {
   const tapArgs = process.argv.slice(2);
   const previous = runsUpgradeTest(tapArgs) ? previousRelease() : Promise.resolve({});
+  const tapPlugins = buildTapPlugins();
   const postgres = await throwawayPostgres("integrator-test", NON_DURABLE);
   const { adminUrl } = postgres;
 
@@ -67,18 +91,10 @@ async function main(): Promise<number> {
   // Only the whole suite can tell whether an operation is never exercised.
   const operationsDir =
     tapArgs.length === 0 ? fs.mkdtempSync(path.join(os.tmpdir(), "integrator-operations-")) : undefined;
-  const tapBin = path.join(
-    path.dirname(new URL(import.meta.url).pathname),
-    "..",
-    "node_modules",
-    "tap",
-    "dist",
-    "esm",
-    "run.mjs",
-  );
+  await tapPlugins;
   const output: string[] = [];
   const code = await new Promise<number>((resolve) => {
-    const child = spawn(process.execPath, [tapBin, NO_FILE_TRACKING, ...tapArgs], {
+    const child = spawn(process.execPath, [TAP_BIN, NO_FILE_TRACKING, ...tapArgs], {
       stdio: ["ignore", "pipe", "inherit"],
       env: {
         ...process.env,
