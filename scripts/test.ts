@@ -14,7 +14,7 @@ import { promisify } from "node:util";
 import { createDatabase, createDatabaseOnServer, dropDatabaseOnServer } from "../db/database.ts";
 import { migrateAll } from "../app/services.ts";
 import { coverageReport, OPERATIONS_DIR_ENV } from "./operation-coverage.ts";
-import { bundleDocument } from "./openapi-source.ts";
+import { bundleDocument, ROOT } from "./openapi-source.ts";
 import { throwawayPostgres, withDatabase } from "./throwaway-postgres.ts";
 import {
   PREVIOUS_RELEASE,
@@ -29,7 +29,7 @@ const TEMPLATE = "integrator_test_template";
 // (PostgreSQL's "Non-Durable Settings"); with it, each DROP DATABASE of a file's clone waited seconds for
 // the disk when other work was writing to it.
 const NON_DURABLE = { fsync: "off" };
-const COMPILE_CACHE = path.join(import.meta.dirname, "..", "node_modules", ".cache", "node-compile-cache");
+const COMPILE_CACHE = path.join(ROOT, "node_modules", ".cache", "node-compile-cache");
 // tap loads @tapjs/processinfo into every process of a test file, which reads and records each module the
 // process loads (for `tap --changed` and coverage, neither of which this suite uses): about 0.35 s of CPU
 // for each process that loads the app. Its exclusion pattern, matching every file, turns the recording off.
@@ -51,7 +51,6 @@ async function previousRelease(): Promise<Record<string, string>> {
   }
 }
 
-const ROOT = path.join(import.meta.dirname, "..");
 const TAP_BIN = path.join(ROOT, "node_modules", "tap", "dist", "esm", "run.mjs");
 /** tap's version and package.json's tap plugin list as of the last `tap build` of this install. */
 const TAP_BUILT_FOR = path.join(ROOT, "node_modules", ".cache", "tap-plugins-built.json");
