@@ -14,14 +14,37 @@ export interface ThrowawayPostgres {
   stop(): Promise<void>;
 }
 
+/**
+ * A port for a server another process will open: free now, and outside the kernel's ephemeral range
+ * (ip_local_port_range), which no outgoing connection and no `listen(0)` is ever given, so nothing else takes
+ * it before that process binds it. Checked by binding it on every address, as a server listening without a
+ * host does.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+  const lowest = 10_000;
+  const ephemeralStart = Math.min(32_768, ephemeralRangeStart() ?? 32_768);
+  for (let tries = 0; tries < 100; tries++) {
+    const port = lowest + Math.floor(Math.random() * (ephemeralStart - lowest));
+    if (await bindable(port)) return port;
+  }
+  throw new Error(`no free port between ${lowest} and ${ephemeralStart} after 100 tries`);
+}
+
+/** The first port of Linux's ephemeral range; undefined elsewhere (macOS's starts at 49152, above 32768). */
+function ephemeralRangeStart(): number | undefined {
+  try {
+    const first = Number(fs.readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
+    return Number.isInteger(first) && first > 10_000 ? first : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
+    server.once("error", () => resolve(false));
+    server.listen(port, () => server.close(() => resolve(true)));
   });
 }
 
