@@ -118,7 +118,7 @@ async function main(): Promise<number> {
   await dropDatabaseOnServer(adminUrl, TEMPLATE).catch(() => undefined);
   await postgres.stop();
 
-  // tap's base reporter ends with "Asserts:  N pass  N fail ..." (colour codes stripped).
+  // tap's terse reporter (package.json) ends with "Asserts:  N pass  N fail ..." (colour codes stripped).
   const text = output.join("").replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "");
   const totals = [...text.matchAll(/Asserts:\s+(\d+) pass\s+(\d+) fail/g)].at(-1);
   const passed = totals ? Number(totals[1]) : 0;
