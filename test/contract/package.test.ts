@@ -11,7 +11,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import t from "tap";
 import { tempDir } from "../helpers/temp-dir.ts";
-import { runAdminCli } from "../helpers/admin-cli.ts";
+import { runAdminCommand } from "../helpers/admin-cli.ts";
 import { createTestTenant, startReplica, tokenRequest } from "../helpers/server.ts";
 import { startWebhookRig, testCa } from "../helpers/webhooks.ts";
 import { waitFor } from "../helpers/wait.ts";
@@ -63,12 +63,14 @@ t.test("the contract package", async (t) => {
     });
     return JSON.parse(stdout);
   };
-  /** An API client of a tenant, made as an operator makes one. */
+  /** An API client of a tenant, made with the command an operator runs (the CLI's own run: test/contract/listen-command). */
   const apiClient = async (tenantId: string) => {
-    const created = await runAdminCli(rig.server, ["client:create", "--tenant", tenantId, "--roles", "client_admin"]);
-    t.equal(created.code, 0, "npm run admin -- client:create");
-    const { client_id, client_secret } = JSON.parse(created.stdout);
-    return { CLIENT_ID: client_id as string, CLIENT_SECRET: client_secret as string };
+    const { client_id, client_secret } = (await runAdminCommand(rig.server.services, "client:create", {
+      tenant: tenantId,
+      roles: "client_admin",
+    })) as { client_id: string; client_secret: string };
+    t.ok(client_id && client_secret, "client:create");
+    return { CLIENT_ID: client_id, CLIENT_SECRET: client_secret };
   };
   const submissionsOf = async (tenantId: string) =>
     Number(
