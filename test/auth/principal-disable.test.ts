@@ -2,7 +2,7 @@
 // refused within AUTH_REFRESH_SECONDS; user:create reads the password from standard input, never argv.
 import { randomUUID } from "node:crypto";
 import t from "tap";
-import { runAdminCli } from "../helpers/admin-cli.ts";
+import { runAdminCli, runAdminCommand } from "../helpers/admin-cli.ts";
 import { createTestTenant, startTestServer, pollWithToken, tokenRequest } from "../helpers/server.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { registerClient } from "../../handlers/auth/principals.ts";
@@ -71,12 +71,14 @@ t.test(
     const home = await createTestTenant(server.services, ["client_admin"], "The platform's own tenant");
     const customer = await createTestTenant(server.services, ["client_admin"], "A customer tenant");
     const username = `platform-${randomUUID().slice(0, 8)}`;
-    const created = await runAdminCli(
-      server,
-      ["user:create", "--tenant", home.tenantId, "--username", username, "--roles", "platform_admin"],
-      { stdin: "correct horse battery\n" },
-    );
-    t.equal(created.code, 0);
+    // user:create and user:disable through the CLI are the first test's; here they only set the scene.
+    const created = (await runAdminCommand(
+      server.services,
+      "user:create",
+      { tenant: home.tenantId, username, roles: "platform_admin" },
+      "correct horse battery\n",
+    )) as { username: string };
+    t.equal(created.username, username);
     const granted = await tokenRequest(server, { grant_type: "password", username, password: "correct horse battery" });
     const { access_token } = (await granted.json()) as { access_token: string };
     const link = await server.request(`/v1/webhooks/portal-sessions?tenant_id=${customer.tenantId}`, {
@@ -89,7 +91,7 @@ t.test(
       server.request("/v1/webhooks/subscriptions", { token: portalToken }).then((res) => res.status);
     t.equal(await listWithPortal(), 200, "the link works for the customer's webhooks");
 
-    t.equal((await runAdminCli(server, ["user:disable", "--username", username])).code, 0);
+    t.match(await runAdminCommand(server.services, "user:disable", { username }), { username });
     const refused = await waitFor(listWithPortal, (status) => status === 401, { seconds: 15 });
     t.equal(refused, 401, "the link dies with the admin who made it, within AUTH_REFRESH_SECONDS");
     t.equal(

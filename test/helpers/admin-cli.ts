@@ -1,8 +1,11 @@
-// Runs the real admin CLI (`node admin/main.ts ...`) against a test server's database.
+// Runs the real admin CLI (`node admin/main.ts ...`) against a test server's database, or one of its
+// commands in this process.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import type { TestServer } from "./server.ts";
+import type { Services } from "../../foundation/services.ts";
+import { adminCommands } from "../../admin/commands.ts";
 
 export function runAdminCli(
   server: Pick<TestServer, "env">,
@@ -26,4 +29,20 @@ export function runAdminCli(
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
     child.on("close", (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/**
+ * Runs an admin CLI command in this process on `services` (a test server's): the command's own rules and
+ * result, without the start of a process. What the CLI adds (flag parsing, exit codes, stderr, the JSON on
+ * stdout) is what runAdminCli checks.
+ */
+export function runAdminCommand(
+  services: Services,
+  name: string,
+  flags: Record<string, string>,
+  stdin?: string,
+): Promise<unknown> {
+  const command = adminCommands[name];
+  if (!command) throw new Error(`the admin CLI has no command ${name}`);
+  return command.run(services, flags, stdin);
 }

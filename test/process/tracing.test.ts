@@ -321,23 +321,55 @@ t.test(
   },
 );
 
+// A preload that records, at exit, every module loaded of OpenTelemetry's SDK, exporters and
+// instrumentations and of import-in-the-middle (the API alone, @opentelemetry/api, is loaded by
+// prom-client whatever the settings, and does nothing until an SDK registers), and which of the API's
+// globals (tracer provider, context manager, propagator) were registered.
+const LOADED_MODULES_PRELOAD = `
+import { registerHooks } from "node:module";
+import fs from "node:fs";
+const seen = new Set();
+registerHooks({
+  load(url, context, nextLoad) {
+    if (/@opentelemetry\\/(?!api\\/)|import-in-the-middle/.test(url)) seen.add(url);
+    return nextLoad(url, context);
+  },
+});
+process.on("exit", () => {
+  const registered = Object.keys(globalThis[Symbol.for("opentelemetry.js.api.1")] ?? {}).filter((key) => key !== "version");
+  fs.writeFileSync(process.env.LOADED_MODULES_FILE, JSON.stringify({ modules: [...seen], registered }));
+});
+`;
+
 t.test(
   "no span holds a credential or signature from a query string: url.query is masked exactly as the request log masks it",
   async (t) => {
     const databaseUrl = await createTestDatabase(t);
     const otlp = await startOtlpReceiver(t);
-    const api = await startMainProcess(t, {
-      NODE_ENV: "test",
-      DATABASE_URL: databaseUrl,
-      ENCRYPTION_KEY: randomBytes(32).toString("hex"),
-      DATA_DIR: tempDir(t, "integrator-tracing-query-"),
-      PORT: "0",
-      LOG_LEVEL: "info",
-      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: otlp.url,
-      OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "http/json",
-      OTEL_BSP_SCHEDULE_DELAY: "100",
-    });
-    const base = `http://127.0.0.1:${api.port}`;
+    // Every role in one process, with the preload the next test's processes have: this process is also that
+    // test's run with tracing on, which shows its checks can fail.
+    const dir = tempDir(t, "integrator-tracing-query-");
+    const preload = path.join(dir, "record-loaded-modules.mjs");
+    fs.writeFileSync(preload, LOADED_MODULES_PRELOAD);
+    const loadedFile = path.join(dir, "loaded.json");
+    const service = await startMainProcess(
+      t,
+      {
+        NODE_ENV: "test",
+        DATABASE_URL: databaseUrl,
+        ENCRYPTION_KEY: randomBytes(32).toString("hex"),
+        DATA_DIR: dir,
+        PORT: "0",
+        LOG_LEVEL: "info",
+        NODE_OPTIONS: `--import=${pathToFileURL(preload).href}`,
+        LOADED_MODULES_FILE: loadedFile,
+        OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url.replace(/\/v1\/traces$/, ""),
+        OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+        OTEL_BSP_SCHEDULE_DELAY: "100",
+      },
+      { args: [] },
+    );
+    const base = `http://127.0.0.1:${service.port}`;
     const secret = (name: string) => `${name}-${randomBytes(12).toString("hex")}`;
     const secrets = [
       "access_token",
@@ -394,35 +426,31 @@ t.test(
     for (const [name, value] of secrets) t.notOk(exported.includes(value), `no exported byte holds the ${name}`);
     for (const [what, value] of headerSecrets) t.notOk(exported.includes(value), `no exported byte holds ${what}`);
     // The span's path and query are the log line's URL, request by request.
-    const logged = new Map(api.logLines().map((line) => [line.request_id, (line.req as { url?: string })?.url]));
+    const logged = new Map(service.logLines().map((line) => [line.request_id, (line.req as { url?: string })?.url]));
     for (const span of servers) {
       const url = `${String(span.values["url.path"])}?${String(span.values["url.query"])}`;
       t.equal(url, logged.get(span.values["integrator.request_id"]), `${span.name}: as the log shows it`);
       t.match(url, /access_token=\[Redacted\]|ACCESS_TOKEN=\[Redacted\]|access%5Ftoken=\[Redacted\]/, "masked");
       t.match(url, /limit=5$/, "the rest kept");
     }
+
+    // With an endpoint the SDK is loaded and exports the health request's span.
+    const answered = await fetch(`${base}/v1/health`);
+    t.equal(answered.status, 200, "the service answers");
+    service.child.kill("SIGTERM");
+    t.match(await service.exited, { code: 0 }, "it stops cleanly");
+    const traced = JSON.parse(fs.readFileSync(loadedFile, "utf8")) as { modules: string[]; registered: string[] };
+    t.ok(
+      traced.modules.some((url) => url.includes("@opentelemetry/sdk-trace")),
+      "with an endpoint the SDK is loaded",
+    );
+    t.ok(traced.registered.includes("trace"), "and its tracer provider registered");
+    t.ok(
+      otlp.spans.some((span) => span.service === "integrator" && span.name === "GET /v1/health"),
+      "and the request's span is exported (service.name integrator for every role in one process)",
+    );
   },
 );
-
-// A preload that records, at exit, every module loaded of OpenTelemetry's SDK, exporters and
-// instrumentations and of import-in-the-middle (the API alone, @opentelemetry/api, is loaded by
-// prom-client whatever the settings, and does nothing until an SDK registers), and which of the API's
-// globals (tracer provider, context manager, propagator) were registered.
-const LOADED_MODULES_PRELOAD = `
-import { registerHooks } from "node:module";
-import fs from "node:fs";
-const seen = new Set();
-registerHooks({
-  load(url, context, nextLoad) {
-    if (/@opentelemetry\\/(?!api\\/)|import-in-the-middle/.test(url)) seen.add(url);
-    return nextLoad(url, context);
-  },
-});
-process.on("exit", () => {
-  const registered = Object.keys(globalThis[Symbol.for("opentelemetry.js.api.1")] ?? {}).filter((key) => key !== "version");
-  fs.writeFileSync(process.env.LOADED_MODULES_FILE, JSON.stringify({ modules: [...seen], registered }));
-});
-`;
 
 t.test("with tracing off no OpenTelemetry module is loaded and nothing is exported", async (t) => {
   const databaseUrl = await createTestDatabase(t);
@@ -473,19 +501,5 @@ t.test("with tracing off no OpenTelemetry module is loaded and nothing is export
     "OTEL_SDK_DISABLED=true beside an endpoint: none either",
   );
   t.same(otlp.bodies, [], "nothing was exported");
-
-  // The same run with an endpoint loads the SDK and exports the health request's span: the checks above can fail.
-  const traced = await run("tracing on", {
-    OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url.replace(/\/v1\/traces$/, ""),
-    OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
-  });
-  t.ok(
-    traced.modules.some((url) => url.includes("@opentelemetry/sdk-trace")),
-    "with an endpoint the SDK is loaded",
-  );
-  t.ok(traced.registered.includes("trace"), "and its tracer provider registered");
-  t.ok(
-    otlp.spans.some((span) => span.service === "integrator" && span.name === "GET /v1/health"),
-    "and the request's span is exported (service.name integrator for every role in one process)",
-  );
+  // The same run with an endpoint loads the SDK and exports (the test above): the checks here can fail.
 });

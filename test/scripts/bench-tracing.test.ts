@@ -11,8 +11,9 @@ t.test("bench:intake --tracing reports the sink's exports and exits", async (t) 
     process.execPath,
     [
       "scripts/bench/intake.ts",
+      // One scenario, the one checked below: each further one is a warm-up and a floor and a service segment more.
       "--only",
-      "no Idem",
+      "submit, no Idem",
       "--rounds",
       "1",
       "--connections",
