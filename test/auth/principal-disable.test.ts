@@ -3,12 +3,18 @@
 import { randomUUID } from "node:crypto";
 import t from "tap";
 import { runAdminCli, runAdminCommand } from "../helpers/admin-cli.ts";
-import { createTestTenant, startTestServer, pollWithToken, tokenRequest } from "../helpers/server.ts";
+import { createTestTenant, startTestServer, pollWithToken, tokenRequest, type TestServer } from "../helpers/server.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { registerClient } from "../../handlers/auth/principals.ts";
 
+// One server for every case: each has tenants and principals of its own.
+let server: TestServer;
+
+t.before(async () => {
+  server = await startTestServer(t, { env: { AUTH_REFRESH_SECONDS: "1" } });
+});
+
 t.test("user:disable: the user's existing tokens stop working and the password grant refuses it", async (t) => {
-  const server = await startTestServer(t, { env: { AUTH_REFRESH_SECONDS: "1" } });
   const tenant = await createTestTenant(server.services);
   const username = `disable-${randomUUID().slice(0, 8)}`;
   const created = await runAdminCli(
@@ -39,7 +45,6 @@ t.test("user:disable: the user's existing tokens stop working and the password g
 });
 
 t.test("client:disable: the client's existing tokens stop working and client_credentials refuses it", async (t) => {
-  const server = await startTestServer(t, { env: { AUTH_REFRESH_SECONDS: "1" } });
   const tenant = await createTestTenant(server.services);
   const client = await registerClient(server.services.db, { tenantId: tenant.tenantId, roles: ["client_admin"] });
   const grant = () =>
@@ -67,7 +72,6 @@ t.test("client:disable: the client's existing tokens stop working and client_cre
 t.test(
   "a portal link a platform_admin made for another tenant stops working when that admin is disabled",
   async (t) => {
-    const server = await startTestServer(t, { env: { AUTH_REFRESH_SECONDS: "1" } });
     const home = await createTestTenant(server.services, ["client_admin"], "The platform's own tenant");
     const customer = await createTestTenant(server.services, ["client_admin"], "A customer tenant");
     const username = `platform-${randomUUID().slice(0, 8)}`;
@@ -103,7 +107,6 @@ t.test(
 );
 
 t.test("a portal credential that does not name the tenant of its creator is refused", async (t) => {
-  const server = await startTestServer(t);
   const tenant = await createTestTenant(server.services);
   const anonymous = await server.services.tokens.issue({
     subject: tenant.subject,

@@ -1,10 +1,19 @@
-// A number JSON.parse overflows to ±Infinity (1e400) is refused before any handler runs: 422 finite_number
-// on token-protected operations, 400 CALLBACK_PAYLOAD_INVALID on partner callbacks; never a 500, and
-// nothing at error level in the log.
+// Numbers a JavaScript number cannot hold as sent are refused wherever they sit in a JSON body, before any
+// handler runs; never a 500, and nothing at error level in the log. A number JSON.parse overflows to
+// ±Infinity (1e400) is 422 finite_number on token-protected operations, 400 CALLBACK_PAYLOAD_INVALID on
+// partner callbacks. An integer literal beyond ±(2^53−1) (RFC 7493 I-JSON) is 422 value_error at its path;
+// it used to be rounded silently (9007199254740993 stored as 9007199254740992) in item_metadata.
 import { Writable } from "node:stream";
 import t from "tap";
 import { createTestTenant, startTestServer } from "../helpers/server.ts";
 import { createTestPartner } from "../helpers/partners.ts";
+
+interface Issue {
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+  input?: unknown;
+}
 
 function logCollector() {
   const lines: { level: string; msg?: string }[] = [];
@@ -18,7 +27,7 @@ function logCollector() {
   return { lines, destination };
 }
 
-t.test("non-finite numbers", async (t) => {
+t.test("numbers a JavaScript number cannot hold", async (t) => {
   const log = logCollector();
   const server = await startTestServer(t, { logDestination: log.destination });
   const tenant = await createTestTenant(server.services);
@@ -83,6 +92,71 @@ t.test("non-finite numbers", async (t) => {
     t.equal(res.status, 400);
     const body = (await res.json()) as { error: { code: string } };
     t.equal(body.error.code, "CALLBACK_PAYLOAD_INVALID");
+  });
+
+  t.test("integers beyond 2^53", async (t) => {
+    const submissions = async () =>
+      Number(
+        ((await server.services.db("integrator.intake_submissions").count("* as count").first()) as { count: string })
+          .count,
+      );
+    const item = (metadata: string) =>
+      `{"filename":"a.pdf","file_size":1,"mime_type":"application/pdf","item_metadata":${metadata}}`;
+
+    t.test("in item_metadata: 422 value_error at its path, nothing stored", async (t) => {
+      const before = await submissions();
+      const res = await post(
+        "/v1/intake/submit",
+        item('{"claim":9007199254740993,"ids":[1,-12345678901234567890],"ok":9007199254740991}'),
+        tenant.token,
+      );
+      t.equal(res.status, 422);
+      const { detail } = (await res.json()) as { detail: Issue[] };
+      t.same(
+        detail.map((issue) => [issue.loc, issue.type]),
+        [
+          [["body", "item_metadata", "claim"], "value_error"],
+          [["body", "item_metadata", "ids", 1], "value_error"],
+        ],
+      );
+      t.match(detail[0]?.msg, /2\^53/);
+      t.equal(await submissions(), before);
+    });
+
+    t.test("in a batch item's metadata: at that item's path", async (t) => {
+      const res = await post(
+        "/v1/intake/batch",
+        `{"items":[${item("{}")},${item('{"n":{"deep":18446744073709551616}}')}]}`,
+        tenant.token,
+      );
+      t.equal(res.status, 422);
+      const { detail } = (await res.json()) as { detail: Issue[] };
+      t.same(
+        detail.map((issue) => issue.loc),
+        [["body", "items", 1, "item_metadata", "n", "deep"]],
+      );
+    });
+
+    t.test("the largest exact integers, long digit strings and fractions are kept as sent", async (t) => {
+      const metadata = '{"max":9007199254740991,"min":-9007199254740991,"text":"12345678901234567890","f":1.5e300}';
+      const res = await post("/v1/intake/submit", item(metadata), tenant.token);
+      t.equal(res.status, 201);
+      const { id } = (await res.json()) as { id: string };
+      const detail = await server.request(`/v1/intake/submissions/${id}`, { token: tenant.token });
+      const { items } = (await detail.json()) as { items: { item_metadata: unknown }[] };
+      t.same(items[0]?.item_metadata, JSON.parse(metadata));
+    });
+
+    t.test("in a field the document does not declare, the field itself is refused", async (t) => {
+      const res = await post(
+        "/v1/intake/submit",
+        '{"filename":"a.pdf","file_size":1,"mime_type":"application/pdf","extra":-9007199254740993}',
+        tenant.token,
+      );
+      t.equal(res.status, 422);
+      const { detail } = (await res.json()) as { detail: Issue[] };
+      t.match(detail, [{ loc: ["body", "extra"], type: "extra_forbidden" }]);
+    });
   });
 
   t.test("none of them wrote an error-level line or reached the unexpected-error report", async (t) => {

@@ -1,6 +1,9 @@
 // Endpoint health with a real worker and HTTPS receiver: a subscription whose
 // deliveries keep failing is disabled by itself (N failed deliveries in a row, or every attempt failing
 // for D days), shows why and when, is still listed but receives nothing, and the tenant re-enables it.
+// Under concurrent attempts every failed delivery counts even when the worker records several at once for
+// one endpoint, and a delivered attempt to a healthy endpoint does not write its subscription at all (no
+// row lock shared by every delivery to one endpoint).
 import t from "tap";
 import type { ReceivedRequest } from "../helpers/https-receiver.ts";
 import { createTestTenant } from "../helpers/server.ts";
@@ -183,4 +186,46 @@ t.test("a pending delivery of a subscription disabled meanwhile ends failed with
   const final = await rig.finalDelivery(id);
   t.match(final, { id: outcome.queued.id, status: "failed", attempts: 0, error_message: DISABLED_MESSAGE });
   t.equal(rig.receiver.receivedAt(path).length, 0, "nothing was sent");
+});
+
+t.test("a delivered attempt to a healthy endpoint leaves its subscription row as it was", async (t) => {
+  const { id } = await rig.subscribe(rig.receiver.url(`/up-${crypto.randomUUID()}`));
+  const version = async () =>
+    (
+      await rig.server.services.db.raw<{ rows: { version: string }[] }>(
+        "select xmin::text as version from integrator.webhook_subscriptions where id = ?",
+        [id],
+      )
+    ).rows[0]?.version;
+  const before = await version();
+  await rig.emitIntake();
+  const delivery = await rig.finalDelivery(id);
+  t.equal(delivery?.status, "delivered");
+  t.equal(await version(), before, "no new row version of the subscription");
+});
+
+t.test("failed deliveries recorded concurrently for one endpoint each count towards disabling it", async (t) => {
+  // A rig of its own: up to six slow attempts to one endpoint under way at once, and a threshold that only
+  // every one of the concurrent failures together reaches.
+  const events = 12;
+  const concurrent = await startWebhookRig(t, ca, {
+    env: {
+      MAX_DELIVERY_ATTEMPTS: "1",
+      WORKER_CONCURRENCY: "6",
+      WEBHOOK_DISABLE_AFTER_FAILED_DELIVERIES: String(events),
+    },
+    answer: () => ({ status: 500, delayMs: 150 }),
+  });
+  const { id } = await concurrent.subscribe(concurrent.receiver.url("/down"));
+  await Promise.all(Array.from({ length: events }, () => concurrent.emitIntake()));
+  await waitFor(
+    () => concurrent.deliveries(),
+    (deliveries) => deliveries.length === events && deliveries.every((delivery) => delivery.status === "failed"),
+    { seconds: 30 },
+  );
+  t.match(await concurrent.subscription(id), {
+    status: "disabled",
+    disabled_reason: `${events} deliveries in a row failed`,
+  });
+  t.ok(concurrent.receiver.receivedAt("/down").length >= events, "every delivery was attempted");
 });

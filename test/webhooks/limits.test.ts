@@ -1,6 +1,9 @@
 // Subscription limits: at most WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT subscriptions that
 // are not deleted (409 WEBHOOK_SUBSCRIPTION_LIMIT_REACHED), one per URL (409
 // WEBHOOK_SUBSCRIPTION_DUPLICATE_URL), both holding under concurrent calls, and each refusal changing nothing.
+// One per URL whatever its spelling: a subscription's URL is stored and answered in its canonical form
+// (canonicalWebhookUrl in foundation/url-safety.ts), so another spelling of an existing URL is a duplicate;
+// a fragment, never sent to an endpoint, is refused with 422.
 import t from "tap";
 import { createTestTenant, startTestServer, type TestServer, type TestTenant } from "../helpers/server.ts";
 
@@ -8,7 +11,9 @@ const LIMIT = 3;
 let server: TestServer;
 
 t.before(async () => {
-  server = await startTestServer(t, { env: { WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT: String(LIMIT) } });
+  server = await startTestServer(t, {
+    env: { WEBHOOK_MAX_SUBSCRIPTIONS_PER_TENANT: String(LIMIT), WEBHOOK_ALLOWED_PORTS: "443,18843" },
+  });
 });
 
 const url = (): string => `https://hooks.example.com/${crypto.randomUUID()}`;
@@ -104,6 +109,51 @@ t.test("the URL of a deleted subscription, or of another tenant's, may be subscr
   t.equal((await subscribe(await createTestTenant(server.services), target)).status, 201, "another tenant");
   await server.request(`/v1/webhooks/subscriptions/${first.id}`, { method: "DELETE", token: who.token });
   t.equal((await subscribe(who, target)).status, 201, "after deleting the first");
+});
+
+t.test("spellings of one URL are one subscription; a fragment is refused", async (t) => {
+  const who = await createTestTenant(server.services);
+  const first = await subscribe(who, "https://Hooks.Example.com:0443/./in/%62ox?");
+  t.equal(first.status, 201);
+  const created = (await first.json()) as { id: string; url: string };
+  t.equal(created.url, "https://hooks.example.com/in/box", "stored and answered in its canonical form");
+  const read = await server.request(`/v1/webhooks/subscriptions/${created.id}`, { token: who.token });
+  t.equal(((await read.json()) as { url: string }).url, "https://hooks.example.com/in/box");
+
+  for (const spelling of [
+    "https://hooks.example.com/in/box?",
+    "https://HOOKS.EXAMPLE.COM/in/box",
+    "https://hooks.example.com./in/box",
+    "https://hooks.example.com/./in/box",
+    "https://hooks.example.com/in/x/../box",
+    "https://hooks.example.com/%69n/box",
+    "https://hooks.example.com:443/in/box",
+  ]) {
+    const res = await subscribe(who, spelling);
+    t.equal(res.status, 409, spelling);
+    const error = await errorOf(res);
+    t.equal(error.code, "WEBHOOK_SUBSCRIPTION_DUPLICATE_URL", spelling);
+    t.same(error.details, { subscription_id: created.id }, spelling);
+  }
+
+  const ported = await subscribe(who, "https://hooks.example.com:018843/in/box");
+  t.equal(ported.status, 201, "another port is another URL");
+  t.equal(((await ported.json()) as { url: string }).url, "https://hooks.example.com:18843/in/box");
+  t.equal((await subscribe(who, "https://hooks.example.com:18843/in/box")).status, 409, "leading zeros of a port");
+
+  for (const withFragment of ["https://hooks.example.com/other#f", "https://hooks.example.com/other#"]) {
+    const res = await subscribe(who, withFragment);
+    t.equal(res.status, 422, withFragment);
+    const body = (await res.json()) as { detail: { loc: string[]; type: string; msg: string }[] };
+    t.same(body.detail[0]?.loc, ["body", "url"]);
+    t.equal(body.detail[0]?.type, "value_error");
+    t.match(body.detail[0]?.msg, /fragment/);
+  }
+  t.equal(
+    (await subscribe(who, "https://hooks.example.com/in/box%2F")).status,
+    201,
+    "an escaped slash is another path",
+  );
 });
 
 t.test("concurrent creates of one URL make exactly one subscription", async (t) => {
