@@ -82,16 +82,28 @@ export function buildContractPackage(packageDir = PACKAGE_DIR): void {
     outDir: DIST,
     newLine: ts.NewLineKind.LineFeed,
   };
+  // One host for both programs, which parses each file once: the libraries' declarations and the SDK's
+  // sources are in both.
+  const host = ts.createCompilerHost(options);
+  const parse = host.getSourceFile.bind(host);
+  const parsed = new Map<string, ts.SourceFile | undefined>();
+  host.getSourceFile = (fileName, languageVersion, onError, shouldCreate) => {
+    const key = `${fileName}\0${JSON.stringify(languageVersion)}`;
+    if (!parsed.has(key)) parsed.set(key, parse(fileName, languageVersion, onError, shouldCreate));
+    return parsed.get(key);
+  };
   // The SDK runs in browsers too: compiled without Node's types, with its declarations. The command runs on
   // Node: with Node's types and without declarations (it emits the SDK's JavaScript again, the same).
   const programs = [
     ts.createProgram(
       [...sources, "openapi.ts"].map((name) => path.join(STAGING, name)),
       { ...options, declaration: true, types: [] },
+      host,
     ),
     ts.createProgram(
       commandSources.map((name) => path.join(STAGING, "cli", name)),
       { ...options, declaration: false, types: ["node"] },
+      host,
     ),
   ];
   const problems = programs.flatMap((program) => [...ts.getPreEmitDiagnostics(program), ...program.emit().diagnostics]);

@@ -38,13 +38,16 @@ function say(message: string): void {
   process.stdout.write(`[dev] ${message}\n`);
 }
 
+/** The files of the code and of the portal that count: not the typecheck's buildinfo beside portal/tsconfig.json. */
+const SOURCE_FILE = /\.(ts|json|sql|html|css|js)$/;
+
 /** What a changed file (relative to the repository) asks for, if anything. */
 export function classify(file: string): Change | undefined {
   const name = file.split(path.sep).join("/");
   if (name === SOURCE) return "document";
+  if (!SOURCE_FILE.test(name)) return undefined;
   if (PORTAL_FOLDERS.some((folder) => name.startsWith(folder))) return "portal";
-  if (CODE_FOLDERS.some((folder) => name.startsWith(folder)) && /\.(ts|json|sql|html|css|js)$/.test(name))
-    return "code";
+  if (CODE_FOLDERS.some((folder) => name.startsWith(folder))) return "code";
   return undefined;
 }
 

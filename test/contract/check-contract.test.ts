@@ -5,7 +5,7 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import t from "tap";
-import { copyRepository, editFile, ROOT } from "../helpers/repository-copy.ts";
+import { copyRepository, editFile, keepBuildInfo, ROOT } from "../helpers/repository-copy.ts";
 
 // Each case runs the project's own tools on a copy of the repository: minutes on a busy machine.
 t.setTimeout(600_000);
@@ -50,6 +50,8 @@ t.test("one copy edited twice, as a team edits the document", async (t) => {
       t.match(check.output, /✓ 3\/5 breaking/);
       t.match(check.output, /✓ 4\/5 typecheck/);
       t.match(check.output, "check:contract: 2 of 5 checks failed (generate, lint)");
+      // Only the document was edited: the buildinfo is the checkout's code's, for the next run's copies.
+      if (/✓ 4\/5 typecheck/.test(check.output)) keepBuildInfo(copy);
     },
   );
 

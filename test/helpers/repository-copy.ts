@@ -30,7 +30,20 @@ const LEFT_OUT = new Set([
   "portal/tsconfig.tsbuildinfo",
 ]);
 
-/** A copy of the repository's files, removed when the test ends; returns its root. */
+/** The typecheck's buildinfo of each TypeScript project (scripts/contract-steps.ts), beside its tsconfig. */
+const BUILD_INFO = ["tsconfig.tsbuildinfo", "portal/tsconfig.tsbuildinfo"];
+/**
+ * The buildinfo of the last typecheck of a copy whose TypeScript was the checkout's (`keepBuildInfo`), for
+ * the next copies to start from. It names files relative to the copy, and every copy lies as deep in the
+ * temporary directory, so it is valid in each; tsc compares every file's hash with it, so after a change of
+ * the checkout only what the change affects is checked again.
+ */
+const BUILD_INFO_CACHE = path.join(ROOT, "node_modules", ".cache", "repository-copy");
+
+/**
+ * A copy of the repository's files, removed when the test ends; returns its root. Its typecheck starts from
+ * the buildinfo `keepBuildInfo` kept, as a checkout's next check starts from its last one.
+ */
 export function copyRepository(t: Test, prefix = "integrator-copy-"): string {
   const copy = path.join(tempDir(t, prefix), "integrator-api");
   fs.cpSync(ROOT, copy, {
@@ -38,7 +51,23 @@ export function copyRepository(t: Test, prefix = "integrator-copy-"): string {
     filter: (source) => !LEFT_OUT.has(path.relative(ROOT, source).split(path.sep).join("/")),
   });
   fs.symlinkSync(path.join(ROOT, "node_modules"), path.join(copy, "node_modules"));
+  for (const file of BUILD_INFO) {
+    const kept = path.join(BUILD_INFO_CACHE, file);
+    if (fs.existsSync(kept)) fs.copyFileSync(kept, path.join(copy, file));
+  }
   return copy;
+}
+
+/** Keeps the copy's buildinfo for the next copies: call it after a typecheck of the copy's unedited TypeScript. */
+export function keepBuildInfo(copy: string): void {
+  for (const file of BUILD_INFO) {
+    const kept = path.join(BUILD_INFO_CACHE, file);
+    fs.mkdirSync(path.dirname(kept), { recursive: true });
+    // Through a file of its own and a rename, so that a copy made meanwhile never reads half of it.
+    const writing = `${kept}.${process.pid}`;
+    fs.copyFileSync(path.join(copy, file), writing);
+    fs.renameSync(writing, kept);
+  }
 }
 
 /** Replaces `search` (which must occur exactly once) in a file of the copy. */

@@ -163,6 +163,11 @@ t.test("npm run dev regenerates, relints, reports type errors and restarts on a 
     t.equal(res?.headers.get("x-dev-loop"), "restarted", output.slice(-2000));
     t.ok(restarts() > before);
     t.match(output, "restarting the service (code changed)");
+    t.notMatch(
+      output,
+      "(portal changed)",
+      "the loop's own writes (the typecheck's buildinfo in portal/) restart nothing",
+    );
   });
 
   t.test("Ctrl-C stops the service and the loop", async (t) => {
