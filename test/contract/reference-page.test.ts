@@ -81,25 +81,41 @@ t.test("API_DOCS=false turns them off outside production", async (t) => {
   t.equal((await server.request("/", { redirect: "manual" })).status, 404, "no redirect to a page not served");
 });
 
-/** The page in a fresh browser context that records every request and aborts any to another origin. */
-async function openReference(t: Test, server: TestServer, viewport = { width: 1280, height: 800 }, address = "/docs") {
+/**
+ * One browser context for the page's tests, recording every request and aborting any to another origin.
+ * Its tests share its HTTP cache (Scalar's script, an hour's max-age, is fetched and compiled once, as on a
+ * person's second visit); none depends on its storage: each checks a page it opens itself.
+ */
+async function referenceContext(t: Test, server: TestServer) {
   const browser = await fileChromium();
-  const context = withBrowserDeadline(await browser.newContext({ serviceWorkers: "block", viewport }));
+  const context = withBrowserDeadline(await browser.newContext({ serviceWorkers: "block" }));
   t.teardown(() => context.close());
   const origin = new URL(server.baseUrl).origin;
-  const requests: string[] = [];
-  context.on("request", (request) => requests.push(request.url()));
   await context.route("**/*", (route) =>
     new URL(route.request().url()).origin === origin ? route.continue() : route.abort("internetdisconnected"),
   );
+  return { context, origin };
+}
+
+/** The page in a new tab of the context, closed when `t` ends, with the requests and problems of that tab. */
+async function openReference(
+  t: Test,
+  { context, origin }: Awaited<ReturnType<typeof referenceContext>>,
+  viewport = { width: 1280, height: 800 },
+  address = "/docs",
+) {
   const page = await context.newPage();
+  t.teardown(() => page.close());
+  await page.setViewportSize(viewport);
+  const requests: string[] = [];
   const problems: string[] = [];
+  page.on("request", (request) => requests.push(request.url()));
   page.on("pageerror", (error) => problems.push(error.message));
   page.on("console", (message) => {
     if (message.type() === "error" || /Content Security Policy|not found in configList/i.test(message.text()))
       problems.push(message.text());
   });
-  await page.goto(`${server.baseUrl}${address}`, { waitUntil: "load" });
+  await page.goto(`${origin}${address}`, { waitUntil: "load" });
   // Each check is of both: no request to another origin, and none to a host that is not this machine.
   const foreign = () =>
     requests.filter((url) => new URL(url).origin !== origin || !LOOPBACK_HOSTS.has(new URL(url).hostname));
@@ -150,9 +166,10 @@ async function waitUntilVisibleInViewport(page: Page, texts: string[], within = 
 t.test("the reference page in headless Chromium, offline", async (t) => {
   const server = await startTestServer(t);
   const description = loadDocument();
+  const reference = await referenceContext(t, server);
 
   await t.test("the first screen shows the introduction and the sidebar, not a loading skeleton", async (t) => {
-    const { page, problems, foreign } = await openReference(t, server);
+    const { page, problems, foreign } = await openReference(t, reference);
     const introduction = (description.info.description ?? "").split("\n")[0]?.trim() ?? "";
     t.match(introduction, /^The Integrator API registers review work/, "the introduction's first sentence");
     const missing = await waitUntilVisibleInViewport(page, [description.info.title, introduction]);
@@ -187,7 +204,7 @@ t.test("the reference page in headless Chromium, offline", async (t) => {
   });
 
   await t.test("at 360 px the first screen and the opened menu show the page's own content only", async (t) => {
-    const { page, problems, foreign } = await openReference(t, server, { width: 360, height: 740 });
+    const { page, problems, foreign } = await openReference(t, reference, { width: 360, height: 740 });
     t.same(await waitUntilVisibleInViewport(page, [description.info.title]), [], "the title is visible");
     await screenshot(page, SHOTS, "02-first-screen-360px", { fullPage: false });
     await page.getByRole("button", { name: /menu/i }).first().click();
@@ -203,9 +220,9 @@ t.test("the reference page in headless Chromium, offline", async (t) => {
       { width: 1280, height: 800 },
       { width: 360, height: 740 },
     ]) {
-      // A link to the operation, as a person follows one.
+      // A link to the operation, as a person follows one: a navigation of its own, in a tab of its own.
       const anchor = "api/tag/webhooks/GET/v1/webhooks/deliveries";
-      const { page, problems, foreign } = await openReference(t, server, viewport, `/docs#${anchor}`);
+      const { page, problems, foreign } = await openReference(t, reference, viewport, `/docs#${anchor}`);
       const section = `section[id="${anchor}"]`;
       const card = page.locator(`${section} .request-card`);
       await card.waitFor();
@@ -247,7 +264,7 @@ t.test("the reference page in headless Chromium, offline", async (t) => {
   });
 
   await t.test("search finds operations, schemas and webhooks", async (t) => {
-    const { page, problems, foreign } = await openReference(t, server);
+    const { page, problems, foreign } = await openReference(t, reference);
     await page
       .getByRole("button", { name: /search/i })
       .first()
@@ -275,7 +292,7 @@ t.test("the reference page in headless Chromium, offline", async (t) => {
 
   await t.test("try it sends a pasted bearer token to the service", async (t) => {
     const who = await createTestTenant(server.services);
-    const { page, problems, foreign } = await openReference(t, server);
+    const { page, problems, foreign } = await openReference(t, reference);
     const tokenField = page.getByLabel(/bearer token/i).first();
     await tokenField.fill(who.token);
     await page.locator("aside, nav").getByText("Submit one document for review").first().click();
@@ -308,7 +325,7 @@ t.test("the reference page in headless Chromium, offline", async (t) => {
   });
 
   await t.test("every operation and webhook of the document is on the page", async (t) => {
-    const { page, problems, foreign } = await openReference(t, server);
+    const { page, problems, foreign } = await openReference(t, reference);
     const expected: string[] = [];
     for (const [pathKey, item] of Object.entries(description.paths ?? {}))
       for (const method of METHODS) {
