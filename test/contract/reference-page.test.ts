@@ -168,8 +168,11 @@ t.test("the reference page in headless Chromium, offline", async (t) => {
   const description = loadDocument();
   const reference = await referenceContext(t, server);
 
+  // The first screen, the whole page and search are read in one visit, as a person reads them: one load.
+  const visit = await openReference(t, reference);
+
   await t.test("the first screen shows the introduction and the sidebar, not a loading skeleton", async (t) => {
-    const { page, problems, foreign } = await openReference(t, reference);
+    const { page, problems, foreign } = visit;
     const introduction = (description.info.description ?? "").split("\n")[0]?.trim() ?? "";
     t.match(introduction, /^The Integrator API registers review work/, "the introduction's first sentence");
     const missing = await waitUntilVisibleInViewport(page, [description.info.title, introduction]);
@@ -204,13 +207,75 @@ t.test("the reference page in headless Chromium, offline", async (t) => {
   });
 
   await t.test("at 360 px the first screen and the opened menu show the page's own content only", async (t) => {
-    const { page, problems, foreign } = await openReference(t, reference, { width: 360, height: 740 });
+    // The same first screen in a window narrowed to a phone's width, and back.
+    const { page, problems, foreign } = visit;
+    await page.setViewportSize({ width: 360, height: 740 });
     t.same(await waitUntilVisibleInViewport(page, [description.info.title]), [], "the title is visible");
     await screenshot(page, SHOTS, "02-first-screen-360px", { fullPage: false });
-    await page.getByRole("button", { name: /menu/i }).first().click();
+    const menu = page.getByRole("button", { name: /menu/i }).first();
+    await menu.click();
     t.same(await waitUntilVisibleInViewport(page, ["Submit one document for review"]), [], "the menu lists operations");
     const shown = await page.evaluate(() => document.body.innerText);
     t.notMatch(shown, /Powered by|Open API Client/, "and nothing of the vendor's");
+    t.same(problems, [], "no script errors");
+    t.same(foreign(), [], "no request leaves the host");
+    await menu.click();
+    await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  await t.test("every operation and webhook of the document is on the page", async (t) => {
+    const { page, problems, foreign } = visit;
+    const expected: string[] = [];
+    for (const [pathKey, item] of Object.entries(description.paths ?? {}))
+      for (const method of METHODS) {
+        const operation = (item as Record<string, { summary?: string } | undefined>)[method];
+        if (operation?.summary) expected.push(operation.summary);
+        else if (operation) expected.push(pathKey);
+      }
+    for (const [name] of Object.entries(description.webhooks ?? {})) expected.push(name);
+    t.ok(expected.length > 20, `${expected.length} operations and webhooks to find`);
+    // Scalar renders sections as they come into view: scroll on until every name is on the page.
+    const read = () =>
+      page.evaluate(() => {
+        window.scrollBy(0, window.innerHeight * 2);
+        return document.body.innerText;
+      });
+    const text = await waitFor(read, (text) => expected.every((name) => text.includes(name)), {
+      seconds: BROWSER_DEADLINE_MS / 1000,
+      intervalMs: 250,
+    });
+    t.same(
+      expected.filter((name) => !text.includes(name)),
+      [],
+      "every operation summary and webhook name appears on the page",
+    );
+    t.same(problems, [], "no script errors");
+    t.same(foreign(), [], "no request leaves the host");
+  });
+
+  await t.test("search finds operations, schemas and webhooks", async (t) => {
+    const { page, problems, foreign } = visit;
+    await page
+      .getByRole("button", { name: /search/i })
+      .first()
+      .click();
+    await page.getByRole("combobox", { name: /search/i }).fill("submit");
+    const results = page.getByRole("option");
+    const kinds = async () => {
+      const texts = (await results.allInnerTexts()).map((text) => text.replace(/\s+/g, " "));
+      return {
+        operation: texts.some((text) => /Operation: Submit one document for review\b.*\/v1\/intake\/submit/.test(text)),
+        schema: texts.some((text) => /Schemas: IntakeSubmitRequest\b/.test(text)),
+        webhook: texts.some((text) => /Webhook: intake\.submitted\b/.test(text)),
+      };
+    };
+    const found = await waitFor(kinds, (k) => k.operation && k.schema && k.webhook, {
+      seconds: BROWSER_DEADLINE_MS / 1000,
+      intervalMs: 200,
+    });
+    t.same(found, { operation: true, schema: true, webhook: true }, "an operation, a schema and a webhook");
+    t.notOk(await page.getByText("No results found").isVisible(), "not 'No results found'");
+    await screenshot(page, SHOTS, "03-search", { fullPage: false });
     t.same(problems, [], "no script errors");
     t.same(foreign(), [], "no request leaves the host");
   });
@@ -263,33 +328,6 @@ t.test("the reference page in headless Chromium, offline", async (t) => {
     }
   });
 
-  await t.test("search finds operations, schemas and webhooks", async (t) => {
-    const { page, problems, foreign } = await openReference(t, reference);
-    await page
-      .getByRole("button", { name: /search/i })
-      .first()
-      .click();
-    await page.getByRole("combobox", { name: /search/i }).fill("submit");
-    const results = page.getByRole("option");
-    const kinds = async () => {
-      const texts = (await results.allInnerTexts()).map((text) => text.replace(/\s+/g, " "));
-      return {
-        operation: texts.some((text) => /Operation: Submit one document for review\b.*\/v1\/intake\/submit/.test(text)),
-        schema: texts.some((text) => /Schemas: IntakeSubmitRequest\b/.test(text)),
-        webhook: texts.some((text) => /Webhook: intake\.submitted\b/.test(text)),
-      };
-    };
-    const found = await waitFor(kinds, (k) => k.operation && k.schema && k.webhook, {
-      seconds: BROWSER_DEADLINE_MS / 1000,
-      intervalMs: 200,
-    });
-    t.same(found, { operation: true, schema: true, webhook: true }, "an operation, a schema and a webhook");
-    t.notOk(await page.getByText("No results found").isVisible(), "not 'No results found'");
-    await screenshot(page, SHOTS, "03-search", { fullPage: false });
-    t.same(problems, [], "no script errors");
-    t.same(foreign(), [], "no request leaves the host");
-  });
-
   await t.test("try it sends a pasted bearer token to the service", async (t) => {
     const who = await createTestTenant(server.services);
     const { page, problems, foreign } = await openReference(t, reference);
@@ -320,36 +358,6 @@ t.test("the reference page in headless Chromium, offline", async (t) => {
       "the request window links to no vendor client either",
     );
     await screenshot(page, SHOTS, "04-try-it-bearer-token", { fullPage: false });
-    t.same(problems, [], "no script errors");
-    t.same(foreign(), [], "no request leaves the host");
-  });
-
-  await t.test("every operation and webhook of the document is on the page", async (t) => {
-    const { page, problems, foreign } = await openReference(t, reference);
-    const expected: string[] = [];
-    for (const [pathKey, item] of Object.entries(description.paths ?? {}))
-      for (const method of METHODS) {
-        const operation = (item as Record<string, { summary?: string } | undefined>)[method];
-        if (operation?.summary) expected.push(operation.summary);
-        else if (operation) expected.push(pathKey);
-      }
-    for (const [name] of Object.entries(description.webhooks ?? {})) expected.push(name);
-    t.ok(expected.length > 20, `${expected.length} operations and webhooks to find`);
-    // Scalar renders sections as they come into view: scroll on until every name is on the page.
-    const read = () =>
-      page.evaluate(() => {
-        window.scrollBy(0, window.innerHeight * 2);
-        return document.body.innerText;
-      });
-    const text = await waitFor(read, (text) => expected.every((name) => text.includes(name)), {
-      seconds: BROWSER_DEADLINE_MS / 1000,
-      intervalMs: 250,
-    });
-    t.same(
-      expected.filter((name) => !text.includes(name)),
-      [],
-      "every operation summary and webhook name appears on the page",
-    );
     t.same(problems, [], "no script errors");
     t.same(foreign(), [], "no request leaves the host");
   });
