@@ -278,6 +278,42 @@ t.test("the reference page in headless Chromium, offline", async (t) => {
     await screenshot(page, SHOTS, "03-search", { fullPage: false });
     t.same(problems, [], "no script errors");
     t.same(foreign(), [], "no request leaves the host");
+    await page.keyboard.press("Escape");
+    await page.getByRole("combobox", { name: /search/i }).waitFor({ state: "hidden" });
+  });
+
+  await t.test("try it sends a pasted bearer token to the service", async (t) => {
+    const who = await createTestTenant(server.services);
+    const { page, problems, foreign } = visit;
+    const tokenField = page.getByLabel(/bearer token/i).first();
+    await tokenField.fill(who.token);
+    await page.locator("aside, nav").getByText("Submit one document for review").first().click();
+    await page
+      .getByRole("button", { name: /test request.*\/v1\/intake\/submit\b/is })
+      .first()
+      .click();
+    const answered = page.waitForResponse((res) => new URL(res.url()).pathname === "/v1/intake/submit");
+    await page
+      .getByRole("button", { name: /^send post request to/i })
+      .or(page.getByRole("button", { name: /^send\b/i }))
+      .first()
+      .click();
+    const res = await answered;
+    t.equal(res.request().headers()["authorization"], `Bearer ${who.token}`, "the request carries the pasted token");
+    t.equal(res.status(), 201, "the service accepted it");
+    const body = (await res.json()) as { id: string };
+    // Seen server-side: the submission exists for the token's tenant, created by the token's subject.
+    const stored = await findSubmission(server.services.db, who.tenantId, body.id);
+    t.equal(stored?.submission.created_by, who.subject, "the service stored it for the token's tenant and subject");
+    await page.getByText("201 Created").first().waitFor();
+    t.equal(
+      await page.getByText("Open API Client").filter({ visible: true }).count(),
+      0,
+      "the request window links to no vendor client either",
+    );
+    await screenshot(page, SHOTS, "04-try-it-bearer-token", { fullPage: false });
+    t.same(problems, [], "no script errors");
+    t.same(foreign(), [], "no request leaves the host");
   });
 
   await t.test("each operation shows the contract package's call first, the generic snippets beside it", async (t) => {
@@ -326,40 +362,6 @@ t.test("the reference page in headless Chromium, offline", async (t) => {
       t.same(problems, [], "no script errors");
       t.same(foreign(), [], "no request leaves the host");
     }
-  });
-
-  await t.test("try it sends a pasted bearer token to the service", async (t) => {
-    const who = await createTestTenant(server.services);
-    const { page, problems, foreign } = await openReference(t, reference);
-    const tokenField = page.getByLabel(/bearer token/i).first();
-    await tokenField.fill(who.token);
-    await page.locator("aside, nav").getByText("Submit one document for review").first().click();
-    await page
-      .getByRole("button", { name: /test request.*\/v1\/intake\/submit\b/is })
-      .first()
-      .click();
-    const answered = page.waitForResponse((res) => new URL(res.url()).pathname === "/v1/intake/submit");
-    await page
-      .getByRole("button", { name: /^send post request to/i })
-      .or(page.getByRole("button", { name: /^send\b/i }))
-      .first()
-      .click();
-    const res = await answered;
-    t.equal(res.request().headers()["authorization"], `Bearer ${who.token}`, "the request carries the pasted token");
-    t.equal(res.status(), 201, "the service accepted it");
-    const body = (await res.json()) as { id: string };
-    // Seen server-side: the submission exists for the token's tenant, created by the token's subject.
-    const stored = await findSubmission(server.services.db, who.tenantId, body.id);
-    t.equal(stored?.submission.created_by, who.subject, "the service stored it for the token's tenant and subject");
-    await page.getByText("201 Created").first().waitFor();
-    t.equal(
-      await page.getByText("Open API Client").filter({ visible: true }).count(),
-      0,
-      "the request window links to no vendor client either",
-    );
-    await screenshot(page, SHOTS, "04-try-it-bearer-token", { fullPage: false });
-    t.same(problems, [], "no script errors");
-    t.same(foreign(), [], "no request leaves the host");
   });
 });
 
