@@ -84,7 +84,8 @@ t.test("API_DOCS=false turns them off outside production", async (t) => {
 /**
  * One browser context for the page's tests, recording every request and aborting any to another origin.
  * Its tests share its HTTP cache (Scalar's script, an hour's max-age, is fetched and compiled once, as on a
- * person's second visit); none depends on its storage: each checks a page it opens itself.
+ * person's second visit). None depends on what an earlier tab left in its storage (the narrow deep link,
+ * opened after the wide one chose Curl, still finds the package's call shown first).
  */
 async function referenceContext(t: Test, server: TestServer) {
   const browser = await fileChromium();
@@ -168,7 +169,8 @@ t.test("the reference page in headless Chromium, offline", async (t) => {
   const description = loadDocument();
   const reference = await referenceContext(t, server);
 
-  // The first screen, the whole page and search are read in one visit, as a person reads them: one load.
+  // The first screen (wide, then narrowed), the whole page, search and try it are one visit, as a person
+  // makes it: one load. The deep links below each have a navigation and a tab of their own.
   const visit = await openReference(t, reference);
 
   await t.test("the first screen shows the introduction and the sidebar, not a loading skeleton", async (t) => {
