@@ -40,8 +40,11 @@ async function assertInView(t: Test, page: Page, element: Locator, what: string)
   t.ok(inside, `${what} is inside the viewport (${JSON.stringify(box)})`);
 }
 
+// One service for the file: each test has a tenant of its own, which sees nothing of the others' endpoints.
+const serverOfFile = startTestServer(t);
+
 async function tenantWithEndpoints(t: Test): Promise<{ server: TestServer; tenant: TestTenant }> {
-  const server = await startTestServer(t);
+  const server = await serverOfFile;
   const tenant = await createTestTenant(server.services);
   for (let n = 1; n <= ENDPOINTS; n++) {
     const res = await server.request("/v1/webhooks/subscriptions", {
