@@ -31,10 +31,13 @@ for (const fanOut of [1, 4]) {
     `kill -9 of a worker mid-delivery, fan-out ${fanOut}: readiness reports the stranded jobs, they are released, every delivery is done within 90 s and only the attempts in flight are sent twice`,
     async (t) => {
       const deadAfter = 10;
+      let killed = false;
       const rig = await startWebhookRig(t, ca, {
         worker: false,
         env: { WORKER_DEAD_AFTER_SECONDS: String(deadAfter), WORKER_CONCURRENCY: "5", SHUTDOWN_TIMEOUT_MS: "1000" },
-        answer: () => ({ status: 200, delayMs: 2000 }),
+        // Slow answers until the kill, so that attempts are in flight when it comes; at once after it, so that
+        // the rest are done as soon as the jobs are released.
+        answer: () => ({ status: 200, delayMs: killed ? 0 : 2000 }),
       });
       const { server } = rig;
       for (let i = 0; i < fanOut; i++) await rig.subscribe(rig.receiver.url(`/slow-${i}`));
@@ -59,6 +62,7 @@ for (const fanOut of [1, 4]) {
         (count) => count >= 8,
         { seconds: 60 },
       );
+      killed = true;
       child.kill("SIGKILL");
       t.equal(await exited, "SIGKILL");
       const killedAt = performance.now();
