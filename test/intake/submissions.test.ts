@@ -1,9 +1,8 @@
 // Intake: single and batch submission, item rules, counts and aggregate status, polling, tenancy,
 // audit actions, and the status moves operators make through the admin commands.
 import t from "tap";
-import { runAdminCli } from "../helpers/admin-cli.ts";
+import { runAdminCli, runAdminCommand } from "../helpers/admin-cli.ts";
 import { createTestTenant, startTestServer } from "../helpers/server.ts";
-import { adminCommands } from "../../admin/commands.ts";
 import type { Services } from "../../foundation/services.ts";
 import type { components } from "../../generated/openapi.ts";
 
@@ -20,9 +19,6 @@ async function countRows(services: Services, table: string, tenantId: string): P
     .first();
   return Number(row?.count ?? 0);
 }
-
-const run = (services: Services, command: string, flags: Record<string, string>) =>
-  (adminCommands[command] as (typeof adminCommands)[string]).run(services, flags);
 
 t.test("intake", async (t) => {
   const server = await startTestServer(t, { env: { INTAKE_MAX_FILE_SIZE_BYTES: "1000000" } });
@@ -232,7 +228,7 @@ t.test("intake", async (t) => {
     const batch = (await (
       await post("/v1/intake/batch", { items: [pdf, pdf] }, auditTenant.token, { "X-Request-Id": "req-batch-1" })
     ).json()) as Submission;
-    const records = (await run(server.services, "audit:list", { tenant: auditTenant.tenantId })) as Record<
+    const records = (await runAdminCommand(server.services, "audit:list", { tenant: auditTenant.tenantId })) as Record<
       string,
       unknown
     >[];
@@ -246,7 +242,7 @@ t.test("intake", async (t) => {
     });
     t.match(records[1], { action: "intake.batch_submitted", resource_id: batch.id, request_id: "req-batch-1" });
     t.type(records[0]?.created_at, "string");
-    const onlyBatch = (await run(server.services, "audit:list", {
+    const onlyBatch = (await runAdminCommand(server.services, "audit:list", {
       tenant: auditTenant.tenantId,
       action: "intake.batch_submitted",
     })) as unknown[];
@@ -265,14 +261,26 @@ t.test("intake", async (t) => {
     const [first, second] = (await poll()).items as [Item, Item, Item];
     const documentId = "0190bbbb-0000-7000-8000-000000000001";
 
-    await run(server.services, "item:link", { tenant: tenant.tenantId, item: first.id, "document-id": documentId });
+    await runAdminCommand(server.services, "item:link", {
+      tenant: tenant.tenantId,
+      item: first.id,
+      "document-id": documentId,
+    });
     let state = await poll();
     t.match(state.items[0], { status: "uploaded", document_id: documentId });
     t.equal(state.submission.status, "processing");
 
-    await run(server.services, "item:status", { tenant: tenant.tenantId, item: first.id, status: "processing" });
-    await run(server.services, "item:status", { tenant: tenant.tenantId, item: first.id, status: "completed" });
-    await run(server.services, "item:status", {
+    await runAdminCommand(server.services, "item:status", {
+      tenant: tenant.tenantId,
+      item: first.id,
+      status: "processing",
+    });
+    await runAdminCommand(server.services, "item:status", {
+      tenant: tenant.tenantId,
+      item: first.id,
+      status: "completed",
+    });
+    await runAdminCommand(server.services, "item:status", {
       tenant: tenant.tenantId,
       item: second.id,
       status: "failed",
@@ -282,7 +290,11 @@ t.test("intake", async (t) => {
     t.match(state.items[1], { status: "failed", error_message: "OCR failed" });
     t.match(state.submission, { status: "completed_with_errors", accepted_count: 2, failed_count: 2 });
 
-    await run(server.services, "item:status", { tenant: tenant.tenantId, item: second.id, status: "processing" });
+    await runAdminCommand(server.services, "item:status", {
+      tenant: tenant.tenantId,
+      item: second.id,
+      status: "processing",
+    });
     state = await poll();
     t.match(state.items[1], { status: "processing", error_message: null });
     t.equal(state.submission.status, "processing");
@@ -293,12 +305,12 @@ t.test("intake", async (t) => {
     const [item] = (
       await (await server.request(`/v1/intake/submissions/${created.id}`, { token: tenant.token })).json()
     ).items as Item[];
-    await run(server.services, "item:status", {
+    await runAdminCommand(server.services, "item:status", {
       tenant: tenant.tenantId,
       item: (item as Item).id,
       status: "processing",
     });
-    const change = (await run(server.services, "item:status", {
+    const change = (await runAdminCommand(server.services, "item:status", {
       tenant: tenant.tenantId,
       item: (item as Item).id,
       status: "completed",
@@ -318,26 +330,34 @@ t.test("intake", async (t) => {
       await (await server.request(`/v1/intake/submissions/${created.id}`, { token: tenant.token })).json()
     ).items as [Item, Item];
     await t.rejects(
-      run(server.services, "item:status", { tenant: tenant.tenantId, item: accepted.id, status: "completed" }),
+      runAdminCommand(server.services, "item:status", {
+        tenant: tenant.tenantId,
+        item: accepted.id,
+        status: "completed",
+      }),
       {
         name: "UsageError",
         message: /cannot move from pending to completed/,
       },
     );
     await t.rejects(
-      run(server.services, "item:status", { tenant: tenant.tenantId, item: accepted.id, status: "rejected" }),
+      runAdminCommand(server.services, "item:status", {
+        tenant: tenant.tenantId,
+        item: accepted.id,
+        status: "rejected",
+      }),
       {
         name: "UsageError",
       },
     );
     await t.rejects(
-      run(server.services, "item:status", { tenant: tenant.tenantId, item: accepted.id, status: "bogus" }),
+      runAdminCommand(server.services, "item:status", { tenant: tenant.tenantId, item: accepted.id, status: "bogus" }),
       {
         name: "UsageError",
       },
     );
     await t.rejects(
-      run(server.services, "item:link", {
+      runAdminCommand(server.services, "item:link", {
         tenant: tenant.tenantId,
         item: rejected.id,
         "document-id": "0190bbbb-0000-7000-8000-000000000002",
@@ -345,7 +365,7 @@ t.test("intake", async (t) => {
       { name: "UsageError" },
     );
     await t.rejects(
-      run(server.services, "item:link", {
+      runAdminCommand(server.services, "item:link", {
         tenant: tenant.tenantId,
         item: "0190bbbb-0000-7000-8000-00000000ffff",
         "document-id": "0190bbbb-0000-7000-8000-000000000002",
@@ -359,17 +379,17 @@ t.test("intake", async (t) => {
     const [item] = (
       await (await server.request(`/v1/intake/submissions/${created.id}`, { token: tenant.token })).json()
     ).items as [Item];
-    await t.rejects(run(server.services, "item:status", { item: item.id, status: "processing" }), {
+    await t.rejects(runAdminCommand(server.services, "item:status", { item: item.id, status: "processing" }), {
       name: "UsageError",
       message: "--tenant is required",
     });
     const other = await createTestTenant(server.services);
     await t.rejects(
-      run(server.services, "item:status", { tenant: other.tenantId, item: item.id, status: "processing" }),
+      runAdminCommand(server.services, "item:status", { tenant: other.tenantId, item: item.id, status: "processing" }),
       { name: "UsageError", message: `item ${item.id} does not exist in tenant ${other.tenantId}` },
     );
     await t.rejects(
-      run(server.services, "item:link", {
+      runAdminCommand(server.services, "item:link", {
         tenant: other.tenantId,
         item: item.id,
         "document-id": "0190bbbb-0000-7000-8000-000000000003",

@@ -1,14 +1,9 @@
 // The partner admin commands: partner:create (the callback secret shown once), partner:entitle,
 // partner:pause and partner:resume, in-process and through `npm run admin`.
 import t from "tap";
-import { runAdminCli } from "../helpers/admin-cli.ts";
+import { runAdminCli, runAdminCommand } from "../helpers/admin-cli.ts";
 import { createTestTenant, startTestServer } from "../helpers/server.ts";
 import { signCallback } from "../helpers/partners.ts";
-import { adminCommands } from "../../admin/commands.ts";
-import type { Services } from "../../foundation/services.ts";
-
-const run = (services: Services, command: string, flags: Record<string, string>) =>
-  (adminCommands[command] as (typeof adminCommands)[string]).run(services, flags);
 
 interface CreatedPartner {
   partner_key: string;
@@ -26,7 +21,7 @@ t.test("partner admin commands", async (t) => {
   t.test(
     "partner:create registers the partner and prints its callback secret once; the database keeps it sealed",
     async (t) => {
-      const created = (await run(server.services, "partner:create", {
+      const created = (await runAdminCommand(server.services, "partner:create", {
         key: "benefits-co",
         name: "Benefits Co",
         "launch-url": "https://benefits.example.com/launch",
@@ -52,7 +47,7 @@ t.test("partner admin commands", async (t) => {
   );
 
   t.test("partner:create without --context-keys registers a partner that accepts no context", async (t) => {
-    const created = (await run(server.services, "partner:create", {
+    const created = (await runAdminCommand(server.services, "partner:create", {
       key: "no-context",
       name: "No context",
       "launch-url": "https://nc.example.com/",
@@ -64,25 +59,28 @@ t.test("partner admin commands", async (t) => {
     "partner:create refuses a taken key, a bad key, the service's own audiences (tokens, portal), a launch URL that is not https, and bad context keys",
     async (t) => {
       const base = { name: "P", "launch-url": "https://p.example.com/launch" };
-      await run(server.services, "partner:create", { ...base, key: "taken" });
-      await t.rejects(run(server.services, "partner:create", { ...base, key: "taken" }), {
+      await runAdminCommand(server.services, "partner:create", { ...base, key: "taken" });
+      await t.rejects(runAdminCommand(server.services, "partner:create", { ...base, key: "taken" }), {
         name: "UsageError",
         message: /exists already/,
       });
-      await t.rejects(run(server.services, "partner:create", { ...base, key: "has space" }), {
+      await t.rejects(runAdminCommand(server.services, "partner:create", { ...base, key: "has space" }), {
         name: "UsageError",
         message: /--key/,
       });
-      await t.rejects(run(server.services, "partner:create", { ...base, key: "k".repeat(65) }), {
+      await t.rejects(runAdminCommand(server.services, "partner:create", { ...base, key: "k".repeat(65) }), {
         name: "UsageError",
         message: /--key/,
-      });
-      await t.rejects(run(server.services, "partner:create", { ...base, key: server.services.config.selfAudience }), {
-        name: "UsageError",
-        message: /audience/,
       });
       await t.rejects(
-        run(server.services, "partner:create", { ...base, key: "integrator-portal" }),
+        runAdminCommand(server.services, "partner:create", { ...base, key: server.services.config.selfAudience }),
+        {
+          name: "UsageError",
+          message: /audience/,
+        },
+      );
+      await t.rejects(
+        runAdminCommand(server.services, "partner:create", { ...base, key: "integrator-portal" }),
         { name: "UsageError", message: /audience/ },
         "nor the portal credential's audience: an assertion for that partner would be a portal credential's twin",
       );
@@ -93,21 +91,24 @@ t.test("partner admin commands", async (t) => {
         "ftp://p.example.com/",
       ]) {
         await t.rejects(
-          run(server.services, "partner:create", { ...base, key: "url-check", "launch-url": launchUrl }),
+          runAdminCommand(server.services, "partner:create", { ...base, key: "url-check", "launch-url": launchUrl }),
           { name: "UsageError", message: /--launch-url/ },
           launchUrl,
         );
       }
       await t.rejects(
-        run(server.services, "partner:create", { ...base, key: "ctx-check", "context-keys": "ok,1bad" }),
+        runAdminCommand(server.services, "partner:create", { ...base, key: "ctx-check", "context-keys": "ok,1bad" }),
         { name: "UsageError", message: /1bad/ },
       );
       const many = Array.from({ length: 51 }, (_, i) => `k${i}`).join(",");
-      await t.rejects(run(server.services, "partner:create", { ...base, key: "ctx-check", "context-keys": many }), {
-        name: "UsageError",
-        message: /at most 50/,
-      });
-      await t.rejects(run(server.services, "partner:create", { name: "P", key: "no-url" }), {
+      await t.rejects(
+        runAdminCommand(server.services, "partner:create", { ...base, key: "ctx-check", "context-keys": many }),
+        {
+          name: "UsageError",
+          message: /at most 50/,
+        },
+      );
+      await t.rejects(runAdminCommand(server.services, "partner:create", { name: "P", key: "no-url" }), {
         name: "UsageError",
         message: /--launch-url is required/,
       });
@@ -118,7 +119,7 @@ t.test("partner admin commands", async (t) => {
     const base = { name: "P", "launch-url": "https://p.example.com/launch" };
     for (const key of ["integrator-evil", "Integrator-API2", "INTEGRATOR-worker", "integrator-"]) {
       await t.rejects(
-        run(server.services, "partner:create", { ...base, key }),
+        runAdminCommand(server.services, "partner:create", { ...base, key }),
         {
           name: "UsageError",
           message: /^--key must not start with "integrator-" \(in any case\): the prefix is reserved/,
@@ -128,7 +129,10 @@ t.test("partner admin commands", async (t) => {
     }
     const stored = await server.services.db("integrator.partners").whereILike("partner_key", "integrator-%");
     t.same(stored, [], "none was stored");
-    const created = (await run(server.services, "partner:create", { ...base, key: "integrator" })) as CreatedPartner;
+    const created = (await runAdminCommand(server.services, "partner:create", {
+      ...base,
+      key: "integrator",
+    })) as CreatedPartner;
     t.equal(created.partner_key, "integrator", "a key that only begins like the prefix is accepted");
     const through = await runAdminCli(server, [
       "partner:create",
@@ -144,7 +148,7 @@ t.test("partner admin commands", async (t) => {
   });
 
   t.test("partner:create accepts http only for a loopback launch URL (local development)", async (t) => {
-    const created = (await run(server.services, "partner:create", {
+    const created = (await runAdminCommand(server.services, "partner:create", {
       key: "local-dev",
       name: "Local",
       "launch-url": "http://localhost:3000/launch",
@@ -156,31 +160,40 @@ t.test("partner admin commands", async (t) => {
     "partner:entitle entitles a tenant (repeating it is harmless) and refuses unknown tenants and partners",
     async (t) => {
       const tenant = await createTestTenant(server.services);
-      await run(server.services, "partner:create", {
+      await runAdminCommand(server.services, "partner:create", {
         key: "entitle-me",
         name: "E",
         "launch-url": "https://e.example.com/",
       });
-      t.same(await run(server.services, "partner:entitle", { tenant: tenant.tenantId, partner: "entitle-me" }), {
-        tenant_id: tenant.tenantId,
-        partner_key: "entitle-me",
-        newly_entitled: true,
-      });
-      t.same(await run(server.services, "partner:entitle", { tenant: tenant.tenantId, partner: "entitle-me" }), {
-        tenant_id: tenant.tenantId,
-        partner_key: "entitle-me",
-        newly_entitled: false,
-      });
+      t.same(
+        await runAdminCommand(server.services, "partner:entitle", { tenant: tenant.tenantId, partner: "entitle-me" }),
+        {
+          tenant_id: tenant.tenantId,
+          partner_key: "entitle-me",
+          newly_entitled: true,
+        },
+      );
+      t.same(
+        await runAdminCommand(server.services, "partner:entitle", { tenant: tenant.tenantId, partner: "entitle-me" }),
+        {
+          tenant_id: tenant.tenantId,
+          partner_key: "entitle-me",
+          newly_entitled: false,
+        },
+      );
       const decision = await (
         await server.request("/v1/launch", { method: "POST", token: tenant.token, json: { partner_key: "entitle-me" } })
       ).json();
       t.equal(decision.decision_result, "routed", "the entitled tenant is routed");
-      await t.rejects(run(server.services, "partner:entitle", { tenant: tenant.tenantId, partner: "nobody" }), {
-        name: "UsageError",
-        message: /does not exist/,
-      });
       await t.rejects(
-        run(server.services, "partner:entitle", {
+        runAdminCommand(server.services, "partner:entitle", { tenant: tenant.tenantId, partner: "nobody" }),
+        {
+          name: "UsageError",
+          message: /does not exist/,
+        },
+      );
+      await t.rejects(
+        runAdminCommand(server.services, "partner:entitle", {
           tenant: "00000000-0000-4000-8000-000000000000",
           partner: "entitle-me",
         }),
@@ -193,31 +206,31 @@ t.test("partner admin commands", async (t) => {
     "partner:pause and partner:resume switch the partner's status (denied PARTNER_PAUSED, then routed again)",
     async (t) => {
       const tenant = await createTestTenant(server.services);
-      await run(server.services, "partner:create", {
+      await runAdminCommand(server.services, "partner:create", {
         key: "pausable",
         name: "P",
         "launch-url": "https://pausable.example.com/",
       });
-      await run(server.services, "partner:entitle", { tenant: tenant.tenantId, partner: "pausable" });
+      await runAdminCommand(server.services, "partner:entitle", { tenant: tenant.tenantId, partner: "pausable" });
       const launch = async () =>
         (
           await server.request("/v1/launch", { method: "POST", token: tenant.token, json: { partner_key: "pausable" } })
         ).json();
-      t.match(await run(server.services, "partner:pause", { partner: "pausable" }), {
+      t.match(await runAdminCommand(server.services, "partner:pause", { partner: "pausable" }), {
         partner_key: "pausable",
         status: "paused",
       });
       t.match(await launch(), { decision_result: "denied", reason: "PARTNER_PAUSED" });
-      t.match(await run(server.services, "partner:resume", { partner: "pausable" }), {
+      t.match(await runAdminCommand(server.services, "partner:resume", { partner: "pausable" }), {
         partner_key: "pausable",
         status: "active",
       });
       t.match(await launch(), { decision_result: "routed" });
-      await t.rejects(run(server.services, "partner:pause", { partner: "nobody" }), {
+      await t.rejects(runAdminCommand(server.services, "partner:pause", { partner: "nobody" }), {
         name: "UsageError",
         message: /does not exist/,
       });
-      await t.rejects(run(server.services, "partner:resume", { partner: "nobody" }), {
+      await t.rejects(runAdminCommand(server.services, "partner:resume", { partner: "nobody" }), {
         name: "UsageError",
         message: /does not exist/,
       });
@@ -242,7 +255,7 @@ t.test("partner admin commands", async (t) => {
       t.equal(output.code, 0);
       const created = JSON.parse(output.stdout) as CreatedPartner;
       t.match(created, { partner_key: "cli-partner", context_keys: ["a", "b"], status: "active" });
-      await run(server.services, "partner:entitle", { tenant: tenant.tenantId, partner: "cli-partner" });
+      await runAdminCommand(server.services, "partner:entitle", { tenant: tenant.tenantId, partner: "cli-partner" });
       const body = { tenant_id: tenant.tenantId, payload: { event: "hello" } };
       const res = await server.request("/v1/callbacks/partner/cli-partner", {
         method: "POST",

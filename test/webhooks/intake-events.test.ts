@@ -2,10 +2,10 @@
 // attempt through the API; replays emit nothing; document moves emit document events.
 import { createHmac } from "node:crypto";
 import t from "tap";
-import { adminCommands } from "../../admin/commands.ts";
 import { processRegistry } from "../../foundation/metrics.ts";
 import { startWebhookRig, testCa } from "../helpers/webhooks.ts";
 import { waitFor } from "../helpers/wait.ts";
+import { runAdminCommand } from "../helpers/admin-cli.ts";
 import { webhookSchemaErrors } from "../helpers/webhook-schemas.ts";
 
 const pdf = {
@@ -92,7 +92,7 @@ t.test("intake events reach a subscriber, signed, once per non-replayed submissi
     await server.request(`/v1/intake/submissions/${submission.id}`, { token: tenant.token })
   ).json();
   const documentId = "0190cccc-0000-7000-8000-000000000001";
-  await (adminCommands["item:link"] as (typeof adminCommands)[string]).run(server.services, {
+  await runAdminCommand(server.services, "item:link", {
     tenant: tenant.tenantId,
     item: detail.items[0].id,
     "document-id": documentId,
