@@ -14,6 +14,9 @@ export function serviceModule(file: string): string {
   return JSON.stringify(pathToFileURL(path.join(ROOT, file)).href);
 }
 
+/** The typecheck's buildinfo of each TypeScript project (scripts/contract-steps.ts), beside its tsconfig. */
+const BUILD_INFO = ["tsconfig.tsbuildinfo", "portal/tsconfig.tsbuildinfo"];
+
 /** Left out of the copy: installed packages, version control, run-time data and build output. */
 const LEFT_OUT = new Set([
   "node_modules",
@@ -26,12 +29,10 @@ const LEFT_OUT = new Set([
   "openapi/package/dist",
   "openapi/package/.build",
   "openapi/reference-site",
-  "tsconfig.tsbuildinfo",
-  "portal/tsconfig.tsbuildinfo",
+  // Put back from the kept one (keepBuildInfo), never the checkout's own: its paths are the checkout's.
+  ...BUILD_INFO,
 ]);
 
-/** The typecheck's buildinfo of each TypeScript project (scripts/contract-steps.ts), beside its tsconfig. */
-const BUILD_INFO = ["tsconfig.tsbuildinfo", "portal/tsconfig.tsbuildinfo"];
 /**
  * The buildinfo of the last typecheck of a copy whose TypeScript was the checkout's (`keepBuildInfo`), for
  * the next copies to start from. It names files relative to the copy, and every copy lies as deep in the
