@@ -54,10 +54,17 @@ export function withDatabase(url: string, name: string): string {
   return parsed.toString();
 }
 
-/** `settings` apply to an embedded server only (DATABASE_URL's is as it is). */
-export async function throwawayPostgres(prefix: string, settings?: Record<string, string>): Promise<ThrowawayPostgres> {
+/**
+ * `settings` apply to an embedded server only (DATABASE_URL's is as it is); its cluster goes in a new
+ * directory under `parentDir` (the temporary directory unless given).
+ */
+export async function throwawayPostgres(
+  prefix: string,
+  settings?: Record<string, string>,
+  parentDir = os.tmpdir(),
+): Promise<ThrowawayPostgres> {
   if (process.env.DATABASE_URL) return { adminUrl: process.env.DATABASE_URL, stop: async () => undefined };
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `${prefix}-`));
+  const dataDir = fs.mkdtempSync(path.join(parentDir, `${prefix}-`));
   const server = await startEmbeddedPostgres({ dataDir, port: await freePort(), database: "postgres", settings });
   return {
     adminUrl: server.url,
