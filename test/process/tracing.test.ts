@@ -149,6 +149,8 @@ t.test(
       t.equal(submitted.status, 201, "a submission");
       return (await submitted.json()) as { id: string };
     };
+    const isStatement = (name: string) => (span: ExportedSpan) =>
+      span.kind === KIND.client && String(span.values["db.query.text"]).includes(`integrator.${name}(`);
     // Spans come in batches as they end; the last of a delivery's is its recorded outcome.
     const isOutcome = (span: ExportedSpan) =>
       span.service === "integrator-worker" && String(span.values["db.query.text"]).includes("record_delivery_attempt");
@@ -170,6 +172,13 @@ t.test(
     await sentAndRecorded(2);
     const keyed = await submit({ "Idempotency-Key": "traced-keyed-submit" });
     await sentAndRecorded(3);
+    // Each process exports on its own schedule: on a busy machine the worker's spans of the keyed delivery
+    // can arrive before the API's of the keyed request.
+    await waitFor(
+      async () => otlp.spans.filter(isStatement("record_submission_once")).length,
+      (count) => count >= 1,
+      { seconds: 30 },
+    );
     const deliveryOf = async (submissionId: string) => {
       const rows: { id: string }[] = await db("integrator.webhook_deliveries")
         .where({ tenant_id: tenant.id, subscription_id: subscription.id })
@@ -198,9 +207,6 @@ t.test(
         throw new Error(`no ${what} span among ${among.map((span) => `${span.service} ${span.name}`).join(", ")}`);
       return found[0];
     };
-    const isStatement = (name: string) => (span: ExportedSpan) =>
-      span.kind === KIND.client && String(span.values["db.query.text"]).includes(`integrator.${name}(`);
-
     // The unkeyed submission's trace.
     const statement = one("emitting statement", isStatement("record_submission"));
     const trace = all((span) => span.traceId === statement.traceId);
