@@ -6,6 +6,8 @@
 // Prints a last line "N passed, N failed" from tap's totals (plus one failure for unexercised operations).
 // When the whole suite runs or the rolling-upgrade test is named, a checkout of the previous release with its
 // own packages is prepared first (test/helpers/previous-release.ts), beside the template's migration.
+// The run's temporary files (the cluster, the test files' TMPDIR) are in memory when there is room for them
+// (scripts/test-run-dir.ts).
 import { execFile, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -15,6 +17,7 @@ import { createDatabase, createDatabaseOnServer, dropDatabaseOnServer } from "..
 import { migrateAll } from "../app/services.ts";
 import { coverageReport, OPERATIONS_DIR_ENV } from "./operation-coverage.ts";
 import { bundleDocument, ROOT } from "./openapi-source.ts";
+import { inMemoryRunDir } from "./test-run-dir.ts";
 import { throwawayPostgres, withDatabase } from "./throwaway-postgres.ts";
 import {
   PREVIOUS_RELEASE,
@@ -48,44 +51,6 @@ async function previousRelease(): Promise<Record<string, string>> {
   } catch (error) {
     console.error(error);
     return { [PREVIOUS_RELEASE_ERROR_ENV]: error instanceof Error ? error.message : String(error) };
-  }
-}
-
-// The run's temporary files (its PostgreSQL cluster, and TMPDIR for the test files: repository copies, the
-// clusters some of them start, browser profiles) live in memory when /dev/shm has room, unless TMPDIR is
-// set. A clone of the template creates about 900 files, and on a disk just after many deletions (each file's
-// database is dropped when it ends) ext4 spent up to 0.3 s of kernel CPU finding a clone its inodes
-// (CONTRIBUTING, "How long the suite takes").
-const IN_MEMORY = "/dev/shm";
-const IN_MEMORY_ROOM_BYTES = 2 * 1024 ** 3;
-const RUN_DIR_PREFIX = "integrator-test-";
-
-/** A new directory in memory for this run's temporary files, or undefined to use the temporary directory. */
-function inMemoryRunDir(): string | undefined {
-  if (process.env.TMPDIR) return undefined;
-  try {
-    const { bavail, bsize } = fs.statfsSync(IN_MEMORY);
-    if (bavail * bsize < IN_MEMORY_ROOM_BYTES) return undefined;
-    // What an interrupted run left (its process gone) would hold the memory until the machine restarts.
-    for (const name of fs.readdirSync(IN_MEMORY)) {
-      const pid = name.startsWith(RUN_DIR_PREFIX) ? Number(name.slice(RUN_DIR_PREFIX.length).split("-")[0]) : 0;
-      if (pid > 0 && !isRunning(pid)) fs.rmSync(path.join(IN_MEMORY, name), { recursive: true, force: true });
-    }
-    const dir = fs.mkdtempSync(path.join(IN_MEMORY, `${RUN_DIR_PREFIX}${process.pid}-`));
-    // Open to other users as /tmp is: the embedded PostgreSQL runs as the user postgres.
-    fs.chmodSync(dir, 0o755);
-    return dir;
-  } catch {
-    return undefined;
-  }
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 
