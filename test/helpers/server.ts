@@ -11,6 +11,7 @@ import { connectListenWakeUps } from "../../app/lifecycle.ts";
 import { buildServices } from "../../app/services.ts";
 import { loadConfig } from "../../foundation/config.ts";
 import { createDatabase } from "../../db/database.ts";
+import { databaseLog } from "../../foundation/database-log.ts";
 import { createLogger } from "../../foundation/logger.ts";
 import type { Services } from "../../foundation/services.ts";
 import { createTenant } from "../../db/principals.ts";
@@ -61,15 +62,13 @@ export async function startTestServer(t: Test, options: TestServerOptions = {}):
     ...options.env,
   };
   const config = loadConfig(env);
-  const db = createDatabase(databaseUrl, config.dbPoolMax, "integrator-test");
-  const services = await buildServices(
-    config,
-    db,
-    createLogger({
-      level: config.logLevel,
-      ...(options.logDestination ? { destination: options.logDestination } : {}),
-    }),
-  );
+  const logger = createLogger({
+    level: config.logLevel,
+    ...(options.logDestination ? { destination: options.logDestination } : {}),
+  });
+  // knex's warnings (a failed acquire, with its stack) go to the logger, as in the service (app/lifecycle.ts).
+  const db = createDatabase(databaseUrl, config.dbPoolMax, "integrator-test", databaseLog(logger));
+  const services = await buildServices(config, db, logger);
   const errors: unknown[] = [];
   const app = await createApp(services, {
     handlers: options.handlers ?? allHandlers,
