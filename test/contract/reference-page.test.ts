@@ -313,6 +313,13 @@ t.test("the reference page in headless Chromium, offline", async (t) => {
       0,
       "the request window links to no vendor client either",
     );
+    // The address bar's progress bar runs on to its end after the answer, on a timer of Scalar's (no CSS
+    // animation a screenshot could finish): the picture waits for it to be back at rest, off to the left.
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll<HTMLElement>('[style*="translate3d"][style*="color-mix"]')].every((bar) =>
+        bar.style.transform.startsWith("translate3d(-100%"),
+      ),
+    );
     await screenshot(page, SHOTS, "04-try-it-bearer-token", { fullPage: false });
     t.same(problems, [], "no script errors");
     t.same(foreign(), [], "no request leaves the host");

@@ -88,7 +88,9 @@ export async function screenshot(
 ): Promise<string> {
   const file = path.join(ARTIFACTS_DIR, folder, `${name}.png`);
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  await page.screenshot({ path: file, fullPage: options.fullPage ?? true });
+  // Transitions and animations finished, as a person sees the page once it settles (a panel that slides
+  // open was caught half-way).
+  await page.screenshot({ path: file, fullPage: options.fullPage ?? true, animations: "disabled" });
   return file;
 }
 
