@@ -17,6 +17,7 @@ import { createDatabase, createDatabaseOnServer, dropDatabaseOnServer } from "..
 import { migrateAll } from "../app/services.ts";
 import { coverageReport, OPERATIONS_DIR_ENV } from "./operation-coverage.ts";
 import { bundleDocument, ROOT } from "./openapi-source.ts";
+import { withFoldersExpanded } from "./test-files.ts";
 import { inMemoryRunDir } from "./test-run-dir.ts";
 import { throwawayPostgres, withDatabase } from "./throwaway-postgres.ts";
 import {
@@ -76,7 +77,7 @@ async function buildTapPlugins(): Promise<void> {
 }
 
 async function main(): Promise<number> {
-  const tapArgs = process.argv.slice(2);
+  const tapArgs = withFoldersExpanded(process.argv.slice(2));
   const previous = runsUpgradeTest(tapArgs) ? previousRelease() : Promise.resolve({});
   const tapPlugins = buildTapPlugins();
   const runDir = inMemoryRunDir();
