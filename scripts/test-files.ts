@@ -4,12 +4,13 @@
 import fs from "node:fs";
 import path from "node:path";
 
-export const TEST_FILE_SUFFIX = ".test.ts";
+const TEST_FILE_SUFFIX = ".test.ts";
 
 export function withFoldersExpanded(args: readonly string[]): string[] {
   return args.flatMap((arg) => {
     if (arg.startsWith("-") || !isFolder(arg)) return [arg];
-    const files = (fs.readdirSync(arg, { recursive: true }) as string[])
+    const files = fs
+      .readdirSync(arg, { recursive: true, encoding: "utf8" })
       .filter((file) => file.endsWith(TEST_FILE_SUFFIX))
       .map((file) => path.join(arg, file))
       .sort();

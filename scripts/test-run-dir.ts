@@ -6,8 +6,8 @@
 import fs from "node:fs";
 import path from "node:path";
 
-export const IN_MEMORY = "/dev/shm";
-export const IN_MEMORY_ROOM_BYTES = 2 * 1024 ** 3;
+const IN_MEMORY = "/dev/shm";
+const IN_MEMORY_ROOM_BYTES = 2 * 1024 ** 3;
 export const RUN_DIR_PREFIX = "integrator-test-";
 
 /**
