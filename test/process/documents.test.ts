@@ -1,7 +1,8 @@
 // The documents say what the code does: the settings table of docs/operating.md is the one foundation/config.ts
 // declares (npm run generate rewrites it), docs/integrating.md lists the default MIME types, every
 // relative link names a file (and heading) of the repository, every citation of docs/decisions.md in the
-// code names one of its sections, and nothing cites an issue tracker the repository does not hold.
+// code names one of its sections, nothing cites an issue tracker the repository does not hold, and
+// CONTRIBUTING's table of npm scripts is package.json's (fifteen at most, in one naming scheme).
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -169,3 +170,27 @@ t.test(
     t.same(citations, [], "say what the code does and why, without pointing elsewhere");
   },
 );
+
+t.test("every npm script is in CONTRIBUTING's table, fifteen at most, named verb or verb:what", async (t) => {
+  const scripts = Object.keys((JSON.parse(read("package.json")) as { scripts: Record<string, string> }).scripts);
+  t.ok(scripts.length <= 15, `a newcomer reads ${scripts.length} scripts`);
+  t.same(
+    scripts.filter((name) => !/^[a-z]+(?::[a-z]+)?$/.test(name)),
+    [],
+    "one naming scheme",
+  );
+  const section = read("CONTRIBUTING.md").split("## The npm scripts")[1]?.split("\n## ")[0] ?? "";
+  const listed = new Set(
+    [...section.matchAll(/`npm (?:run )?([a-z:]+)/g)].map((match) => match[1]).filter((name) => name !== "run"),
+  );
+  t.same(
+    scripts.filter((name) => !listed.has(name)),
+    [],
+    "each in CONTRIBUTING's table",
+  );
+  t.same(
+    [...listed].filter((name) => !scripts.includes(name)),
+    [],
+    "and the table names no script that is gone",
+  );
+});
