@@ -181,7 +181,7 @@ t.test("every npm script is in CONTRIBUTING's table, fifteen at most, named verb
   );
   const section = read("CONTRIBUTING.md").split("## The npm scripts")[1]?.split("\n## ")[0] ?? "";
   const listed = new Set(
-    [...section.matchAll(/`npm (?:run )?([a-z:]+)/g)].map((match) => match[1]).filter((name) => name !== "run"),
+    [...section.matchAll(/`npm (?:run )?([a-z:]+)/g)].map((match) => match[1] ?? "").filter((name) => name !== "run"),
   );
   t.same(
     scripts.filter((name) => !listed.has(name)),
