@@ -55,8 +55,6 @@ export interface SendSettings {
 const MAX_POOLS = 200;
 /** Connections to one target at once, unless the worker sends more at once (sendSettings). */
 const DEFAULT_SOCKETS_PER_TARGET = 20;
-/** Idle kept-alive connections per target, at most. */
-const IDLE_SOCKETS_KEPT = 20;
 /** Idle kept-alive connections close after this (sooner when the receiver announces a shorter Keep-Alive timeout). */
 const IDLE_CONNECTION_MS = 4000;
 
@@ -89,7 +87,9 @@ export class ConnectionPools {
         keepAlive: true,
         timeout: IDLE_CONNECTION_MS,
         maxSockets: this.maxSocketsPerTarget,
-        maxFreeSockets: Math.min(this.maxSocketsPerTarget, IDLE_SOCKETS_KEPT),
+        // As many kept idle as were open at once: a burst to one host (an event's deliveries) finds its
+        // connections again in the next burst instead of opening and handshaking them anew.
+        maxFreeSockets: this.maxSocketsPerTarget,
         scheduling: "lifo",
       });
       if (this.agents.size >= MAX_POOLS) {
@@ -230,7 +230,7 @@ export interface WebhookRequest {
  * `maxSendsAtOnce`: the most attempts the worker has in flight at once (WORKER_MAX_SENDS). A pool opens as
  * many connections to one target, so an attempt the worker let go never queues inside the pool behind
  * others to the same host, however long those hang (its time limit would run out there, another tenant's
- * too); it keeps at most IDLE_SOCKETS_KEPT of them open idle.
+ * too); idle, they close after IDLE_CONNECTION_MS.
  */
 export function sendSettings(webhooks: Config["webhooks"], maxSendsAtOnce = DEFAULT_SOCKETS_PER_TARGET): SendSettings {
   return {
