@@ -125,3 +125,63 @@ t.test("a batch that fails is recorded one by one: the good records apply, the b
   t.match(after.get(one), { status: "delivered", attempts: 1 });
   t.match(after.get(two), { status: "pending", attempts: 0 }, "the bad one's delivery is as it was");
 });
+
+t.test("an event's deliveries are read by primary key, pair by pair, on tables never analyzed", async (t) => {
+  const rig = await startWebhookRig(t, ca, { worker: false });
+  const { db } = rig.server.services;
+  const tenantId = rig.tenant.tenantId;
+  // 100 subscriptions and two events' deliveries, never analyzed: the state in which the arrays joined to the
+  // tables as a whole were planned to scan the deliveries subscription by subscription.
+  const subscriptions = await db("integrator.webhook_subscriptions")
+    .insert(
+      Array.from({ length: 100 }, (_, index) => ({
+        tenant_id: tenantId,
+        url: rig.receiver.url(`/plan/${index}`),
+        events: ["intake.submitted"],
+        secret_encrypted: "sealed",
+        created_by: "plan test",
+      })),
+    )
+    .returning<{ id: string }[]>("id");
+  t.equal(subscriptions.length, 100);
+  await rig.emitIntake();
+  await rig.emitIntake();
+  const ids = (await rig.deliveries()).slice(0, 100).map((delivery) => delivery.id);
+  t.equal(ids.length, 100);
+
+  // What the call scanned, as PostgreSQL counts it for the connection (the counts it has not yet
+  // published, read before and after the call, on the transaction's one connection): each index of the
+  // deliveries, and the table's sequential scans.
+  const scans = await db.transaction(async (trx) => {
+    const count = async () => {
+      const counted = await trx.raw<{ rows: { name: string; scans: string; fetched: string }[] }>(
+        `select indexrelid::regclass::text as name, pg_stat_get_xact_numscans(indexrelid) as scans,
+                pg_stat_get_xact_tuples_fetched(indexrelid) as fetched
+           from pg_index where indrelid = 'integrator.webhook_deliveries'::regclass
+         union all
+         select 'sequential', pg_stat_get_xact_numscans('integrator.webhook_deliveries'::regclass), 0`,
+      );
+      return new Map(counted.rows.map((row) => [row.name, { scans: Number(row.scans), fetched: Number(row.fetched) }]));
+    };
+    const before = await count();
+    const read = await trx.raw<{ rows: unknown[] }>(
+      "select * from integrator.deliveries_to_attempt(?::uuid[], ?::uuid[])",
+      [ids.map(() => tenantId), ids],
+    );
+    t.equal(read.rows.length, 100, "every delivery asked for is read");
+    const after = await count();
+    return new Map(
+      [...after].map(([name, { scans, fetched }]) => [
+        name,
+        { scans: scans - (before.get(name)?.scans ?? 0), fetched: fetched - (before.get(name)?.fetched ?? 0) },
+      ]),
+    );
+  });
+  t.same(
+    scans.get("integrator.webhook_deliveries_pkey"),
+    { scans: 100, fetched: 100 },
+    "one look-up by primary key per delivery, one row each",
+  );
+  const others = [...scans].filter(([name, count]) => name !== "integrator.webhook_deliveries_pkey" && count.scans > 0);
+  t.same(others, [], "no other index and no sequential scan");
+});
