@@ -1,7 +1,8 @@
 // npm run bench:webhooks — a benchmark, not a test. On a throwaway embedded PostgreSQL, the real worker
 // (deliver_webhook, the settings of foundation/config.ts) delivers to a local HTTPS receiver (test CA made
-// with openssl). Its floor is graphile-worker itself on the same runner: jobs that do nothing. Rounds
-// alternate a floor segment (N no-op jobs queued at once) and a delivery segment (N deliveries' worth of
+// with openssl) in a process of its own (scripts/bench/receiver.ts), as an integrator's endpoint would be.
+// Its floor is graphile-worker itself on the same runner: jobs that do nothing. Rounds alternate a floor
+// segment (N no-op jobs queued at once) and a delivery segment (N deliveries' worth of
 // intake.submitted events queued at once, at fan-out 1 or 100), so the figure that counts is the ratio
 // deliveries/s ÷ no-op jobs/s in the same run. Between them a third segment bounds that ratio: N jobs
 // that each only send one signed request of a delivery's size through the same sender (pooled HTTPS) to
@@ -20,11 +21,14 @@
 //   npm run bench:webhooks -- --fairness         instead, the noisy neighbour (scripts/bench/fairness.ts)
 //   npm run bench:webhooks -- --db-connections   also the most connections the worker's pools held open and
 //                                                busy at once (scripts/bench/connections.ts)
+import { fork } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
+import { once } from "node:events";
 import { newWebhookSecret } from "../../foundation/signing.ts";
 import { cpuProfiler } from "./profile.ts";
 import { STATEMENT_SETTINGS, statementProfile } from "./statements.ts";
-import { cpuMeter, cpuText, meanCpu, type CpuPerOperation } from "./cpu.ts";
+import { cpuMeter, cpuText, meanCpu, processCpuMs, type CpuPerOperation } from "./cpu.ts";
+import { NOT_A_DELIVERY_PATH, type ReceiverMessage } from "./receiver.ts";
 import { sampleConnections } from "./connections.ts";
 import type { Knex } from "knex";
 import fs from "node:fs";
@@ -44,7 +48,7 @@ import { sendSettings, sendWebhook } from "../../worker/sender.ts";
 import { canonicalJson } from "../../foundation/canonical-json.ts";
 import { taskList } from "../../worker/tasks/index.ts";
 import { deliveryHeaders } from "../../worker/tasks/deliver_webhook.ts";
-import { makeTestCa, startReceiver } from "../../test/helpers/https-receiver.ts";
+import { makeTestCa, RECEIVER_HOST } from "../../test/helpers/https-receiver.ts";
 import { intakeEventData, webhookEnv } from "../../test/helpers/webhooks.ts";
 import {
   fixed,
@@ -100,6 +104,8 @@ interface Row {
   sends: number[];
   /** CPU per delivery and per no-op job, each segment (scripts/bench/cpu.ts). */
   deliveryCpu: CpuPerOperation[];
+  /** The receiver process's CPU per delivery, ms, each delivery segment. */
+  receiverCpu: number[];
   noopCpu: CpuPerOperation[];
   sendCpu: CpuPerOperation[];
   pacedRate: number;
@@ -141,23 +147,33 @@ async function main(): Promise<void> {
     });
     services = await buildServices(config, db);
 
+    /** When each paced event was emitted, by submission: wall-clock ms, as the receiver's process reports receipts. */
     const emittedAt = new Map<string, number>();
     const latencies: number[] = [];
     let received = 0;
-    /** Requests of the send-only segments: not deliveries, so not counted in `received`. */
-    const SEND_ONLY_PATH = "/send-only";
-    // Keep-alive as Node's own default (5 s): a receiver that lets connections be reused.
-    const receiver = await startReceiver(ca, () => ({ status: 204 }), {
-      keepRecords: false,
-      keepAliveTimeoutMs: 5000,
-      onRequest: (request) => {
-        if (request.path !== SEND_ONLY_PATH) received++;
-        const event = JSON.parse(request.rawBody.toString("utf8")) as { data: { submission_id: string } };
-        const sentAt = emittedAt.get(event.data.submission_id);
-        if (sentAt !== undefined) latencies.push(request.receivedAt - sentAt);
-      },
+    const receiver = fork(new URL("./receiver.ts", import.meta.url), [ca.dir]);
+    const port = await new Promise<number>((resolve, reject) => {
+      receiver.once("exit", (code) => reject(new Error(`the receiver exited with ${code}`)));
+      receiver.on("message", (message: ReceiverMessage) => {
+        if ("port" in message) {
+          resolve(message.port);
+          return;
+        }
+        for (const [submissionId, receivedAt] of message.receipts) {
+          if (submissionId === "") continue;
+          received++;
+          const sentAt = emittedAt.get(submissionId);
+          if (sentAt !== undefined) latencies.push(receivedAt - sentAt);
+        }
+      });
     });
-    stops.push(() => receiver.close());
+    stops.push(async () => {
+      const exited = once(receiver, "exit");
+      receiver.disconnect();
+      await exited;
+    });
+    const receiverUrl = (pathname: string) => `https://${RECEIVER_HOST}:${port}${pathname}`;
+    const receiverCpuMs = () => processCpuMs(receiver.pid ?? 0);
 
     let noopsDone = 0;
     let sendsDone = 0;
@@ -183,7 +199,7 @@ async function main(): Promise<void> {
           const id = randomUUID();
           const outcome = await sendWebhook(
             {
-              url: receiver.url(SEND_ONLY_PATH),
+              url: receiverUrl(NOT_A_DELIVERY_PATH),
               body: sendBody,
               headers: deliveryHeaders({
                 userAgent: "integrator-api-webhooks/bench",
@@ -240,7 +256,7 @@ async function main(): Promise<void> {
       for (let i = 0; i < fanOut; i++) {
         await createSubscription(db, {
           tenantId: tenant.id,
-          url: receiver.url(`/fan-out-${fanOut}/${i}`),
+          url: receiverUrl(`/fan-out-${fanOut}/${i}`),
           events: ["intake.submitted"],
           secretSealed: sealed,
           createdBy: "bench",
@@ -250,11 +266,14 @@ async function main(): Promise<void> {
       // like the no-op jobs), timed from the emission to the last receipt and the last record (each
       // event's job ends once its deliveries are recorded), so that no delivery's work spills into the
       // next segment. Also how long the emitting statement took.
-      const deliverySegment = async (): Promise<Segment & { emissionMs: number; deliveries: number }> => {
+      const deliverySegment = async (): Promise<
+        Segment & { emissionMs: number; deliveries: number; receiverMs: number }
+      > => {
         const events = Math.max(1, Math.round(JOBS / fanOut));
         const target = received + events * fanOut;
         const jobsTarget = deliveryJobsDone + events;
         const cpuPer = cpuMeter(postgres.databaseDir);
+        const receiverBefore = receiverCpuMs();
         const started = performance.now();
         await db.raw(
           `select integrator.emit_event(?::uuid, 'intake.submitted', jsonb_build_object(
@@ -270,7 +289,13 @@ async function main(): Promise<void> {
           { failure: () => failedDelivery(db) },
         );
         const rate = (events * fanOut) / ((performance.now() - started) / 1000);
-        return { rate, cpu: cpuPer(events * fanOut), emissionMs, deliveries: events * fanOut };
+        return {
+          rate,
+          cpu: cpuPer(events * fanOut),
+          emissionMs,
+          deliveries: events * fanOut,
+          receiverMs: (receiverCpuMs() - receiverBefore) / (events * fanOut),
+        };
       };
       const row: Row = {
         fanOut,
@@ -278,6 +303,7 @@ async function main(): Promise<void> {
         noops: [],
         sends: [],
         deliveryCpu: [],
+        receiverCpu: [],
         noopCpu: [],
         sendCpu: [],
         pacedRate: 0,
@@ -300,6 +326,7 @@ async function main(): Promise<void> {
         row.sends.push(sends.rate);
         row.sendCpu.push(sends.cpu);
         row.deliveryCpu.push(deliveries.cpu);
+        row.receiverCpu.push(deliveries.receiverMs);
         log(
           `fan-out ${fanOut}, round ${round}: ${fixed(deliveries.rate)} deliveries/s (CPU ms each ${cpuText(deliveries.cpu)}) against ${fixed(noops.rate)} no-op jobs/s (${cpuText(noops.cpu)}): ${fixed(deliveries.rate / noops.rate, 2)}; send-only ${fixed(sends.rate)} jobs/s (${cpuText(sends.cpu)}): ${fixed(sends.rate / noops.rate, 2)} (the emission statement took ${fixed(deliveries.emissionMs)} ms of the segment)`,
         );
@@ -317,7 +344,7 @@ async function main(): Promise<void> {
         const wait = due - performance.now();
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         const submissionId = randomUUID();
-        emittedAt.set(submissionId, performance.now());
+        emittedAt.set(submissionId, performance.timeOrigin + performance.now());
         await db.transaction((trx) =>
           emitEvent(
             trx,
@@ -351,14 +378,14 @@ async function main(): Promise<void> {
     }
 
     const lines = [
-      `Machine: ${machine()}; PostgreSQL ${(await db.raw<{ rows: { server_version: string }[] }>("show server_version")).rows[0]?.server_version} (embedded); WORKER_CONCURRENCY=${config.workerConcurrency}; worker, receiver and emitters in one process.`,
+      `Machine: ${machine()}; PostgreSQL ${(await db.raw<{ rows: { server_version: string }[] }>("show server_version")).rows[0]?.server_version} (embedded); WORKER_CONCURRENCY=${config.workerConcurrency}; worker and emitters in one process, the receiver in another.`,
       `Load before: ${before}`,
       `Load after:  ${uptime()}`,
       "",
       `${ROUNDS} round(s) per fan-out, each a segment of ${JOBS} no-op jobs, one of ${JOBS} send-only jobs and one of ${JOBS} deliveries, each queued at once; then events one transaction each at half the delivery rate for ${PACED_SECONDS} s.`,
       "",
-      "| Fan-out | Deliveries/s | No-op jobs/s | ratio | goal | | Send-only jobs/s | its ratio (the bound) | Paced at deliveries/s | Event-to-receipt p50 | p99 | p50 goal | | not delivered | CPU ms per delivery: Node / PostgreSQL / machine | per no-op job | per send-only job | PostgreSQL per delivery ÷ per no-op job | goal |",
-      "|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---|",
+      "| Fan-out | Deliveries/s | No-op jobs/s | ratio | goal | | Send-only jobs/s | its ratio (the bound) | Paced at deliveries/s | Event-to-receipt p50 | p99 | p50 goal | | not delivered | CPU ms per delivery: Node / PostgreSQL / machine | the receiver's | per no-op job | per send-only job | PostgreSQL per delivery ÷ per no-op job | goal |",
+      "|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---|",
       ...rows.map((row) => {
         // The median over rounds of each delivery (and send-only) segment against the no-op segment of its round.
         const against = (rates: number[]) =>
@@ -370,10 +397,10 @@ async function main(): Promise<void> {
         const postgresRatio = median(
           row.deliveryCpu.map((cpu, index) => cpu.postgresMs / (row.noopCpu[index]?.postgresMs ?? Number.NaN)),
         );
-        return `| ${row.fanOut} | ${fixed(mean(row.deliveries))} | ${fixed(mean(row.noops))} | ${fixed(ratio, 2)} | ≥ ${goal.ratio} | ${met(ratio >= goal.ratio)} | ${fixed(mean(row.sends))} | ${fixed(against(row.sends), 2)} | ${fixed(row.pacedRate)} | ${fixed(p50, 1)} ms | ${fixed(percentile(row.latencies, 99), 1)} ms | ≤ ${goal.p50Ms} ms | ${met(p50 <= goal.p50Ms)} | ${row.undelivered} | ${cpuText(meanCpu(row.deliveryCpu))} | ${cpuText(meanCpu(row.noopCpu))} | ${cpuText(meanCpu(row.sendCpu))} | ${fixed(postgresRatio, 2)} × | ${goal.postgres === undefined ? "" : `≤ ${goal.postgres} × ${met(postgresRatio <= goal.postgres)}`} |`;
+        return `| ${row.fanOut} | ${fixed(mean(row.deliveries))} | ${fixed(mean(row.noops))} | ${fixed(ratio, 2)} | ≥ ${goal.ratio} | ${met(ratio >= goal.ratio)} | ${fixed(mean(row.sends))} | ${fixed(against(row.sends), 2)} | ${fixed(row.pacedRate)} | ${fixed(p50, 1)} ms | ${fixed(percentile(row.latencies, 99), 1)} ms | ≤ ${goal.p50Ms} ms | ${met(p50 <= goal.p50Ms)} | ${row.undelivered} | ${cpuText(meanCpu(row.deliveryCpu))} | ${fixed(mean(row.receiverCpu), 2)} | ${cpuText(meanCpu(row.noopCpu))} | ${cpuText(meanCpu(row.sendCpu))} | ${fixed(postgresRatio, 2)} × | ${goal.postgres === undefined ? "" : `≤ ${goal.postgres} × ${met(postgresRatio <= goal.postgres)}`} |`;
       }),
       "",
-      "CPU ms per delivery or job: this process's (the worker, the receiver and the emitting connections), the embedded PostgreSQL's processes' and the whole machine's busy time over a segment (emission or queueing included), divided by its deliveries or jobs; means over rounds.",
+      "CPU ms per delivery or job: this process's (the worker and the emitting connections), the embedded PostgreSQL's processes' and the whole machine's busy time over a segment (emission or queueing included, and the receiver's process), divided by its deliveries or jobs; the receiver's process's alone; means over rounds.",
       "Send-only: a job that sends one signed request of a delivery's size through a sender like the worker's (pooled HTTPS) to the same receiver and writes nothing of ours; its ratio to the no-op jobs is what deliveries could reach if reading the delivery and recording the attempt cost nothing.",
       "",
       ...rows.flatMap((row) => statements?.table(`fan-out ${row.fanOut}`).concat("") ?? []),
