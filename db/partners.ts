@@ -62,21 +62,26 @@ export async function findPartner(db: Knex, partnerKey: string): Promise<Partner
   return row && toPartner(row);
 }
 
-/** The partner and whether `tenantId` is entitled to it, in one round trip; no tenant means not entitled. */
+const PARTNER_ACCESS = `select ${PARTNER_COLUMNS.map((column) => `p.${column}`).join(", ")}, p.callback_secret_encrypted,
+         exists (select 1 from integrator.partner_entitlements e where e.tenant_id = ?::uuid and e.partner_key = p.partner_key) as entitled
+    from integrator.partners p
+   where p.partner_key = ?`;
+
+/**
+ * The partner and whether `tenantId` is entitled to it, in one round trip; no tenant means not entitled.
+ * Every launch, switch and callback reads it: a named prepared statement, planned once per connection.
+ */
 export async function findPartnerAccess(
   db: Knex,
   partnerKey: string,
   tenantId: string | undefined,
 ): Promise<PartnerAccess | undefined> {
-  const { rows } = await db.raw<{ rows: Timestamped<PartnerAccess>[] }>(
-    `select ${PARTNER_COLUMNS.map((column) => `p.${column}`).join(", ")}, p.callback_secret_encrypted,
-            exists (select 1 from integrator.partner_entitlements e where e.tenant_id = ?::uuid and e.partner_key = p.partner_key) as entitled
-       from integrator.partners p
-      where p.partner_key = ?`,
-    [tenantId ?? null, partnerKey],
-  );
+  const { rows } = await runPrepared<Timestamped<PartnerAccess>>(db, "partner_access", PARTNER_ACCESS, [
+    tenantId ?? null,
+    partnerKey,
+  ]);
   const row = rows[0];
-  return row && toPartner(row);
+  return row && toPartner<PartnerAccess>(row);
 }
 
 /** Entitles the tenant to the partner; true when it was not entitled before. */
