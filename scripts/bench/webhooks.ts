@@ -168,6 +168,7 @@ async function main(): Promise<void> {
       });
     });
     stops.push(async () => {
+      if (receiver.exitCode !== null || receiver.signalCode !== null) return;
       const exited = once(receiver, "exit");
       receiver.disconnect();
       await exited;
