@@ -1,7 +1,7 @@
 -- integrator.deliveries_to_attempt: several deliveries joined to their subscriptions in one call, what the
 -- deliver_webhook task needs to send each (db/webhooks/sending.ts findDeliveriesToSend): the worker reads
 -- an event's deliveries together, and the deliveries of jobs that start together, rather than one call
--- each. Each row is what integrator.delivery_to_attempt returns for one delivery: its state,
+-- each (integrator.delivery_to_attempt is its one-pair form). A row per delivery: its state,
 -- subscription, event and payload, the target, whether the subscription is active or disabled (and by
 -- whom), every secret that signs now, sealed, newest first, and the subscription's rate limit.
 -- p_tenant_ids and p_delivery_ids are pairs, element by element; a pair with no delivery has no row.

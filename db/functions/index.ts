@@ -35,8 +35,8 @@ export const FUNCTION_FILES: readonly string[] = [
   "record_routing_decision_once",
   "pace_delivery",
   "reset_delivery_pacing",
-  "delivery_to_attempt",
   "deliveries_to_attempt",
+  "delivery_to_attempt",
   "record_delivery_attempt",
   "record_delivery_attempts",
 ];
