@@ -28,7 +28,7 @@ import { newWebhookSecret } from "../../foundation/signing.ts";
 import { cpuProfiler } from "./profile.ts";
 import { STATEMENT_SETTINGS, statementProfile } from "./statements.ts";
 import { cpuMeter, cpuText, meanCpu, processCpuMs, type CpuPerOperation } from "./cpu.ts";
-import { NOT_A_DELIVERY_PATH, type ReceiverMessage } from "./receiver.ts";
+import type { ReceiverMessage } from "./receiver.ts";
 import { sampleConnections } from "./connections.ts";
 import type { Knex } from "knex";
 import fs from "node:fs";
@@ -151,7 +151,9 @@ async function main(): Promise<void> {
     const emittedAt = new Map<string, number>();
     const latencies: number[] = [];
     let received = 0;
-    const receiver = fork(new URL("./receiver.ts", import.meta.url), [ca.dir]);
+    /** Requests of the send-only segments: not deliveries, so not counted in `received`. */
+    const NOT_A_DELIVERY_PATH = "/send-only";
+    const receiver = fork(new URL("./receiver.ts", import.meta.url), [ca.dir, NOT_A_DELIVERY_PATH]);
     const port = await new Promise<number>((resolve, reject) => {
       receiver.once("exit", (code) => reject(new Error(`the receiver exited with ${code}`)));
       receiver.on("message", (message: ReceiverMessage) => {
