@@ -1,6 +1,6 @@
 // What reading deliveries to send costs (integrator.deliveries_to_attempt, db/webhooks/sending.ts
 // findDeliveriesToSend): an event's 100 deliveries, the 5 of jobs that start together, and one, each read
-// by the named prepared statement the worker uses; medians of client-side timings (a round trip and pg's
+// through findDeliveriesToSend as the worker reads them; medians of client-side timings (a round trip and pg's
 // parsing of the rows included), on a throwaway migrated database with one tenant's 100 subscriptions and
 // 60 events' deliveries, analyzed. `--function FILE` applies another text of the function (the one of an
 // earlier commit: `git show <commit>:db/functions/deliveries_to_attempt.sql > FILE`) and the two are timed
@@ -8,7 +8,8 @@
 // `node scripts/bench/read-parts.ts [--rounds N] [--function FILE]`
 import fs from "node:fs";
 import { parseArgs } from "node:util";
-import pg from "pg";
+import { createDatabase } from "../../db/database.ts";
+import { findDeliveriesToSend } from "../../db/webhooks/sending.ts";
 import { migratedDatabase } from "./migrated-database.ts";
 import { intakeEventData } from "../../test/helpers/webhooks.ts";
 import { median } from "./common.ts";
@@ -47,24 +48,19 @@ try {
 
   /** Each event's first `size` deliveries read once, on a new connection: the median ms. */
   const time = async (size: number): Promise<number> => {
-    const reader = new pg.Client({ connectionString: url });
-    await reader.connect();
+    const reader = createDatabase(url, 1, "integrator-read-parts");
     try {
       const times: number[] = [];
       for (const ids of events) {
-        const wanted = ids.slice(0, size);
+        const wanted = ids.slice(0, size).map((deliveryId) => ({ tenantId, deliveryId }));
         const started = performance.now();
-        const { rows } = await reader.query({
-          name: "deliveries_to_attempt",
-          text: "select * from integrator.deliveries_to_attempt($1::uuid[], $2::uuid[])",
-          values: [wanted.map(() => tenantId), wanted],
-        });
+        const read = await findDeliveriesToSend(reader, wanted);
         times.push(performance.now() - started);
-        if (rows.length !== wanted.length) throw new Error(`${rows.length} rows for ${wanted.length} deliveries`);
+        if (read.includes(undefined)) throw new Error(`a delivery of ${wanted.length} was not read`);
       }
       return median(times);
     } finally {
-      await reader.end();
+      await reader.destroy();
     }
   };
   const texts = { current, ...(other === undefined ? {} : { other }) };
@@ -78,10 +74,12 @@ try {
       }
     }
   for (const size of SIZES)
-    for (const label of Object.keys(texts))
+    for (const label of Object.keys(texts)) {
+      const medians = results.get(`${label}, ${size}`) ?? [];
       console.log(
-        `${label} text, ${size} ${size === 1 ? "delivery" : "deliveries"}: median ${median(results.get(`${label}, ${size}`) ?? []).toFixed(3)} ms (rounds: ${(results.get(`${label}, ${size}`) ?? []).map((ms) => ms.toFixed(3)).join(", ")})`,
+        `${label} text, ${size} ${size === 1 ? "delivery" : "deliveries"}: median ${median(medians).toFixed(3)} ms (rounds: ${medians.map((ms) => ms.toFixed(3)).join(", ")})`,
       );
+    }
 } finally {
   await close();
 }
