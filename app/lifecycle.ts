@@ -21,6 +21,7 @@ import { checkHealth } from "../handlers/probes/health-checks.ts";
 import { TimeoutError, withTimeout } from "../foundation/timeouts.ts";
 import { errorMessage } from "../foundation/error-message.ts";
 import { createApiServer } from "../http/server.ts";
+import { listenOn } from "../foundation/ports.ts";
 
 /**
  * Wakes the listen sessions' polls waiting in this process when the worker (of any process) offers their
@@ -89,13 +90,7 @@ export async function startService(config: Config, role: Role, logger: Logger): 
       notifications = connectListenWakeUps(services, database.url);
       api = createApiServer(await createApp(services, { handlers }), config.http);
       const server = api.server;
-      await new Promise<void>((resolve, reject) => {
-        server.once("error", reject);
-        server.listen(config.port, () => {
-          server.off("error", reject);
-          resolve();
-        });
-      });
+      await listenOn(server, config.port, undefined, "PORT");
       const address = server.address();
       port = typeof address === "object" && address ? address.port : config.port;
     }

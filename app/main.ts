@@ -49,13 +49,19 @@ async function main(): Promise<void> {
       version: VERSION,
     });
   }
-  const [{ EmbeddedPostgresUnavailable, loadEmbeddedPostgres }, { demoHints }, { startService }, { createLogger }] =
-    await Promise.all([
-      import("../db/database.ts"),
-      import("./demo.ts"),
-      import("./lifecycle.ts"),
-      import("../foundation/logger.ts"),
-    ]);
+  const [
+    { EmbeddedPostgresUnavailable, loadEmbeddedPostgres },
+    { demoHints },
+    { startService },
+    { createLogger },
+    { PortUnavailable },
+  ] = await Promise.all([
+    import("../db/database.ts"),
+    import("./demo.ts"),
+    import("./lifecycle.ts"),
+    import("../foundation/logger.ts"),
+    import("../foundation/ports.ts"),
+  ]);
   const logger = createLogger({ level: config.logLevel });
   tracing?.logTo(logger);
 
@@ -116,7 +122,7 @@ async function main(): Promise<void> {
     running = await startService(config, role, logger);
   } catch (error) {
     // Something the person starting the service can fix: one sentence on stderr, like a bad setting.
-    if (error instanceof EmbeddedPostgresUnavailable) {
+    if (error instanceof EmbeddedPostgresUnavailable || error instanceof PortUnavailable) {
       process.stderr.write(`Start-up failed: ${error.message}\n`);
       process.exit(1);
     }

@@ -5,6 +5,7 @@ import http from "node:http";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import { poolStatistics } from "../db/database.ts";
 import { jobQueueStatistics } from "../db/job-queue.ts";
+import { listenOn } from "./ports.ts";
 import { withTimeout } from "./timeouts.ts";
 import { SECURITY_HEADERS } from "./security-headers.ts";
 import type { Services } from "./services.ts";
@@ -240,13 +241,7 @@ export async function startMetricsServer(
     },
   );
   server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, options.host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
+  await listenOn(server, options.port, options.host, "METRICS_PORT");
   const address = server.address();
   return {
     port: typeof address === "object" && address ? address.port : options.port,

@@ -85,3 +85,19 @@ export async function startMainProcess(
   if (port === undefined) throw new Error(`the service did not start in ${seconds} s:\n${out}\n${err}`);
   return { child, port, stdout: () => out, logLines, exited };
 }
+
+/** Runs `node app/main.ts` (`args`, default `--role=api`) with `env` until it exits, for a start that fails. */
+export function runMainToExit(
+  env: Record<string, string>,
+  args: string[] = ["--role=api"],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [MAIN, ...args], { env: processEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+    child.once("error", reject);
+    child.once("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}

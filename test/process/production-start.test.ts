@@ -1,11 +1,8 @@
 // Starting with NODE_ENV=production: what must be configured, and what is warned about.
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import path from "node:path";
 import t from "tap";
 import { createTestDatabase } from "../helpers/database.ts";
-import { startMainProcess } from "../helpers/main-process.ts";
-import { processEnv } from "../helpers/main-process.ts";
+import { runMainToExit, startMainProcess } from "../helpers/main-process.ts";
 
 const productionEnv = async (t: Parameters<typeof createTestDatabase>[0]) => ({
   NODE_ENV: "production",
@@ -15,20 +12,6 @@ const productionEnv = async (t: Parameters<typeof createTestDatabase>[0]) => ({
   PORT: "0",
   LOG_LEVEL: "info",
 });
-
-function runMainToExit(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
-  const main = path.join(import.meta.dirname, "..", "..", "app", "main.ts");
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [main, "--role=api"], {
-      env: processEnv(env),
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    let stderr = "";
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
-    child.once("error", reject);
-    child.once("close", (code) => resolve({ code, stderr }));
-  });
-}
 
 t.test("in production, a start without TRUST_PROXY warns loudly that clients share the proxy's limits", async (t) => {
   const service = await startMainProcess(t, await productionEnv(t));
