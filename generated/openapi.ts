@@ -1274,8 +1274,9 @@ export interface webhooks {
          *     it in the same transaction that records that attempt and ends the delivery `failed`, so it exists
          *     exactly when that happens, once per delivery, naming the delivery, its subscription and the event it
          *     carried, to resend once the endpoint works (`redeliverWebhookDelivery`). Not for a test delivery
-         *     (`test: true`), nor for a delivery that ends without an attempt (its subscription disabled or
-         *     deleted), nor for the delivery of an operational event, so one report never sets off another. It
+         *     (`test: true`), nor for a listen session's delivery (a developer's local receiver, no endpoint), nor
+         *     for a delivery that ends without an attempt (its subscription disabled or deleted), nor for the
+         *     delivery of an operational event, so one report never sets off another. It
          *     goes to the tenant's other subscriptions that name this kind in their `events` (`*` does not take
          *     it), never to the endpoint that failed. See `WebhookEventEnvelope` for signing and retries.
          */

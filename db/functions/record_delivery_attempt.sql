@@ -10,7 +10,8 @@
 --   disabled (by hand or by a rule) keeps its time, reason and disabled_by;
 -- - the operational events, in this same transaction, so that each exists exactly when its change does,
 --   once: webhook.endpoint_disabled when this attempt disabled the subscription, and
---   webhook.delivery_exhausted when it was the delivery's last and failed (not for a test delivery),
+--   webhook.delivery_exhausted when it was the delivery's last and failed (not for a test delivery, nor
+--   for a listen session's),
 --   each delivered to the tenant's other subscriptions naming the kind (emit_operational_event.sql);
 -- - when p_retry_at is set, the next attempt's job (queue_delivery_jobs, for the attempt after this one).
 -- The delivery of an operational event counts in its endpoint's health figure but in no rule that disables
@@ -99,7 +100,13 @@ begin
         end if;
       end if;
     end if;
-    if delivery_failed and not recorded.test then
+    -- A listen session's delivery is reported to no endpoint: the session is a developer's local
+    -- receiver, not an endpoint whose failures the tenant's monitoring should hear of (and its id is no
+    -- subscription the API shows).
+    if delivery_failed and not recorded.test
+       and not exists (select 1 from integrator.webhook_subscriptions s
+                        where s.tenant_id = p_tenant_id and s.id = recorded.subscription_id
+                          and s.transport = 'listen') then
       report := jsonb_build_object('delivery_id', p_delivery_id, 'subscription_id', recorded.subscription_id,
                                    'event_id', 'evt_' || recorded.event_id, 'event_type', recorded.event_type,
                                    'attempts', recorded.attempts, 'last_response_code', p_response_code);

@@ -139,9 +139,16 @@ t.test(
 );
 
 t.test(
-  "a failure answer is a failed attempt, retried on the delivery's schedule and offered again as the next attempt",
+  "a failure answer is a failed attempt, retried on the delivery's schedule and offered again as the next attempt; the last failed attempt is reported to no endpoint",
   async (t) => {
     const who = await createTestTenant(server.services);
+    // An endpoint of the tenant's that takes the reports of deliveries that used their attempts.
+    const watching = await server.request("/v1/webhooks/subscriptions", {
+      method: "POST",
+      token: who.token,
+      json: { url: rig.receiver.url(`/watch-${randomUUID()}`), events: ["webhook.delivery_exhausted"] },
+    });
+    t.equal(watching.status, 201);
     const session = await startSession(who);
     await emitIntake(who);
     const first = await nextDelivery(who, session.id);
@@ -180,6 +187,13 @@ t.test(
     const final = await recorded(who, first.delivery_id, 3);
     t.match(final.delivery, { status: "failed", attempts: 3, response_code: 500 });
     t.match(final.attempts[1], { outcome: "failed", error_class: "connection_failed", response_code: null });
+    // A report would have been written with the last attempt's record: a session is a developer's local
+    // receiver, not an endpoint whose failures the tenant's monitoring should hear of.
+    const reports = await server.request("/v1/webhooks/deliveries?event_type=webhook.delivery_exhausted", {
+      token: who.token,
+    });
+    t.equal(reports.status, 200);
+    t.same(((await reports.json()) as { deliveries: unknown[] }).deliveries, [], "no webhook.delivery_exhausted");
   },
 );
 
