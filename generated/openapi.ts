@@ -1994,8 +1994,9 @@ export interface components {
              *     `Connection failed`, `TLS failed`, `DNS lookup failed`, `Invalid HTTP response`, `Target not
              *     allowed` (the URL's port or a resolved address is refused at send time), `HTTP status NNN` (any
              *     answer outside 2xx, redirects included), `Interrupted: the worker stopped`, `Request failed`; or
-             *     why the delivery ended without an attempt (e.g. its subscription was deactivated). At most 500
-             *     characters; null after a success.
+             *     why the delivery ended without a further attempt, and whether it was ever sent (`Subscription
+             *     deactivated; the delivery was not sent`, or `… was not sent again` after failed attempts). At most
+             *     500 characters; null after a success.
              * @example HTTP status 503
              */
             error_message: string | null;

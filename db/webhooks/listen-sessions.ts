@@ -9,13 +9,13 @@ import { isUuid } from "../ids.ts";
 import { rfc3339 } from "../timestamps.ts";
 import { JOB } from "../jobs.ts";
 import { lockTenantSubscriptions } from "./subscriptions.ts";
-import type { DeliveredEventKind } from "./views.ts";
+import { type DeliveredEventKind, unsentMessageSql, unsentReason } from "./views.ts";
 
 /** The channel on which an offer is announced (payload: `<tenant id> <session id>`), waking a waiting poll. */
 export const LISTEN_OFFERS_CHANNEL = "integrator_listen_offers";
 
 /** The error_message of a delivery still pending when its session ends. */
-export const LISTEN_SESSION_ENDED_MESSAGE = "Listen session ended; the delivery was not sent";
+export const LISTEN_SESSION_ENDED = unsentReason("Listen session ended");
 
 export interface ListenSessionView {
   id: string;
@@ -161,7 +161,7 @@ export async function endListenSession(
       .where({ tenant_id: tenantId, subscription_id: sessionId, status: "pending" })
       .update({
         status: "failed",
-        error_message: LISTEN_SESSION_ENDED_MESSAGE,
+        error_message: unsentMessageSql(trx, LISTEN_SESSION_ENDED),
         next_attempt_at: null,
         updated_at: trx.fn.now(),
       });

@@ -5,7 +5,8 @@ import type { Knex } from "knex";
 import { type EventSelector } from "../events.ts";
 import { isUuid } from "../ids.ts";
 import {
-  DEACTIVATED_MESSAGE,
+  DEACTIVATED,
+  unsentMessageSql,
   SUBSCRIPTION_COLUMNS,
   type SubscriptionRow,
   type SubscriptionView,
@@ -274,7 +275,7 @@ export async function deactivateSubscription(db: Knex, tenantId: string, subscri
       .where({ tenant_id: tenantId, subscription_id: subscriptionId, status: "pending" })
       .update({
         status: "failed",
-        error_message: DEACTIVATED_MESSAGE,
+        error_message: unsentMessageSql(trx, DEACTIVATED),
         next_attempt_at: null,
         updated_at: trx.fn.now(),
       });

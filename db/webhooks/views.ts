@@ -1,5 +1,6 @@
 // What the webhook queries answer with: the API's views of subscriptions, deliveries, events and
 // attempts (the generated schemas), and how a row becomes one.
+import type { Knex } from "knex";
 import type { components } from "../../generated/openapi.ts";
 import { eventIdOf, type EventSelector } from "../events.ts";
 import { rfc3339, rfc3339OrNull } from "../timestamps.ts";
@@ -18,9 +19,35 @@ export type DeliveryEnvelope = Schemas["WebhookEventPayload"];
 export type AttemptView = Schemas["WebhookDeliveryAttempt"];
 export type AttemptErrorClass = Schemas["WebhookDeliveryErrorClass"];
 
-export const DEACTIVATED_MESSAGE = "Subscription deactivated; the delivery was not sent";
-export const DISABLED_MESSAGE = "Subscription disabled by endpoint health; the delivery was not sent";
-export const MANUALLY_DISABLED_MESSAGE = "Subscription disabled by hand; the delivery was not sent";
+/**
+ * Why a pending delivery ended without a further attempt, as its error_message: the reason, then "the
+ * delivery was not sent" for one never attempted, or "was not sent again" after failed attempts.
+ */
+export interface UnsentReason {
+  notSent: string;
+  notSentAgain: string;
+}
+
+export function unsentReason(reason: string): UnsentReason {
+  return {
+    notSent: `${reason}; the delivery was not sent`,
+    notSentAgain: `${reason}; the delivery was not sent again`,
+  };
+}
+
+export const DEACTIVATED = unsentReason("Subscription deactivated");
+export const DISABLED = unsentReason("Subscription disabled by endpoint health");
+export const MANUALLY_DISABLED = unsentReason("Subscription disabled by hand");
+
+/** The message for a delivery with `attempts` attempts made. */
+export function unsentMessage(reason: UnsentReason, attempts: number): string {
+  return attempts === 0 ? reason.notSent : reason.notSentAgain;
+}
+
+/** The same in a statement that ends many deliveries: by each row's own attempts. */
+export function unsentMessageSql(db: Knex, reason: UnsentReason): Knex.Raw {
+  return db.raw("case when attempts = 0 then ? else ? end", [reason.notSent, reason.notSentAgain]);
+}
 
 export interface SubscriptionRow {
   tenant_id: string;

@@ -8,7 +8,7 @@ import type { ReceivedRequest } from "../helpers/https-receiver.ts";
 import { createTestTenant } from "../helpers/server.ts";
 import { startWebhookRig, testCa, type WebhookRig } from "../helpers/webhooks.ts";
 import { waitFor } from "../helpers/wait.ts";
-import { DISABLED_MESSAGE, MANUALLY_DISABLED_MESSAGE, type SubscriptionView } from "../../db/webhooks/views.ts";
+import { DISABLED, MANUALLY_DISABLED, type SubscriptionView } from "../../db/webhooks/views.ts";
 
 const ca = testCa(t);
 /** Paths whose endpoint is down (answers 500). */
@@ -100,7 +100,7 @@ t.test(
     t.equal((await disable(id)).status, 200);
     await rig.emitIntake();
     const final = await rig.finalDelivery(id);
-    t.match(final, { status: "failed", attempts: 0, error_message: MANUALLY_DISABLED_MESSAGE });
+    t.match(final, { status: "failed", attempts: 0, error_message: MANUALLY_DISABLED.notSent });
     t.same(await attemptsOf(final?.id ?? ""), [], "no attempt was made");
     await rig.jobsDrained();
     t.equal(rig.receiver.receivedAt(path).length, 0, "nothing was sent");
@@ -172,7 +172,7 @@ t.test("disabling a disabled subscription answers 200 and keeps the first time a
       async () => (await rig.deliveries()).filter((delivery) => delivery.subscription_id === health.id),
       (deliveries) => deliveries.length === 2 && deliveries.every((delivery) => delivery.status !== "pending"),
     ),
-    [{ error_message: DISABLED_MESSAGE }, {}],
+    [{ error_message: DISABLED.notSent }, {}],
     "its deliveries still name endpoint health",
   );
 });
@@ -229,7 +229,7 @@ t.test("endpoint health does not replace the time or reason of a subscription di
       async () => (await rig.deliveries()).filter((delivery) => delivery.subscription_id === id),
       (deliveries) => deliveries.length === 2 && deliveries.every((delivery) => delivery.status !== "pending"),
     ),
-    [{ status: "failed", attempts: 0, error_message: MANUALLY_DISABLED_MESSAGE }, {}],
+    [{ status: "failed", attempts: 0, error_message: MANUALLY_DISABLED.notSent }, {}],
     "later events still name the hand",
   );
 });

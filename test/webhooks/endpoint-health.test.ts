@@ -9,7 +9,7 @@ import type { ReceivedRequest } from "../helpers/https-receiver.ts";
 import { createTestTenant } from "../helpers/server.ts";
 import { startWebhookRig, testCa, type WebhookRig } from "../helpers/webhooks.ts";
 import { waitFor } from "../helpers/wait.ts";
-import { DISABLED_MESSAGE } from "../../db/webhooks/views.ts";
+import { DISABLED } from "../../db/webhooks/views.ts";
 import { queueManualDelivery } from "../../db/webhooks/deliveries.ts";
 
 const ca = testCa(t);
@@ -84,7 +84,7 @@ t.test(
       .update({ disabled_at: new Date(), disabled_reason: "x" });
     await rig.emitIntake();
     const final = await rig.finalDelivery(id);
-    t.match(final, { status: "failed", attempts: 0, error_message: DISABLED_MESSAGE });
+    t.match(final, { status: "failed", attempts: 0, error_message: DISABLED.notSent });
     t.equal(rig.receiver.receivedAt(path).length, 0, "nothing was sent");
   },
 );
@@ -184,7 +184,7 @@ t.test("a pending delivery of a subscription disabled meanwhile ends failed with
   });
   if (!("queued" in outcome)) return t.fail("not queued");
   const final = await rig.finalDelivery(id);
-  t.match(final, { id: outcome.queued.id, status: "failed", attempts: 0, error_message: DISABLED_MESSAGE });
+  t.match(final, { id: outcome.queued.id, status: "failed", attempts: 0, error_message: DISABLED.notSent });
   t.equal(rig.receiver.receivedAt(path).length, 0, "nothing was sent");
 });
 
