@@ -14,6 +14,7 @@ const CREATED_BEFORE = `        - name: created_before
           in: query
           required: false
           description: Only deliveries created before this instant (an RFC 3339 date-time that names an instant; see Formats).
+          allowReserved: true
           schema:
             type: string
             format: date-time
