@@ -1655,8 +1655,8 @@ export interface components {
         /**
          * @description The most delivery attempts per second this subscription's endpoint receives; null (or absent at
          *     creation) for no limit. The worker paces the subscription's attempts (first sends, retries, redeliveries
-         *     and test events alike) so that they start `1 / rate_limit_per_second` seconds apart (less at most a
-         *     quarter of that, and at most 25 ms, of leeway for timers), across every worker: a burst of events is
+         *     and test events alike) so that each starts at least `1 / rate_limit_per_second` seconds after the one
+         *     before, across every worker: no more than that many start in any second, and a burst of events is
          *     sent at this pace rather than at once. A change of the limit, or its removal, applies at once, also
          *     to the deliveries already waiting.
          *     A delivery held back by the limit stays `pending`, spends none of its attempts and is never failed for

@@ -6,17 +6,17 @@
 -- endpoints' and tenants' jobs run meanwhile.
 --
 -- integrator.webhook_send_pacing holds, per subscription:
--- - last_sent_at: when its last attempt was let go. An attempt starts only 1/rate after it (less a
---   little slack, at most a quarter of that and 25 ms, for timer jitter), so attempts to the endpoint start
---   at least about 1/rate apart, however late or early their jobs run and whichever worker runs them.
+-- - last_sent_at: when its last attempt was let go. The next is let go no sooner than 1/rate after it, so
+--   no more than `rate` attempts to the endpoint start in any second, however late or early their jobs run
+--   and whichever worker runs them.
 -- - next_free_at: the next slot to hand out. A delivery that must wait is given the next slot in turn
 --   (its job runs then, naming the generation of its slot), so a burst of n deliveries is spread over
 --   n/rate seconds, each job woken about once, rather than every waiting job waking at each free moment.
 -- - generation: bumped when the subscription's limit changes (reset_delivery_pacing.sql, which also hands
 --   out slots afresh). A paced job holds its slot only while its payload's pacing_generation is the
 --   row's; one from before the change takes a slot in turn like any other.
--- A paced job that finds itself too soon after the last attempt anyway (it ran late behind another one)
--- moves to that earliest moment without taking a new slot.
+-- A paced job that finds itself too soon after the last attempt anyway (the attempt before it was let go
+-- later than its slot) moves to that earliest moment without taking a new slot.
 --
 -- The moved job is the delivery's deliver_webhook job as queue_delivery_jobs.sql defines it (same payload,
 -- priority rule, flag and max_attempts), plus `pacing_generation` and the job key
@@ -32,7 +32,6 @@ language plpgsql volatile
 as $$
 declare
   gap constant interval := make_interval(secs => 1.0 / p_rate);
-  slack constant interval := least(make_interval(secs => 0.25 / p_rate), interval '25 milliseconds');
   pacing record;
   holds_slot boolean;
   t timestamptz;
@@ -49,7 +48,7 @@ begin
   -- The time once the row is ours: another worker's call may have held it.
   t := clock_timestamp();
   holds_slot := p_generation is not distinct from pacing.generation;
-  earliest := coalesce(pacing.last_sent_at + gap - slack, t);
+  earliest := coalesce(pacing.last_sent_at + gap, t);
   if holds_slot then
     slot := earliest;
   else

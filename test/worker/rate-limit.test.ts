@@ -23,7 +23,7 @@ const ca = testCa(t);
 // measures from its own start.
 t.jobs = 5;
 
-/** Timers and the database on one machine (the pacing's own slack is at most 25 ms). */
+/** Timers and the database on one machine. */
 const TOLERANCE_MS = 100;
 
 /**
@@ -167,6 +167,42 @@ t.test(
     const subscription = await rig.subscription(subscriptionId);
     t.equal(subscription.status, "active");
     t.equal(subscription.rate_limit_per_second, 2);
+  },
+);
+
+t.test(
+  "an attempt is let go no sooner than 1/rate after the one before: the slot pace_delivery gives is exactly that far after it",
+  async (t) => {
+    const rig = await startWebhookRig(t, ca, { worker: false });
+    const { db } = rig.server.services;
+    for (const rate of [1, 10, 1000]) {
+      const subscriptionId = await subscribeLimited(rig, rig.tenant, `/exact-${rate}`, ["*"], rate);
+      await emitScorecards(rig, rig.tenant.tenantId, 1);
+      const delivery = (await rig.deliveries()).find((candidate) => candidate.subscription_id === subscriptionId);
+      if (!delivery) throw new Error("the event made no delivery");
+      // The attempt before was let go an hour from now, so this one must wait for it whenever it runs.
+      const [pacing] = await db("integrator.webhook_send_pacing")
+        .insert({
+          tenant_id: rig.tenant.tenantId,
+          subscription_id: subscriptionId,
+          last_sent_at: db.raw("now() + interval '1 hour'"),
+        })
+        .returning<{ generation: number; last_sent_at: Date }[]>(["generation", "last_sent_at"]);
+      if (!pacing) throw new Error("no pacing row");
+      const { rows } = await db.raw<{ rows: { seconds: number | null }[] }>(
+        "select integrator.pace_delivery(?, ?, ?, 0, ?, ?) as seconds",
+        [rig.tenant.tenantId, subscriptionId, delivery.id, rate, pacing.generation],
+      );
+      t.ok((rows[0]?.seconds ?? 0) > 3599, `${rate}/s: held back (${rows[0]?.seconds} s)`);
+      const due = await db("integrator.webhook_deliveries")
+        .where({ tenant_id: rig.tenant.tenantId, id: delivery.id })
+        .first<{ next_attempt_at: Date }>("next_attempt_at");
+      t.equal(
+        (due?.next_attempt_at.getTime() ?? 0) - pacing.last_sent_at.getTime(),
+        1000 / rate,
+        `${rate}/s: its slot is ${1000 / rate} ms after the attempt before, not a moment sooner`,
+      );
+    }
   },
 );
 
