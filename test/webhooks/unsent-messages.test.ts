@@ -3,10 +3,10 @@
 // through HTTP with a real worker and an HTTPS receiver that answers 500; a failed attempt's retry waits an
 // hour, so nothing but the test's own acts moves the delivery on.
 import t from "tap";
+import type { Test } from "tap";
 import { startWebhookRig, testCa, jobsOfDelivery, type WebhookRig } from "../helpers/webhooks.ts";
 import { waitFor } from "../helpers/wait.ts";
-import { DEACTIVATED, MANUALLY_DISABLED } from "../../db/webhooks/views.ts";
-import type { DeliveryView } from "../../db/webhooks/views.ts";
+import { DEACTIVATED, MANUALLY_DISABLED, type DeliveryView } from "../../db/webhooks/views.ts";
 
 const ca = testCa(t);
 let rig: WebhookRig;
@@ -19,7 +19,7 @@ t.before(async () => {
 });
 
 /** A subscription whose first delivery has had one failed attempt and waits for its retry. */
-async function failedOnce(): Promise<{ subscriptionId: string; path: string; delivery: DeliveryView }> {
+async function failedOnce(t: Test): Promise<{ subscriptionId: string; path: string; delivery: DeliveryView }> {
   const path = `/down-${crypto.randomUUID()}`;
   const { id } = await rig.subscribe(rig.receiver.url(path));
   await rig.emitIntake();
@@ -36,7 +36,7 @@ async function failedOnce(): Promise<{ subscriptionId: string; path: string; del
 const deliveryOf = async (id: string) => (await rig.deliveries()).find((delivery) => delivery.id === id);
 
 t.test("a deleted subscription's delivery that failed once says it was not sent again", async (t) => {
-  const { subscriptionId, delivery } = await failedOnce();
+  const { subscriptionId, delivery } = await failedOnce(t);
   const res = await rig.server.request(`/v1/webhooks/subscriptions/${subscriptionId}`, {
     method: "DELETE",
     token: rig.tenant.token,
@@ -51,14 +51,19 @@ t.test("a deleted subscription's delivery that failed once says it was not sent 
 });
 
 t.test("a retry that finds its subscription disabled by hand says it was not sent again", async (t) => {
-  const { subscriptionId, path, delivery } = await failedOnce();
+  const { subscriptionId, path, delivery } = await failedOnce(t);
   const res = await rig.server.request(`/v1/webhooks/subscriptions/${subscriptionId}/disable`, {
     method: "POST",
     token: rig.tenant.token,
   });
   t.equal(res.status, 200);
   // The hour passes: the retry's job is due now (graphile-worker's documented reschedule_jobs).
-  const jobs = await jobsOfDelivery(rig.server.services.db, delivery.id);
+  // The first attempt's job may still be completing: wait until the retry's is the only one left.
+  const jobs = await waitFor(
+    () => jobsOfDelivery(rig.server.services.db, delivery.id),
+    (found) => found.length === 1 && found[0]?.locked_at === null,
+    { seconds: 30 },
+  );
   t.equal(jobs.length, 1, "the retry's job waits");
   await rig.server.services.db.raw("select graphile_worker.reschedule_jobs(?::bigint[], run_at := now())", [
     jobs.map((job) => job.id),
