@@ -9,6 +9,8 @@ import {
   type DeliveredEventKind,
   type DeliveryEnvelope,
   type DeliveryStatus,
+  type UnsentReason,
+  unsentMessageSql,
 } from "./views.ts";
 
 /** What the deliver_webhook task needs: the delivery's state and payload and its subscription's target. */
@@ -237,16 +239,20 @@ function attemptArguments(attempt: AttemptRecord, trace: TraceContext | undefine
   };
 }
 
-/** Ends a pending delivery as failed without an attempt (its subscription is inactive or disabled). */
+/**
+ * Ends a pending delivery as failed without a further attempt (its subscription is inactive or disabled),
+ * saying why: a message, or an UnsentReason worded by the delivery's own attempts.
+ */
 export async function failWithoutAttempt(
   db: Knex,
   tenantId: string,
   deliveryId: string,
-  message: string,
+  why: string | UnsentReason,
 ): Promise<boolean> {
+  const message = typeof why === "string" ? why.slice(0, 500) : unsentMessageSql(db, why);
   const updated = await db("integrator.webhook_deliveries")
     .where({ tenant_id: tenantId, id: deliveryId, status: "pending" })
-    .update({ status: "failed", error_message: message.slice(0, 500), next_attempt_at: null, updated_at: db.fn.now() })
+    .update({ status: "failed", error_message: message, next_attempt_at: null, updated_at: db.fn.now() })
     .returning("id");
   return updated.length > 0;
 }

@@ -39,12 +39,7 @@ export const DEACTIVATED = unsentReason("Subscription deactivated");
 export const DISABLED = unsentReason("Subscription disabled by endpoint health");
 export const MANUALLY_DISABLED = unsentReason("Subscription disabled by hand");
 
-/** The message for a delivery with `attempts` attempts made. */
-export function unsentMessage(reason: UnsentReason, attempts: number): string {
-  return attempts === 0 ? reason.notSent : reason.notSentAgain;
-}
-
-/** The same in a statement that ends many deliveries: by each row's own attempts. */
+/** The message of a statement that ends deliveries, chosen by each row's own attempts. */
 export function unsentMessageSql(db: Knex, reason: UnsentReason): Knex.Raw {
   return db.raw("case when attempts = 0 then ? else ? end", [reason.notSent, reason.notSentAgain]);
 }

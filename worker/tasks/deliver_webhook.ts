@@ -31,7 +31,7 @@ import { sendSettings, sendWebhook, type SendOutcome, type SendSettings } from "
 import { listenTurn } from "../listener.ts";
 
 import { boundedMemo } from "../memo.ts";
-import { DEACTIVATED, DISABLED, MANUALLY_DISABLED, unsentMessage } from "../../db/webhooks/views.ts";
+import { DEACTIVATED, DISABLED, MANUALLY_DISABLED } from "../../db/webhooks/views.ts";
 import {
   failWithoutAttempt,
   findDeliveriesToSend,
@@ -192,12 +192,12 @@ export function deliverWebhook(
     // the job that attempt queued carries the next one.
     if (payload.attempts !== undefined && payload.attempts !== delivery.attempts) return "handled";
     if (!delivery.subscription_active) {
-      await failWithoutAttempt(db, delivery.tenant_id, delivery.id, unsentMessage(DEACTIVATED, delivery.attempts));
+      await failWithoutAttempt(db, delivery.tenant_id, delivery.id, DEACTIVATED);
       return "handled";
     }
     if (delivery.subscription_disabled) {
       const reason = delivery.subscription_disabled_by === "manual" ? MANUALLY_DISABLED : DISABLED;
-      await failWithoutAttempt(db, delivery.tenant_id, delivery.id, unsentMessage(reason, delivery.attempts));
+      await failWithoutAttempt(db, delivery.tenant_id, delivery.id, reason);
       return "handled";
     }
     if (delivery.attempts >= maxAttempts) {
